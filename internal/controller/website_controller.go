@@ -1,0 +1,228 @@
+// Package controller holds the reconcilers of the website operator, one per
+// kind.
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	websitev1 "example.com/website-operator/api/v1"
+	"example.com/website-operator/internal/resources"
+)
+
+// conflictRecheckInterval is how often a Website blocked by an object it
+// does not own looks again. Such objects lack the operator's label, so no
+// watch tells when a person removes them.
+const conflictRecheckInterval = 30 * time.Second
+
+// WebsiteReconciler makes each Website's Deployment, Service and Ingress
+// match its spec, and reports what it observed in the Website's status.
+type WebsiteReconciler struct {
+	// Client reads from the operator's cache and writes to the API server.
+	Client client.Client
+	// APIReader reads from the API server directly. It is used only when an
+	// object is missing from the cache, to find out whether an object that
+	// the operator does not manage stands in the way.
+	APIReader client.Reader
+	Recorder  recorder.EventRecorder
+	Clock     clock.PassiveClock
+	// ClusterDomain is the DNS domain of the cluster's Services, used in
+	// status.url.
+	ClusterDomain string
+	// Metrics records the time from a change of a Website to Ready; it may
+	// be nil.
+	Metrics ReadinessObserver
+	// MaxConcurrentReconciles is the number of Websites reconciled at once.
+	MaxConcurrentReconciles int
+}
+
+// ReadinessObserver is told about every status the reconciler computes, so
+// that it can measure how long Websites take to become Ready.
+type ReadinessObserver interface {
+	Observe(w *websitev1.Website, status websitev1.WebsiteStatus)
+	Forget(key types.NamespacedName)
+}
+
+// +kubebuilder:rbac:groups=example.com,resources=websites,verbs=get;list;watch
+// +kubebuilder:rbac:groups=example.com,resources=websites/status,verbs=patch
+// +kubebuilder:rbac:groups=example.com,resources=websites/finalizers,verbs=update
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconcile brings one Website's children to the state its spec asks for and
+// writes what it observed to the Website's status, at most once.
+func (r *WebsiteReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	website := &websitev1.Website{}
+	if err := r.Client.Get(ctx, req.NamespacedName, website); err != nil {
+		if client.IgnoreNotFound(err) == nil && r.Metrics != nil {
+			r.Metrics.Forget(req.NamespacedName)
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !website.DeletionTimestamp.IsZero() {
+		// The garbage collector removes the children through their owner
+		// references; recreating them now would only delay that.
+		return ctrl.Result{}, nil
+	}
+
+	obs, applyErr := r.reconcileChildren(ctx, website)
+	status := computeStatus(website, obs, r.ClusterDomain, metav1.NewTime(r.Clock.Now()))
+	r.recordBlockerEvent(website, obs.blocker)
+	if err := r.patchStatus(ctx, website, status); err != nil {
+		return ctrl.Result{}, errors.Join(applyErr, err)
+	}
+	if r.Metrics != nil {
+		r.Metrics.Observe(website, status)
+	}
+
+	switch {
+	case applyErr != nil:
+		return ctrl.Result{}, applyErr
+	case obs.blocker != nil && isConflict(obs.blocker.reason):
+		return ctrl.Result{RequeueAfter: wait.Jitter(conflictRecheckInterval, 0.2)}, nil
+	}
+	return ctrl.Result{}, nil
+}
+
+// reconcileChildren applies each child and observes the result. Children are
+// independent: a conflict on the Service does not stop the Deployment.
+func (r *WebsiteReconciler) reconcileChildren(ctx context.Context, w *websitev1.Website) (observation, error) {
+	var obs observation
+
+	deployment := &appsv1.Deployment{}
+	dep, err := r.reconcileChild(ctx, w, "Deployment", resources.Deployment(w), deployment)
+	if dep.present {
+		obs.deployment = deployment
+		obs.deploymentCurrent = dep.current
+	}
+	obs.blocker = dep.blocker
+	errs := []error{err}
+
+	service, err := r.reconcileChild(ctx, w, "Service", resources.Service(w), &corev1.Service{})
+	obs.blocker = firstCause(obs.blocker, service.blocker)
+	errs = append(errs, err)
+
+	// A nil *IngressApplyConfiguration in an interface is not nil.
+	var ingressConfig runtime.ApplyConfiguration
+	if desired := resources.Ingress(w); desired != nil {
+		ingressConfig = desired
+	}
+	ingress, err := r.reconcileChild(ctx, w, "Ingress", ingressConfig, &networkingv1.Ingress{})
+	obs.blocker = firstCause(obs.blocker, ingress.blocker)
+	obs.ingressHost = ingress.present && w.Spec.Ingress != nil && w.Spec.Ingress.Host != ""
+	errs = append(errs, err)
+
+	if obs.deployment != nil {
+		pods := &corev1.PodList{}
+		if err := r.Client.List(ctx, pods, client.InNamespace(w.Namespace),
+			client.MatchingLabels(resources.SelectorLabels(w))); err != nil {
+			errs = append(errs, fmt.Errorf("list pods of Website: %w", err))
+		}
+		obs.pods = pods.Items
+	}
+	return obs, errors.Join(errs...)
+}
+
+// patchStatus writes status to w when it differs from what w has, with a
+// merge patch that needs no resourceVersion: the status describes what this
+// reconcile observed, so it may replace any earlier one.
+func (r *WebsiteReconciler) patchStatus(ctx context.Context, w *websitev1.Website, status websitev1.WebsiteStatus) error {
+	if equality.Semantic.DeepEqual(w.Status, status) {
+		return nil
+	}
+	updated := w.DeepCopy()
+	updated.Status = status
+	if err := r.Client.Status().Patch(ctx, updated, client.MergeFrom(w)); err != nil {
+		return fmt.Errorf("patch status of Website: %w", client.IgnoreNotFound(err))
+	}
+	ctrl.LoggerFrom(ctx).V(1).Info("Status updated",
+		"ready", meta.FindStatusCondition(status.Conditions, websitev1.ReadyCondition).Reason,
+		"replicas", status.Ready)
+	return nil
+}
+
+// recordBlockerEvent emits a Warning when a Website becomes blocked or
+// blocked for another reason, not on every reconcile while it stays so.
+func (r *WebsiteReconciler) recordBlockerEvent(w *websitev1.Website, blocker *cause) {
+	if blocker == nil {
+		return
+	}
+	previous := meta.FindStatusCondition(w.Status.Conditions, websitev1.DegradedCondition)
+	if previous != nil && previous.Reason == blocker.reason && previous.Message == blocker.message {
+		return
+	}
+	r.Recorder.Eventf(w, nil, corev1.EventTypeWarning, blocker.reason, "Reconcile", "%s", blocker.message)
+}
+
+// SetupWithManager registers the reconciler: it watches Websites and the
+// children it owns, so that a child edited or deleted by hand is put back at
+// once, and the Websites' pods, so that a pod that cannot start shows in the
+// Website's status.
+func (r *WebsiteReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Clock == nil {
+		r.Clock = clock.RealClock{}
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&websitev1.Website{},
+			// Status writes, the operator's own included, need no reconcile.
+			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Owns(&appsv1.Deployment{}).
+		Owns(&corev1.Service{}).
+		Owns(&networkingv1.Ingress{}).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(websiteOfPod)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}).
+		WithLogConstructor(func(req *reconcile.Request) logr.Logger {
+			logger := mgr.GetLogger().WithValues("controller", "website")
+			if req != nil {
+				logger = logger.WithValues("website", klog.KRef(req.Namespace, req.Name))
+			}
+			return logger
+		}).
+		Complete(r)
+}
+
+// websiteOfPod maps a pod to the Website that runs it, by the instance label
+// that the Website's Deployment puts on its pods.
+func websiteOfPod(_ context.Context, pod client.Object) []reconcile.Request {
+	labels := pod.GetLabels()
+	name := labels[resources.InstanceLabel]
+	if name == "" || labels[resources.NameLabel] != resources.AppName {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: pod.GetNamespace(), Name: name}}}
+}
+
+func firstCause(causes ...*cause) *cause {
+	for _, c := range causes {
+		if c != nil {
+			return c
+		}
+	}
+	return nil
+}

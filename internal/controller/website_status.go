@@ -1,0 +1,255 @@
+package controller
+
+import (
+	"fmt"
+	"unicode/utf8"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	websitev1 "example.com/website-operator/api/v1"
+	"example.com/website-operator/internal/resources"
+)
+
+// maxConditionMessage bounds messages copied from pods and API errors, so
+// that one noisy container cannot bloat every Website list.
+const maxConditionMessage = 1024
+
+// observation is what one reconcile saw of a Website's children, after it
+// applied them. Status is computed from it alone.
+type observation struct {
+	// deployment is the Website's own Deployment, or nil when it is absent
+	// or belongs to someone else.
+	deployment *appsv1.Deployment
+	// deploymentCurrent is true when deployment was applied from the
+	// Website's current spec.
+	deploymentCurrent bool
+	// ingressHost is true when the Website has an Ingress with a host, so
+	// that its URL is the Ingress URL.
+	ingressHost bool
+	// pods are the Website's pods, of any version.
+	pods []corev1.Pod
+	// blocker, when set, is why the Website cannot serve whatever its pods
+	// do: a child in the way, a spec the API server refused, or a write
+	// that failed.
+	blocker *cause
+}
+
+// cause is a reason and a message for a condition.
+type cause struct {
+	reason  string
+	message string
+}
+
+// computeStatus derives the status of w from what was observed. It reads the
+// previous status only to keep the lastTransitionTime of conditions whose
+// status did not change; now stamps the others.
+func computeStatus(w *websitev1.Website, obs observation, clusterDomain string, now metav1.Time) websitev1.WebsiteStatus {
+	desired := desiredReplicas(w)
+	status := websitev1.WebsiteStatus{
+		ObservedGeneration: w.Generation,
+		Selector:           labels.SelectorFromSet(resources.SelectorLabels(w)).String(),
+		URL:                resources.ServiceURL(w, clusterDomain),
+	}
+	if obs.ingressHost {
+		status.URL = resources.IngressURL(w)
+	}
+	if d := obs.deployment; d != nil {
+		status.Replicas = d.Status.Replicas
+		status.ReadyReplicas = d.Status.ReadyReplicas
+		status.UpdatedReplicas = d.Status.UpdatedReplicas
+	}
+	status.Ready = fmt.Sprintf("%d/%d", status.ReadyReplicas, desired)
+
+	ready, progressing, degraded := conditionsFor(w, obs, desired)
+	status.Conditions = mergeConditions(w.Status.Conditions, w.Generation, now, ready, progressing, degraded)
+	return status
+}
+
+// conditionsFor decides the three conditions as type → (status, cause).
+func conditionsFor(w *websitev1.Website, obs observation, desired int32) (ready, progressing, degraded metav1.Condition) {
+	ready = metav1.Condition{Type: websitev1.ReadyCondition}
+	progressing = metav1.Condition{Type: websitev1.ProgressingCondition}
+	degraded = metav1.Condition{Type: websitev1.DegradedCondition}
+
+	if obs.blocker != nil {
+		set(&ready, metav1.ConditionFalse, *obs.blocker)
+		set(&degraded, metav1.ConditionTrue, *obs.blocker)
+		set(&progressing, metav1.ConditionFalse, cause{websitev1.RolloutBlockedReason,
+			"The rollout waits until the cause given by the Degraded condition is fixed"})
+		return ready, progressing, degraded
+	}
+
+	rollout := rolloutOf(obs, desired)
+	problem := podProblem(obs.pods)
+	if problem == nil {
+		problem = deploymentProblem(obs.deployment)
+	}
+
+	switch {
+	case rollout.complete && desired == 0:
+		set(&ready, metav1.ConditionTrue, cause{websitev1.ScaledToZeroReason,
+			"spec.replicas is 0: no pod serves the site"})
+	case rollout.complete:
+		set(&ready, metav1.ConditionTrue, cause{websitev1.AvailableReason,
+			fmt.Sprintf("%d of %d replicas available", rollout.available, desired)})
+	case problem != nil:
+		set(&ready, metav1.ConditionFalse, *problem)
+	default:
+		set(&ready, metav1.ConditionFalse, cause{websitev1.RollingOutReason, rollout.message})
+	}
+
+	switch {
+	case rollout.complete:
+		set(&progressing, metav1.ConditionFalse, cause{websitev1.RolloutCompleteReason,
+			fmt.Sprintf("Deployment %s runs generation %d of the Website", w.Name, w.Generation)})
+	case problem != nil && problem.reason == websitev1.ProgressDeadlineExceededReason:
+		set(&progressing, metav1.ConditionFalse, *problem)
+	default:
+		set(&progressing, metav1.ConditionTrue, cause{websitev1.RollingOutReason, rollout.message})
+	}
+
+	if problem != nil {
+		set(&degraded, metav1.ConditionTrue, *problem)
+	} else {
+		set(&degraded, metav1.ConditionFalse, cause{websitev1.AsExpectedReason, "Nothing is wrong"})
+	}
+	return ready, progressing, degraded
+}
+
+type rolloutState struct {
+	complete  bool
+	available int32
+	message   string
+}
+
+// rolloutOf tells whether the Deployment runs the current spec with every
+// desired replica available and no old pod left, as `kubectl rollout status`
+// decides it.
+func rolloutOf(obs observation, desired int32) rolloutState {
+	d := obs.deployment
+	if d == nil {
+		return rolloutState{message: "Waiting for the Deployment to be created"}
+	}
+	if !obs.deploymentCurrent || d.Status.ObservedGeneration < d.Generation {
+		return rolloutState{message: "Waiting for the Deployment controller to act on the current spec"}
+	}
+	s := d.Status
+	state := rolloutState{
+		available: s.AvailableReplicas,
+		complete:  s.UpdatedReplicas == desired && s.Replicas == desired && s.AvailableReplicas == desired,
+	}
+	switch {
+	case s.UpdatedReplicas < desired:
+		state.message = fmt.Sprintf("%d of %d replicas run the current spec", s.UpdatedReplicas, desired)
+	case s.Replicas > s.UpdatedReplicas:
+		state.message = fmt.Sprintf("%d old replicas are being replaced", s.Replicas-s.UpdatedReplicas)
+	default:
+		state.message = fmt.Sprintf("%d of %d replicas available", s.AvailableReplicas, desired)
+	}
+	return state
+}
+
+// podProblem finds the first pod whose container cannot run and says why,
+// in the words of the kubelet.
+func podProblem(pods []corev1.Pod) *cause {
+	for i := range pods {
+		pod := &pods[i]
+		if pod.DeletionTimestamp != nil {
+			continue
+		}
+		for _, cs := range pod.Status.ContainerStatuses {
+			waiting := cs.State.Waiting
+			if waiting == nil {
+				continue
+			}
+			reason := waitingReason(waiting.Reason)
+			if reason == "" {
+				continue
+			}
+			detail := waiting.Reason
+			if waiting.Message != "" {
+				detail += ": " + waiting.Message
+			}
+			return &cause{reason, truncate(fmt.Sprintf("Pod %s: %s", pod.Name, detail))}
+		}
+	}
+	return nil
+}
+
+// waitingReason maps the kubelet's reasons for a waiting container to a
+// Degraded reason, or "" when the wait is normal (ContainerCreating).
+func waitingReason(kubeletReason string) string {
+	switch kubeletReason {
+	case "ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull", "RegistryUnavailable":
+		return websitev1.ImagePullFailedReason
+	case "CrashLoopBackOff":
+		return websitev1.CrashLoopingReason
+	case "CreateContainerConfigError", "CreateContainerError", "RunContainerError":
+		return websitev1.ContainerConfigErrorReason
+	}
+	return ""
+}
+
+// deploymentProblem reads the Deployment's own conditions for a rollout that
+// cannot go on.
+func deploymentProblem(d *appsv1.Deployment) *cause {
+	if d == nil {
+		return nil
+	}
+	for _, c := range d.Status.Conditions {
+		switch {
+		case c.Type == appsv1.DeploymentReplicaFailure && c.Status == corev1.ConditionTrue:
+			return &cause{websitev1.PodsRejectedReason, truncate("Deployment cannot create pods: " + c.Message)}
+		case c.Type == appsv1.DeploymentProgressing && c.Status == corev1.ConditionFalse &&
+			c.Reason == "ProgressDeadlineExceeded":
+			return &cause{websitev1.ProgressDeadlineExceededReason, truncate(c.Message)}
+		}
+	}
+	return nil
+}
+
+func set(c *metav1.Condition, status metav1.ConditionStatus, why cause) {
+	c.Status = status
+	c.Reason = why.reason
+	c.Message = why.message
+}
+
+// mergeConditions returns the three conditions stamped with generation,
+// keeping the lastTransitionTime of those whose status did not change since
+// previous.
+func mergeConditions(previous []metav1.Condition, generation int64, now metav1.Time, conditions ...metav1.Condition) []metav1.Condition {
+	merged := make([]metav1.Condition, 0, len(conditions))
+	for _, c := range conditions {
+		c.ObservedGeneration = generation
+		c.LastTransitionTime = now
+		if old := meta.FindStatusCondition(previous, c.Type); old != nil && old.Status == c.Status {
+			c.LastTransitionTime = old.LastTransitionTime
+		}
+		merged = append(merged, c)
+	}
+	return merged
+}
+
+func desiredReplicas(w *websitev1.Website) int32 {
+	if w.Spec.Replicas == nil {
+		return 1
+	}
+	return *w.Spec.Replicas
+}
+
+// truncate shortens message to maxConditionMessage bytes, on a rune
+// boundary.
+func truncate(message string) string {
+	if len(message) <= maxConditionMessage {
+		return message
+	}
+	cut := maxConditionMessage - len("...")
+	for cut > 0 && !utf8.RuneStart(message[cut]) {
+		cut--
+	}
+	return message[:cut] + "..."
+}
