@@ -138,13 +138,13 @@ type ResourceRequirements struct {
 	// requests is the minimum amount of each resource the container needs,
 	// for example cpu: 100m, memory: 64Mi.
 	// +optional
-	// +kubebuilder:validation:MaxProperties=8
+	// +kubebuilder:validation:MaxProperties=6
 	Requests corev1.ResourceList `json:"requests,omitempty"`
 
 	// limits is the maximum amount of each resource the container may use.
 	// Each limit must be at least its request.
 	// +optional
-	// +kubebuilder:validation:MaxProperties=8
+	// +kubebuilder:validation:MaxProperties=6
 	Limits corev1.ResourceList `json:"limits,omitempty"`
 }
 

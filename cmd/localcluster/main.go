@@ -1,75 +1,191 @@
 // Command localcluster runs the local Kubernetes control plane (etcd,
 // kube-apiserver, kube-controller-manager, kube-scheduler and kwok) until
 // Ctrl-C, and prints how to point kubectl at it.
+//
+// With -operator it also installs deploy/ and runs the operator binary with
+// a token of the operator's own ServiceAccount, so that RBAC is real; with
+// -apply it then applies example Websites and shows them turning Ready.
 package main
 
 import (
+	"bytes"
 	"context"
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
+	"example.com/website-operator/internal/devenv"
 	"example.com/website-operator/internal/localcluster"
 )
 
 func main() {
+	// When whatever started this command dies without passing on Ctrl-C (a
+	// killed make, a closed terminal), stop the cluster as on Ctrl-C.
+	_ = unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(syscall.SIGTERM), 0, 0, 0)
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "localcluster:", err)
 		os.Exit(1)
 	}
 }
 
+type config struct {
+	cluster  localcluster.Options
+	operator string
+	apply    string
+}
+
 func run() error {
-	var opts localcluster.Options
-	flag.StringVar(&opts.BinDir, "bin-dir", os.Getenv(localcluster.BinDirEnv), "folder of the control-plane binaries (hack/kube-binaries.sh prints it)")
-	flag.StringVar(&opts.Dir, "dir", "", "folder for the cluster's state and logs (default: a temporary folder, removed on exit)")
-	flag.IntVar(&opts.Nodes, "nodes", 1, "number of kwok nodes")
-	flag.IntVar(&opts.NodePods, "node-pods", 1000, "pods each node can run")
-	flag.IntVar(&opts.APIServerPort, "port", 0, "API server port on 127.0.0.1 (default: a free port)")
+	var cfg config
+	flag.StringVar(&cfg.cluster.BinDir, "bin-dir", os.Getenv(localcluster.BinDirEnv), "folder of the control-plane binaries (hack/kube-binaries.sh prints it)")
+	flag.StringVar(&cfg.cluster.Dir, "dir", "", "folder for the cluster's state and logs (default: a temporary folder, removed on exit)")
+	flag.IntVar(&cfg.cluster.Nodes, "nodes", 1, "number of kwok nodes")
+	flag.IntVar(&cfg.cluster.NodePods, "node-pods", 1000, "pods each node can run")
+	flag.IntVar(&cfg.cluster.APIServerPort, "port", 0, "API server port on 127.0.0.1 (default: a free port)")
+	flag.StringVar(&cfg.operator, "operator", "", "operator binary to install and run with its own ServiceAccount")
+	flag.StringVar(&cfg.apply, "apply", "", "with -operator: a file or folder of manifests to apply once the operator runs")
 	flag.Parse()
 	if flag.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", flag.Args())
 	}
-	opts.Logf = func(format string, args ...any) {
-		fmt.Fprintf(os.Stderr, "localcluster: "+format+"\n", args...)
-	}
+	cfg.cluster.Logf = say
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	cluster, err := localcluster.Start(ctx, opts)
+	cluster, err := localcluster.Start(ctx, cfg.cluster)
 	if err != nil {
 		return err
 	}
 	defer func() {
-		fmt.Fprintln(os.Stderr, "localcluster: stopping")
+		say("Stopping the cluster")
 		if err := cluster.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, "localcluster:", err)
+			say("%v", err)
 		}
 	}()
 
-	fmt.Printf("export KUBECONFIG=%s\nexport PATH=%s:$PATH   # for the kubectl built with the control plane\n",
-		cluster.Kubeconfig(), opts.BinDir)
-	fmt.Fprintln(os.Stderr, "localcluster: running; press Ctrl-C to stop")
-	return waitUntilDone(ctx, cluster)
+	var operator *devenv.Operator
+	if cfg.operator != "" {
+		if operator, err = startOperator(ctx, cluster, cfg); err != nil {
+			return err
+		}
+		defer func() {
+			say("Stopping the operator")
+			if err := operator.Stop(20 * time.Second); err != nil {
+				say("operator: %v", err)
+			}
+		}()
+	}
+
+	fmt.Printf("\nPoint kubectl at the cluster (admin) with:\n  export KUBECONFIG=%s\n  export PATH=%s:$PATH   # the kubectl built with the control plane\n\n",
+		cluster.Kubeconfig(), cfg.cluster.BinDir)
+	say("Running; press Ctrl-C to stop everything")
+	return waitUntilDone(ctx, cluster, operator)
 }
 
-// waitUntilDone returns nil on Ctrl-C, or the error of a component that
-// died.
-func waitUntilDone(ctx context.Context, cluster *localcluster.Cluster) error {
+func startOperator(ctx context.Context, cluster *localcluster.Cluster, cfg config) (*devenv.Operator, error) {
+	applier, err := devenv.NewApplier(cluster.RESTConfig())
+	if err != nil {
+		return nil, err
+	}
+	say("Installing deploy/namespace.yaml, deploy/crd.yaml and deploy/rbac.yaml")
+	if _, err := applier.ApplyPaths(ctx, "deploy/namespace.yaml", "deploy/crd.yaml", "deploy/rbac.yaml"); err != nil {
+		return nil, err
+	}
+	kubeconfig := filepath.Join(cluster.Dir(), "operator.kubeconfig")
+	if err := devenv.ServiceAccountKubeconfig(ctx, cluster, devenv.OperatorNamespace, devenv.OperatorServiceAccount, kubeconfig); err != nil {
+		return nil, err
+	}
+	metricsPort, probePort, err := twoFreePorts()
+	if err != nil {
+		return nil, err
+	}
+	logPath := filepath.Join(cluster.Dir(), "operator.log")
+	operator, err := devenv.StartOperator(cfg.operator, kubeconfig, logPath,
+		"--leader-elect", "--leader-election-namespace="+devenv.OperatorNamespace,
+		fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", metricsPort),
+		fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", probePort))
+	if err != nil {
+		return nil, err
+	}
+	say("Operator running as ServiceAccount %s/%s; logs in %s; /metrics on https://127.0.0.1:%d, /healthz and /readyz on http://127.0.0.1:%d",
+		devenv.OperatorNamespace, devenv.OperatorServiceAccount, logPath, metricsPort, probePort)
+
+	if cfg.apply != "" {
+		objs, err := applier.ApplyPaths(ctx, cfg.apply)
+		if err != nil {
+			_ = operator.Stop(5 * time.Second)
+			return nil, err
+		}
+		for _, obj := range objs {
+			say("Applied %s", devenv.Describe(obj))
+		}
+	}
+	return operator, nil
+}
+
+// waitUntilDone shows the Websites whenever they change, until Ctrl-C or
+// until a component or the operator dies.
+func waitUntilDone(ctx context.Context, cluster *localcluster.Cluster, operator *devenv.Operator) error {
 	ticker := time.NewTicker(time.Second)
 	defer ticker.Stop()
+	var shown []byte
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-ticker.C:
-			if err := cluster.Err(); err != nil {
-				return err
-			}
+		}
+		if err := cluster.Err(); err != nil {
+			return err
+		}
+		if operator == nil {
+			continue
+		}
+		if exited, err := operator.Exited(); exited {
+			log, _ := os.ReadFile(operator.LogPath)
+			return fmt.Errorf("the operator exited (%v); the end of %s:\n%s", err, operator.LogPath, lastLines(log, 15))
+		}
+		// The columns of kubectl get websites but AGE, which would change
+		// every second.
+		out, err := cluster.Kubectl(ctx, "get", "websites", "--all-namespaces", "-o", websiteColumns).CombinedOutput()
+		if err == nil && !bytes.Equal(out, shown) {
+			fmt.Printf("\n$ kubectl get websites --all-namespaces   (%s)\n%s", time.Now().Format(time.TimeOnly), out)
+			shown = out
 		}
 	}
+}
+
+const websiteColumns = `custom-columns=NAMESPACE:.metadata.namespace,NAME:.metadata.name,IMAGE:.spec.image,READY:.status.ready,STATUS:.status.conditions[?(@.type=="Ready")].reason,URL:.status.url`
+
+func twoFreePorts() (int, int, error) {
+	var ports []int
+	for range 2 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return 0, 0, err
+		}
+		defer l.Close()
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports[0], ports[1], nil
+}
+
+func lastLines(data []byte, n int) string {
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+func say(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "localcluster: "+format+"\n", args...)
 }
 

@@ -50,7 +50,7 @@ type Options struct {
 	// NodeCPU, NodeMemory and NodePods are the capacity of each node
 	// (defaults 32, 256Gi and 1000).
 	NodeCPU, NodeMemory string
-	NodePods int
+	NodePods            int
 	// APIServerPort is the API server's port on 127.0.0.1 (default: a free
 	// port).
 	APIServerPort int

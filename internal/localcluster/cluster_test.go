@@ -248,4 +248,3 @@ func TestComponentFailingAtStartIsReportedWithItsLog(t *testing.T) {
 	g.Expect(time.Since(began)).To(BeNumerically("<", 20*time.Second), "no wait for a timeout")
 	g.Expect(strings.Count(err.Error(), "\n")).To(BeNumerically("<", 20))
 }
-

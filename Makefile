@@ -1,0 +1,86 @@
+# The website operator. `make help` lists the targets.
+
+SHELL := bash
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := help
+
+# Where hack/kube-binaries.sh puts the control plane (outside the work tree).
+KUBE_BIN_DIR = $(shell hack/kube-binaries.sh --dir)
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -s -w -X example.com/website-operator/internal/operator.Version=$(VERSION)
+IMAGE ?= example.com/website-operator:$(VERSION)
+# Test timeout: the suite starts several local clusters.
+TEST_TIMEOUT ?= 45m
+
+GEN_DIR := $(shell mktemp -d -u /tmp/website-operator-gen.XXXXXX)
+
+.PHONY: help
+help: ## List the targets.
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+.PHONY: kube-binaries
+kube-binaries: ## Build the local control plane (etcd, kube-apiserver, ..., kwok) once per version.
+	@hack/kube-binaries.sh >/dev/null
+
+.PHONY: generate
+generate: ## Regenerate deepcopy code, the CRD and RBAC into api/ and deploy/.
+	go tool controller-gen object:headerFile=hack/boilerplate.go.txt paths=./api/...
+	go tool controller-gen crd:crdVersions=v1 rbac:roleName=website-operator \
+		paths=./api/... paths=./internal/... \
+		output:crd:dir=$(GEN_DIR)/crd output:rbac:dir=$(GEN_DIR)/rbac
+	go run ./hack/gen-deploy -crd-dir $(GEN_DIR)/crd -rbac-dir $(GEN_DIR)/rbac
+	rm -rf $(GEN_DIR)
+
+.PHONY: verify-generate
+verify-generate: generate ## Fail when generated code or manifests are stale.
+	@if [ -n "$$(git status --porcelain -- api deploy)" ]; then \
+		echo "Generated files are stale; run make generate and commit:"; \
+		git status --porcelain -- api deploy; git --no-pager diff --stat -- api deploy; exit 1; \
+	fi
+
+.PHONY: fmt-check
+fmt-check: ## Fail on unformatted Go code.
+	@files=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$files" ]; then echo "gofmt needed: $$files"; exit 1; fi
+
+.PHONY: vet
+vet: ## go vet every package.
+	go vet ./...
+
+.PHONY: build
+build: ## Build bin/website-operator.
+	CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)' -o bin/website-operator ./cmd/website-operator
+
+.PHONY: test
+test: kube-binaries fmt-check vet verify-generate ## Run the whole test suite: unit, envtest, local cluster, end-to-end.
+	KUBE_BIN_DIR=$(KUBE_BIN_DIR) KUBEBUILDER_ASSETS=$(KUBE_BIN_DIR) \
+		go test -timeout $(TEST_TIMEOUT) -count=1 ./...
+
+.PHONY: test-unit
+test-unit: ## Run only the tests that need no API server.
+	go test -count=1 -short ./...
+
+.PHONY: cluster
+cluster: kube-binaries bin/localcluster ## Run the local cluster until Ctrl-C; prints how to point kubectl at it.
+	KUBE_BIN_DIR=$(KUBE_BIN_DIR) bin/localcluster
+
+.PHONY: run
+run: kube-binaries build bin/localcluster ## Run the operator on the local cluster with its own ServiceAccount, apply examples/, until Ctrl-C.
+	KUBE_BIN_DIR=$(KUBE_BIN_DIR) bin/localcluster -operator bin/website-operator -apply examples
+
+# Run as a binary, not with go run, so that it is make's own child and stops
+# when make does.
+.PHONY: bin/localcluster
+bin/localcluster:
+	go build -o bin/localcluster ./cmd/localcluster
+
+.PHONY: image
+image: ## Build a multi-arch (amd64, arm64) OCI image without Docker into bin/image/.
+	go run ./hack/image -version $(VERSION) -ldflags '$(LDFLAGS)' -out bin/image -tag $(IMAGE)
+
+.PHONY: bench
+bench: kube-binaries build ## Run the benchmarks on the local cluster; writes bench/results/.
+	KUBE_BIN_DIR=$(KUBE_BIN_DIR) go run ./test/bench -operator bin/website-operator -out bench/results $(BENCH_FLAGS)
+
+.PHONY: fuzz
+fuzz: ## Fuzz the child builders for FUZZTIME (default 2m).
+	go test ./internal/resources -run '^$$' -fuzz FuzzChildren -fuzztime $${FUZZTIME:-2m}

@@ -1,0 +1,209 @@
+package operator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/go-logr/logr"
+	"go.uber.org/zap/zapcore"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	websitev1 "example.com/website-operator/api/v1"
+	"example.com/website-operator/internal/controller"
+	"example.com/website-operator/internal/metrics"
+	"example.com/website-operator/internal/resources"
+)
+
+// Version is the operator's version, set at build time with
+// -ldflags "-X example.com/website-operator/internal/operator.Version=...".
+var Version = "dev"
+
+// NewLogger returns the operator's structured logger: JSON lines in a
+// cluster, readable text on a terminal; V(1) detail with --verbose.
+func NewLogger(opts Options, out io.Writer) logr.Logger {
+	level := zapcore.InfoLevel
+	if opts.Verbose {
+		level = zapcore.DebugLevel
+	}
+	encoder := zap.ConsoleEncoder()
+	if opts.LogFormat == "json" {
+		encoder = zap.JSONEncoder()
+	}
+	return zap.New(zap.WriteTo(out), encoder, zap.Level(level))
+}
+
+// RESTConfig finds the cluster: --kubeconfig when given, the pod's own
+// ServiceAccount in a cluster, else $KUBECONFIG or ~/.kube/config.
+func RESTConfig(opts Options) (*rest.Config, error) {
+	var config *rest.Config
+	var err error
+	switch {
+	case opts.Kubeconfig != "":
+		config, err = clientcmd.BuildConfigFromFlags("", opts.Kubeconfig)
+		if err != nil {
+			return nil, fmt.Errorf("load --kubeconfig %s: %w", opts.Kubeconfig, err)
+		}
+	case InCluster():
+		config, err = rest.InClusterConfig()
+		if err != nil {
+			return nil, fmt.Errorf("load in-cluster configuration: %w", err)
+		}
+	default:
+		rules := clientcmd.NewDefaultClientConfigLoadingRules()
+		config, err = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, nil).ClientConfig()
+		if err != nil {
+			return nil, fmt.Errorf("no cluster to talk to: pass --kubeconfig, set $KUBECONFIG, or run in a cluster (%w)", err)
+		}
+	}
+	config.QPS = float32(opts.KubeAPIQPS)
+	config.Burst = opts.KubeAPIBurst
+	config.UserAgent = "website-operator/" + Version
+	return config, nil
+}
+
+// Run runs the operator until ctx ends.
+func Run(ctx context.Context, opts Options, config *rest.Config, logger logr.Logger) error {
+	ctrl.SetLogger(logger)
+	klog.SetLogger(logger.WithName("client-go"))
+	log := logger.WithName("setup")
+
+	clientset, err := kubernetes.NewForConfig(config)
+	if err != nil {
+		return fmt.Errorf("create client: %w", err)
+	}
+	preflightCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := preflight(preflightCtx, clientset, config.Host, opts); err != nil {
+		return err
+	}
+
+	scheme := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+	utilruntime.Must(websitev1.AddToScheme(scheme))
+
+	metricsFilter := filters.WithAuthenticationAndAuthorization
+	mgr, err := ctrl.NewManager(config, ctrl.Options{
+		Scheme: scheme,
+		Logger: logger,
+		Cache:  cacheOptions(opts.Namespaces),
+		Metrics: metricsserver.Options{
+			BindAddress:    opts.MetricsBindAddress,
+			SecureServing:  true,
+			FilterProvider: metricsFilter,
+		},
+		HealthProbeBindAddress:        opts.HealthProbeBindAddress,
+		LeaderElection:                opts.LeaderElect,
+		LeaderElectionID:              opts.LeaderElectionID,
+		LeaderElectionNamespace:       opts.LeaderElectionNamespace,
+		LeaderElectionReleaseOnCancel: true,
+		GracefulShutdownTimeout:       ptrTo(20 * time.Second),
+	})
+	if err != nil {
+		return fmt.Errorf("create controller manager: %w", err)
+	}
+
+	tracker, err := metrics.Register(ctrlmetrics.Registry, mgr.GetCache(), clock.RealClock{})
+	if err != nil {
+		return fmt.Errorf("register metrics: %w", err)
+	}
+	reconciler := &controller.WebsiteReconciler{
+		Client:                  mgr.GetClient(),
+		APIReader:               mgr.GetAPIReader(),
+		Recorder:                mgr.GetEventRecorder(resources.ManagerName),
+		ClusterDomain:           opts.ClusterDomain,
+		Metrics:                 tracker,
+		MaxConcurrentReconciles: opts.MaxConcurrentReconciles,
+	}
+	if err := reconciler.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("set up Website controller: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return fmt.Errorf("add health check: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("caches", cachesSynced(mgr.GetCache())); err != nil {
+		return fmt.Errorf("add readiness check: %w", err)
+	}
+
+	scope := "all namespaces"
+	if len(opts.Namespaces) > 0 {
+		scope = fmt.Sprintf("namespaces %v", opts.Namespaces)
+	}
+	log.Info("Starting website operator", "version", Version, "watching", scope,
+		"leaderElection", opts.LeaderElect, "apiServer", config.Host)
+	if err := mgr.Start(ctx); err != nil {
+		return fmt.Errorf("run controller manager: %w", err)
+	}
+	return nil
+}
+
+// cacheOptions keeps the cache to what the controller needs: Websites, and
+// of Deployments, Services, Ingresses and pods only those the operator
+// manages, selected by its label, without managedFields, which the
+// controller never reads and which make up much of an object's size.
+func cacheOptions(namespaces []string) cache.Options {
+	managed := labels.SelectorFromSet(labels.Set{resources.ManagedByLabel: resources.ManagerName})
+	opts := cache.Options{
+		DefaultTransform: cache.TransformStripManagedFields(),
+		ByObject: map[client.Object]cache.ByObject{
+			&appsv1.Deployment{}:    {Label: managed},
+			&corev1.Service{}:       {Label: managed},
+			&networkingv1.Ingress{}: {Label: managed},
+			&corev1.Pod{}:           {Label: managed, Transform: controller.TrimPod},
+		},
+	}
+	if len(namespaces) > 0 {
+		opts.DefaultNamespaces = map[string]cache.Config{}
+		for _, ns := range namespaces {
+			opts.DefaultNamespaces[ns] = cache.Config{}
+		}
+	}
+	return opts
+}
+
+// cachesSynced makes /readyz answer 200 once the informers have listed
+// everything, so that a rollout of the operator waits for a replica that
+// knows the cluster.
+func cachesSynced(c cache.Cache) healthz.Checker {
+	return func(req *http.Request) error {
+		ctx, cancel := context.WithTimeout(req.Context(), time.Second)
+		defer cancel()
+		if !c.WaitForCacheSync(ctx) {
+			return errors.New("caches not synced yet")
+		}
+		return nil
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+// The operator's own namespace holds its leader election Lease and the events
+// about it; the metrics endpoint asks the API server to authenticate and
+// authorize each scrape.
+//
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update,namespace=website-operator-system
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch,namespace=website-operator-system
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
