@@ -188,4 +188,3 @@ func lastLines(data []byte, n int) string {
 func say(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "localcluster: "+format+"\n", args...)
 }
-

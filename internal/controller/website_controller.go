@@ -33,10 +33,10 @@ import (
 	"example.com/website-operator/internal/resources"
 )
 
-// conflictRecheckInterval is how often a Website blocked by an object it
-// does not own looks again. Such objects lack the operator's label, so no
+// defaultConflictRecheckInterval is how often a Website blocked by an object
+// it does not own looks again. Such objects lack the operator's label, so no
 // watch tells when a person removes them.
-const conflictRecheckInterval = 30 * time.Second
+const defaultConflictRecheckInterval = 30 * time.Second
 
 // WebsiteReconciler makes each Website's Deployment, Service and Ingress
 // match its spec, and reports what it observed in the Website's status.
@@ -57,6 +57,9 @@ type WebsiteReconciler struct {
 	Metrics ReadinessObserver
 	// MaxConcurrentReconciles is the number of Websites reconciled at once.
 	MaxConcurrentReconciles int
+	// ConflictRecheckInterval is how often a Website blocked by an object it
+	// does not own looks again (default 30 s, with 20% jitter).
+	ConflictRecheckInterval time.Duration
 }
 
 // ReadinessObserver is told about every status the reconciler computes, so
@@ -105,7 +108,7 @@ func (r *WebsiteReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	case applyErr != nil:
 		return ctrl.Result{}, applyErr
 	case obs.blocker != nil && isConflict(obs.blocker.reason):
-		return ctrl.Result{RequeueAfter: wait.Jitter(conflictRecheckInterval, 0.2)}, nil
+		return ctrl.Result{RequeueAfter: wait.Jitter(r.ConflictRecheckInterval, 0.2)}, nil
 	}
 	return ctrl.Result{}, nil
 }
@@ -187,6 +190,9 @@ func (r *WebsiteReconciler) recordBlockerEvent(w *websitev1.Website, blocker *ca
 func (r *WebsiteReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
+	}
+	if r.ConflictRecheckInterval == 0 {
+		r.ConflictRecheckInterval = defaultConflictRecheckInterval
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&websitev1.Website{},

@@ -10,10 +10,6 @@ import (
 
 	"github.com/go-logr/logr"
 	"go.uber.org/zap/zapcore"
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/kubernetes"
@@ -24,7 +20,6 @@ import (
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -108,7 +103,7 @@ func Run(ctx context.Context, opts Options, config *rest.Config, logger logr.Log
 	mgr, err := ctrl.NewManager(config, ctrl.Options{
 		Scheme: scheme,
 		Logger: logger,
-		Cache:  cacheOptions(opts.Namespaces),
+		Cache:  controller.CacheOptions(opts.Namespaces),
 		Metrics: metricsserver.Options{
 			BindAddress:    opts.MetricsBindAddress,
 			SecureServing:  true,
@@ -157,30 +152,6 @@ func Run(ctx context.Context, opts Options, config *rest.Config, logger logr.Log
 		return fmt.Errorf("run controller manager: %w", err)
 	}
 	return nil
-}
-
-// cacheOptions keeps the cache to what the controller needs: Websites, and
-// of Deployments, Services, Ingresses and pods only those the operator
-// manages, selected by its label, without managedFields, which the
-// controller never reads and which make up much of an object's size.
-func cacheOptions(namespaces []string) cache.Options {
-	managed := labels.SelectorFromSet(labels.Set{resources.ManagedByLabel: resources.ManagerName})
-	opts := cache.Options{
-		DefaultTransform: cache.TransformStripManagedFields(),
-		ByObject: map[client.Object]cache.ByObject{
-			&appsv1.Deployment{}:    {Label: managed},
-			&corev1.Service{}:       {Label: managed},
-			&networkingv1.Ingress{}: {Label: managed},
-			&corev1.Pod{}:           {Label: managed, Transform: controller.TrimPod},
-		},
-	}
-	if len(namespaces) > 0 {
-		opts.DefaultNamespaces = map[string]cache.Config{}
-		for _, ns := range namespaces {
-			opts.DefaultNamespaces[ns] = cache.Config{}
-		}
-	}
-	return opts
 }
 
 // cachesSynced makes /readyz answer 200 once the informers have listed

@@ -1,0 +1,382 @@
+package controller_test
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	websitev1 "example.com/website-operator/api/v1"
+	"example.com/website-operator/internal/testgen"
+)
+
+const timeout = 10 * time.Second
+
+var namespaceCounter atomic.Int64
+
+// newNamespace creates a namespace of the test's own.
+func newNamespace(t *testing.T) string {
+	t.Helper()
+	name := fmt.Sprintf("test-%d", namespaceCounter.Add(1))
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := k8sClient.Create(t.Context(), ns); err != nil {
+		t.Fatal(err)
+	}
+	return name
+}
+
+// createWebsite creates a Website as a user would, from the spec of w.
+func createWebsite(t *testing.T, w *websitev1.Website) *websitev1.Website {
+	t.Helper()
+	w = w.DeepCopy()
+	w.UID, w.Generation, w.ResourceVersion = "", 0, ""
+	if err := k8sClient.Create(t.Context(), w); err != nil {
+		t.Fatalf("create Website: %v", err)
+	}
+	return w
+}
+
+func getDeployment(g Gomega, ctx context.Context, ns, name string) *appsv1.Deployment {
+	d := &appsv1.Deployment{}
+	g.Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, d)).To(Succeed())
+	return d
+}
+
+func getWebsite(g Gomega, ctx context.Context, ns, name string) *websitev1.Website {
+	w := &websitev1.Website{}
+	g.Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, w)).To(Succeed())
+	return w
+}
+
+// markRolledOut plays the Deployment controller, which envtest lacks: it
+// reports every replica of the current generation available.
+func markRolledOut(g Gomega, ctx context.Context, d *appsv1.Deployment) {
+	replicas := ptr.Deref(d.Spec.Replicas, 1)
+	d.Status = appsv1.DeploymentStatus{
+		ObservedGeneration: d.Generation,
+		Replicas:           replicas,
+		UpdatedReplicas:    replicas,
+		ReadyReplicas:      replicas,
+		AvailableReplicas:  replicas,
+	}
+	g.Expect(k8sClient.Status().Update(ctx, d)).To(Succeed())
+}
+
+// updateWebsite changes a Website as a user would, retrying when the
+// operator's status write got in between.
+func updateWebsite(g Gomega, ctx context.Context, ns, name string, change func(*websitev1.Website)) {
+	g.Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		w := &websitev1.Website{}
+		if err := k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, w); err != nil {
+			return err
+		}
+		change(w)
+		return k8sClient.Update(ctx, w)
+	})).To(Succeed())
+}
+
+func condition(w *websitev1.Website, conditionType string) metav1.Condition {
+	if c := meta.FindStatusCondition(w.Status.Conditions, conditionType); c != nil {
+		return *c
+	}
+	return metav1.Condition{}
+}
+
+func TestWebsiteCreatesItsChildrenAndBecomesReady(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns := newNamespace(t)
+	w := createWebsite(t, testgen.Website("my-site", ns))
+
+	var deployment *appsv1.Deployment
+	g.Eventually(func(g Gomega) {
+		deployment = getDeployment(g, ctx, ns, "my-site")
+	}).WithTimeout(timeout).Should(Succeed())
+	g.Expect(metav1.IsControlledBy(deployment, w)).To(BeTrue())
+	g.Expect(deployment.Spec.Template.Spec.Containers[0].Image).To(Equal("nginx:1.25"))
+
+	g.Eventually(func(g Gomega) {
+		service := &corev1.Service{}
+		g.Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: "my-site"}, service)).To(Succeed())
+		g.Expect(metav1.IsControlledBy(service, w)).To(BeTrue())
+	}).WithTimeout(timeout).Should(Succeed())
+
+	g.Eventually(func(g Gomega) {
+		got := getWebsite(g, ctx, ns, "my-site")
+		g.Expect(got.Status.ObservedGeneration).To(Equal(got.Generation))
+		g.Expect(condition(got, websitev1.ReadyCondition).Reason).To(Equal(websitev1.RollingOutReason))
+		g.Expect(condition(got, websitev1.ProgressingCondition).Status).To(Equal(metav1.ConditionTrue))
+	}).WithTimeout(timeout).Should(Succeed())
+
+	markRolledOut(g, ctx, deployment)
+	g.Eventually(func(g Gomega) {
+		got := getWebsite(g, ctx, ns, "my-site")
+		g.Expect(condition(got, websitev1.ReadyCondition).Status).To(Equal(metav1.ConditionTrue))
+		g.Expect(got.Status.Ready).To(Equal("1/1"))
+		g.Expect(got.Status.URL).To(Equal("http://my-site." + ns + ".svc.cluster.local"))
+		g.Expect(got.Status.Selector).To(Equal("app.kubernetes.io/instance=my-site,app.kubernetes.io/name=website"))
+	}).WithTimeout(timeout).Should(Succeed())
+
+	g.Eventually(func(g Gomega) {
+		g.Expect(eventReasons(g, ctx, ns, "my-site")).To(ContainElements("DeploymentCreated", "ServiceCreated"))
+	}).WithTimeout(timeout).Should(Succeed(), "the tutorial's DeploymentCreated event, and one for the Service")
+}
+
+func eventReasons(g Gomega, ctx context.Context, ns, website string) []string {
+	events := &eventsv1.EventList{}
+	g.Expect(k8sClient.List(ctx, events, client.InNamespace(ns))).To(Succeed())
+	var reasons []string
+	for _, e := range events.Items {
+		if e.Regarding.Kind == "Website" && e.Regarding.Name == website {
+			reasons = append(reasons, e.Reason)
+		}
+	}
+	return reasons
+}
+
+func TestUpdatingTheSpecUpdatesTheChildren(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns := newNamespace(t)
+	createWebsite(t, testgen.Website("site", ns))
+	g.Eventually(func(g Gomega) { getDeployment(g, ctx, ns, "site") }).WithTimeout(timeout).Should(Succeed())
+
+	updateWebsite(g, ctx, ns, "site", func(w *websitev1.Website) {
+		w.Spec.Image = "nginx:1.27"
+		w.Spec.Port = 8080
+		w.Spec.Replicas = ptr.To[int32](3)
+		w.Spec.ReadinessPath = "/healthz"
+	})
+
+	g.Eventually(func(g Gomega) {
+		d := getDeployment(g, ctx, ns, "site")
+		c := d.Spec.Template.Spec.Containers[0]
+		g.Expect(c.Image).To(Equal("nginx:1.27"))
+		g.Expect(c.Ports[0].ContainerPort).To(Equal(int32(8080)))
+		g.Expect(c.ReadinessProbe.HTTPGet).NotTo(BeNil())
+		g.Expect(d.Spec.Replicas).To(HaveValue(Equal(int32(3))))
+	}).WithTimeout(timeout).Should(Succeed())
+
+	// Removing a field removes what it made.
+	updateWebsite(g, ctx, ns, "site", func(w *websitev1.Website) { w.Spec.ReadinessPath = "" })
+	g.Eventually(func(g Gomega) {
+		probe := getDeployment(g, ctx, ns, "site").Spec.Template.Spec.Containers[0].ReadinessProbe
+		g.Expect(probe.HTTPGet).To(BeNil())
+		g.Expect(probe.TCPSocket).NotTo(BeNil())
+	}).WithTimeout(timeout).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(eventReasons(g, ctx, ns, "site")).To(ContainElement("DeploymentUpdated"))
+	}).WithTimeout(timeout).Should(Succeed())
+}
+
+func TestDeletedChildIsRecreated(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns := newNamespace(t)
+	createWebsite(t, testgen.Website("site", ns))
+	var original *appsv1.Deployment
+	g.Eventually(func(g Gomega) { original = getDeployment(g, ctx, ns, "site") }).WithTimeout(timeout).Should(Succeed())
+
+	g.Expect(k8sClient.Delete(ctx, original)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		d := getDeployment(g, ctx, ns, "site")
+		g.Expect(d.UID).NotTo(Equal(original.UID))
+	}).WithTimeout(timeout).Should(Succeed())
+
+	service := &corev1.Service{}
+	g.Eventually(func() error {
+		return k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: "site"}, service)
+	}).WithTimeout(timeout).Should(Succeed())
+	g.Expect(k8sClient.Delete(ctx, service)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		s := &corev1.Service{}
+		g.Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: "site"}, s)).To(Succeed())
+		g.Expect(s.UID).NotTo(Equal(service.UID))
+	}).WithTimeout(timeout).Should(Succeed())
+}
+
+func TestChildEditedByHandIsReverted(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns := newNamespace(t)
+	createWebsite(t, testgen.Website("site", ns))
+	var d *appsv1.Deployment
+	g.Eventually(func(g Gomega) { d = getDeployment(g, ctx, ns, "site") }).WithTimeout(timeout).Should(Succeed())
+
+	// As kubectl edit would: an update by another field manager.
+	d.Spec.Template.Spec.Containers[0].Image = "nginx:latest"
+	d.Spec.Replicas = ptr.To[int32](7)
+	g.Expect(k8sClient.Update(ctx, d, client.FieldOwner("kubectl-edit"))).To(Succeed())
+
+	g.Eventually(func(g Gomega) {
+		d := getDeployment(g, ctx, ns, "site")
+		g.Expect(d.Spec.Template.Spec.Containers[0].Image).To(Equal("nginx:1.25"))
+		g.Expect(d.Spec.Replicas).To(HaveValue(Equal(int32(1))))
+	}).WithTimeout(timeout).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(eventReasons(g, ctx, ns, "site")).To(ContainElement("DeploymentRestored"))
+	}).WithTimeout(timeout).Should(Succeed())
+}
+
+// A Deployment of the same name that the Website does not own is never
+// changed or adopted; the Website says why it is not Ready, and recovers
+// once the Deployment is gone.
+func TestUnownedDeploymentIsReportedAndLeftUntouched(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns := newNamespace(t)
+	labels := map[string]string{"app": "site"}
+	theirs := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "site", Namespace: ns},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](2),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "httpd:2.4"}}},
+			},
+		},
+	}
+	g.Expect(k8sClient.Create(ctx, theirs)).To(Succeed())
+
+	createWebsite(t, testgen.Website("site", ns))
+	g.Eventually(func(g Gomega) {
+		w := getWebsite(g, ctx, ns, "site")
+		ready := condition(w, websitev1.ReadyCondition)
+		g.Expect(ready.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(ready.Reason).To(Equal(websitev1.DeploymentConflictReason))
+		g.Expect(ready.Message).To(ContainSubstring("not owned by this Website"))
+		g.Expect(condition(w, websitev1.DegradedCondition).Status).To(Equal(metav1.ConditionTrue))
+	}).WithTimeout(timeout).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(eventReasons(g, ctx, ns, "site")).To(ContainElement(websitev1.DeploymentConflictReason))
+	}).WithTimeout(timeout).Should(Succeed())
+
+	g.Consistently(func(g Gomega) {
+		d := getDeployment(g, ctx, ns, "site")
+		g.Expect(d.ResourceVersion).To(Equal(theirs.ResourceVersion), "not written at all")
+		g.Expect(d.OwnerReferences).To(BeEmpty())
+		g.Expect(d.Spec.Template.Spec.Containers[0].Image).To(Equal("httpd:2.4"))
+	}).WithTimeout(3 * time.Second).Should(Succeed())
+
+	g.Expect(k8sClient.Delete(ctx, theirs)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		d := getDeployment(g, ctx, ns, "site")
+		g.Expect(d.OwnerReferences).To(HaveLen(1))
+		g.Expect(d.Spec.Template.Spec.Containers[0].Image).To(Equal("nginx:1.25"))
+	}).WithTimeout(timeout).Should(Succeed(), "once the obstacle is gone, the Website gets its own Deployment")
+}
+
+func TestIngressFollowsTheSpec(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns := newNamespace(t)
+	createWebsite(t, testgen.Website("site", ns, testgen.WithIngress("www.example.com", "/", "", "")))
+	key := types.NamespacedName{Namespace: ns, Name: "site"}
+
+	g.Eventually(func(g Gomega) {
+		ingress := &networkingv1.Ingress{}
+		g.Expect(k8sClient.Get(ctx, key, ingress)).To(Succeed())
+		g.Expect(ingress.Spec.Rules[0].Host).To(Equal("www.example.com"))
+		g.Expect(getWebsite(g, ctx, ns, "site").Status.URL).To(Equal("http://www.example.com"))
+	}).WithTimeout(timeout).Should(Succeed())
+
+	updateWebsite(g, ctx, ns, "site", func(w *websitev1.Website) { w.Spec.Ingress = nil })
+	g.Eventually(func() error {
+		return k8sClient.Get(ctx, key, &networkingv1.Ingress{})
+	}).WithTimeout(timeout).Should(Satisfy(apierrors.IsNotFound), "the Ingress goes when the Website no longer asks for it")
+	g.Eventually(func(g Gomega) {
+		g.Expect(getWebsite(g, ctx, ns, "site").Status.URL).To(Equal("http://site." + ns + ".svc.cluster.local"))
+	}).WithTimeout(timeout).Should(Succeed())
+}
+
+// A reconcile that has nothing to change makes no write call, also right
+// after a restart, when nothing remembers what was applied before.
+func TestReconcileWithNothingToChangeWritesNothing(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns := newNamespace(t)
+	createWebsite(t, testgen.Website("site", ns, testgen.WithReplicas(2), testgen.WithEnv("MODE", "prod"),
+		testgen.WithIngress("www.example.com", "/", "", "")))
+	g.Eventually(func(g Gomega) { markRolledOut(g, ctx, getDeployment(g, ctx, ns, "site")) }).WithTimeout(timeout).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(condition(getWebsite(g, ctx, ns, "site"), websitev1.ReadyCondition).Status).To(Equal(metav1.ConditionTrue))
+	}).WithTimeout(timeout).Should(Succeed())
+	// Let the events of the last writes settle in the cache.
+	time.Sleep(time.Second)
+
+	before := writes.count.Load()
+	for range 5 {
+		_, err := reconciler.Reconcile(ctx, ctrl.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: "site"}})
+		g.Expect(err).NotTo(HaveOccurred())
+	}
+	g.Expect(writes.count.Load() - before).To(BeZero())
+}
+
+// A spec that the schema cannot reject but the API server refuses for a
+// child is terminal: reported in status, not retried until the spec
+// changes.
+func TestSpecRefusedForAChildIsReportedAndNotRetried(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns := newNamespace(t)
+	// An extended resource must have a limit equal to its request.
+	createWebsite(t, testgen.Website("site", ns, testgen.WithResources(
+		map[corev1.ResourceName]string{"example.com/gpu": "1"}, nil)))
+
+	g.Eventually(func(g Gomega) {
+		w := getWebsite(g, ctx, ns, "site")
+		degraded := condition(w, websitev1.DegradedCondition)
+		g.Expect(degraded.Status).To(Equal(metav1.ConditionTrue))
+		g.Expect(degraded.Reason).To(Equal(websitev1.InvalidSpecReason))
+		g.Expect(degraded.Message).To(ContainSubstring("resources"))
+		g.Expect(condition(w, websitev1.ReadyCondition).Reason).To(Equal(websitev1.InvalidSpecReason))
+	}).WithTimeout(timeout).Should(Succeed())
+
+	before := writes.count.Load()
+	time.Sleep(3 * time.Second)
+	g.Expect(writes.count.Load()-before).To(BeNumerically("<=", 1), "no retry storm: at most a stray write of another test")
+
+	// Fixing the spec clears the condition.
+	updateWebsite(g, ctx, ns, "site", func(w *websitev1.Website) { w.Spec.Resources = nil })
+	g.Eventually(func(g Gomega) {
+		w := getWebsite(g, ctx, ns, "site")
+		g.Expect(condition(w, websitev1.DegradedCondition).Status).To(Equal(metav1.ConditionFalse))
+		getDeployment(g, ctx, ns, "site")
+	}).WithTimeout(timeout).Should(Succeed())
+}
+
+// The tutorial's CRD knows only image and port; objects stored under it
+// get the defaults of ours when read, so they keep working after an upgrade.
+func TestWebsiteWithOnlyTheTutorialsFieldsGetsDefaults(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns := newNamespace(t)
+	w := &websitev1.Website{
+		ObjectMeta: metav1.ObjectMeta{Name: "my-site", Namespace: ns},
+		Spec:       websitev1.WebsiteSpec{Image: "nginx:1.25"},
+	}
+	g.Expect(k8sClient.Create(ctx, w)).To(Succeed())
+	got := getWebsite(g, ctx, ns, "my-site")
+	g.Expect(got.Spec.Port).To(Equal(int32(80)))
+	g.Expect(got.Spec.Replicas).To(HaveValue(Equal(int32(1))))
+	g.Eventually(func(g Gomega) {
+		d := getDeployment(g, ctx, ns, "my-site")
+		g.Expect(d.Spec.Template.Spec.Containers[0].Ports[0].ContainerPort).To(Equal(int32(80)))
+	}).WithTimeout(timeout).Should(Succeed())
+}
