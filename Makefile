@@ -29,13 +29,19 @@ generate: ## Regenerate deepcopy code, the CRD and RBAC into api/ and deploy/.
 		paths=./api/... paths=./internal/... \
 		output:crd:dir=$(GEN_DIR)/crd output:rbac:dir=$(GEN_DIR)/rbac
 	go run ./hack/gen-deploy -crd-dir $(GEN_DIR)/crd -rbac-dir $(GEN_DIR)/rbac
+	go run ./hack/gen-apidoc -crd deploy/crd.yaml -out docs/api.md
 	rm -rf $(GEN_DIR)
 
+GENERATED := api deploy docs/api.md
+
 .PHONY: verify-generate
-verify-generate: generate ## Fail when generated code or manifests are stale.
-	@if [ -n "$$(git status --porcelain -- api deploy)" ]; then \
-		echo "Generated files are stale; run make generate and commit:"; \
-		git status --porcelain -- api deploy; git --no-pager diff --stat -- api deploy; exit 1; \
+verify-generate: ## Fail when generated code or manifests are stale (regenerating them).
+	@before=$$(find $(GENERATED) -type f | sort | xargs sha256sum); \
+	$(MAKE) --no-print-directory generate >/dev/null; \
+	after=$$(find $(GENERATED) -type f | sort | xargs sha256sum); \
+	if [ "$$before" != "$$after" ]; then \
+		echo "Generated files were stale and have been regenerated; review and commit:"; \
+		diff <(echo "$$before") <(echo "$$after") | grep '^>' | awk '{print "  " $$3}'; exit 1; \
 	fi
 
 .PHONY: fmt-check

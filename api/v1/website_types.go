@@ -49,7 +49,7 @@ type WebsiteSpec struct {
 
 	// readinessPath is an HTTP path, such as /healthz, that answers 2xx or 3xx
 	// when a pod is ready to serve. When set, a pod receives traffic only after
-	// it answers there; when empty, as soon as its container has started.
+	// it answers there; when empty, once its port accepts TCP connections.
 	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=256
