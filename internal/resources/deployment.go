@@ -160,7 +160,9 @@ func envVar(env websitev1.EnvVar) *corev1ac.EnvVarApplyConfiguration {
 // NET_BIND_SERVICE capability, which a non-root process would not hold.
 func podSecurityContext(w *websitev1.Website) *corev1ac.PodSecurityContextApplyConfiguration {
 	user := DefaultRunAsUser
-	if w.Spec.RunAsUser != nil {
+	// The schema allows only positive IDs; the builder does not rely on it
+	// to keep root out.
+	if w.Spec.RunAsUser != nil && *w.Spec.RunAsUser > 0 {
 		user = *w.Spec.RunAsUser
 	}
 	sc := corev1ac.PodSecurityContext().

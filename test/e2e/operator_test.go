@@ -99,7 +99,7 @@ func TestMissingAndTutorialCRD(t *testing.T) {
 		g.Eventually(func() error {
 			_, err := e.kubectl(ctx, "apply", "-f", filepath.Join(repoRoot, file))
 			return err
-		}).WithTimeout(20 * time.Second).Should(Succeed(), file)
+		}).WithTimeout(20*time.Second).Should(Succeed(), file)
 	}
 	code, out = runOperator(t, "--kubeconfig", kubeconfig, "--metrics-bind-address=0", "--health-probe-bind-address=0")
 	g.Expect(code).To(Equal(1))
@@ -141,7 +141,7 @@ func TestNamespaceScopedOperator(t *testing.T) {
 		err := e.client.Get(ctx, types.NamespacedName{Namespace: other, Name: "site"}, &appsv1.Deployment{})
 		g.Expect(apierrors.IsNotFound(err)).To(BeTrue())
 		g.Expect(e.website(g, ctx, other, "site").Status.Conditions).To(BeEmpty())
-	}).WithTimeout(3 * time.Second).Should(Succeed(), "a Website outside --namespace is left alone")
+	}).WithTimeout(3*time.Second).Should(Succeed(), "a Website outside --namespace is left alone")
 	g.Expect(readFile(t, e.operator.LogPath)).NotTo(ContainSubstring("forbidden"))
 }
 

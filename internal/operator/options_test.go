@@ -1,0 +1,80 @@
+package operator
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"testing"
+
+	. "github.com/onsi/gomega"
+)
+
+func env(vars map[string]string) func(string) string {
+	return func(key string) string { return vars[key] }
+}
+
+func TestParseOptions(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		env     map[string]string
+		check   func(g Gomega, o Options)
+		wantErr string
+	}{
+		{
+			name: "defaults on a terminal",
+			check: func(g Gomega, o Options) {
+				g.Expect(o.Namespaces).To(BeEmpty(), "all namespaces")
+				g.Expect(o.LogFormat).To(Equal("text"))
+				g.Expect(o.LeaderElect).To(BeFalse())
+				g.Expect(o.MetricsBindAddress).To(Equal(":8443"))
+				g.Expect(o.HealthProbeBindAddress).To(Equal(":8081"))
+				g.Expect(o.ClusterDomain).To(Equal("cluster.local"))
+			},
+		},
+		{
+			name: "JSON logs and the pod's namespace in a cluster",
+			args: []string{"--leader-elect"},
+			env:  map[string]string{"KUBERNETES_SERVICE_HOST": "10.0.0.1", "POD_NAMESPACE": "ops"},
+			check: func(g Gomega, o Options) {
+				g.Expect(o.LogFormat).To(Equal("json"))
+				g.Expect(o.LeaderElectionNamespace).To(Equal("ops"))
+			},
+		},
+		{
+			name: "repeated and comma-separated namespaces",
+			args: []string{"--namespace", "a", "--namespace=b,c", "--namespace", "a"},
+			check: func(g Gomega, o Options) {
+				g.Expect(o.Namespaces).To(Equal([]string{"a", "b", "c"}))
+			},
+		},
+		{name: "both scopes", args: []string{"--namespace", "a", "--all-namespaces"}, wantErr: "exclude each other"},
+		{name: "a namespace that is not a name", args: []string{"--namespace", "Team_A"}, wantErr: `"Team_A" is not a namespace name`},
+		{name: "unknown flag", args: []string{"--namespaces", "a"}, wantErr: "flag provided but not defined: -namespaces"},
+		{name: "log format", args: []string{"--log-format", "yaml"}, wantErr: `--log-format must be json or text, not "yaml"`},
+		{name: "leader election outside a cluster needs a namespace", args: []string{"--leader-elect"}, wantErr: "--leader-election-namespace"},
+		{name: "no workers", args: []string{"--max-concurrent-reconciles", "0"}, wantErr: "at least 1"},
+		{name: "arguments", args: []string{"run"}, wantErr: `unexpected argument "run"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			opts, err := ParseOptions(tt.args, env(tt.env), &bytes.Buffer{})
+			if tt.wantErr != "" {
+				g.Expect(err).To(MatchError(ContainSubstring(tt.wantErr)))
+				return
+			}
+			g.Expect(err).NotTo(HaveOccurred())
+			tt.check(g, opts)
+		})
+	}
+}
+
+func TestHelpPrintsUsage(t *testing.T) {
+	g := NewWithT(t)
+	var out bytes.Buffer
+	_, err := ParseOptions([]string{"--help"}, env(nil), &out)
+	g.Expect(errors.Is(err, flag.ErrHelp)).To(BeTrue())
+	g.Expect(out.String()).To(ContainSubstring("Usage: website-operator"))
+	g.Expect(out.String()).To(ContainSubstring("-leader-elect"))
+}
