@@ -12,10 +12,8 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"net"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -59,75 +57,41 @@ func run() error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	cluster, err := localcluster.Start(ctx, cfg.cluster)
+	envOpts := devenv.EnvironmentOptions{Cluster: cfg.cluster, Manifests: []string{}}
+	if cfg.operator != "" {
+		say("Installing %s, then the operator", strings.Join(devenv.DefaultManifests, ", "))
+		envOpts.Manifests = devenv.DefaultManifests
+		envOpts.OperatorBinary = cfg.operator
+	}
+	env, err := devenv.StartEnvironment(ctx, envOpts)
 	if err != nil {
 		return err
 	}
 	defer func() {
-		say("Stopping the cluster")
-		if err := cluster.Stop(); err != nil {
-			say("%v", err)
-		}
+		say("Stopping the operator and the cluster")
+		env.Stop()
 	}()
 
 	var operator *devenv.Operator
 	if cfg.operator != "" {
-		if operator, err = startOperator(ctx, cluster, cfg); err != nil {
-			return err
-		}
-		defer func() {
-			say("Stopping the operator")
-			if err := operator.Stop(20 * time.Second); err != nil {
-				say("operator: %v", err)
+		operator = env.Operators()[0]
+		say("Operator running as ServiceAccount %s/%s; logs in %s; /metrics on %s, /healthz and /readyz on %s",
+			devenv.OperatorNamespace, devenv.OperatorServiceAccount, operator.LogPath, operator.MetricsURL, operator.ProbesURL)
+		if cfg.apply != "" {
+			objs, err := env.Applier.ApplyPaths(ctx, cfg.apply)
+			if err != nil {
+				return err
 			}
-		}()
+			for _, obj := range objs {
+				say("Applied %s", devenv.Describe(obj))
+			}
+		}
 	}
 
 	fmt.Printf("\nPoint kubectl at the cluster (admin) with:\n  export KUBECONFIG=%s\n  export PATH=%s:$PATH   # the kubectl built with the control plane\n\n",
-		cluster.Kubeconfig(), cfg.cluster.BinDir)
+		env.Cluster.Kubeconfig(), env.Cluster.BinDir())
 	say("Running; press Ctrl-C to stop everything")
-	return waitUntilDone(ctx, cluster, operator)
-}
-
-func startOperator(ctx context.Context, cluster *localcluster.Cluster, cfg config) (*devenv.Operator, error) {
-	applier, err := devenv.NewApplier(cluster.RESTConfig())
-	if err != nil {
-		return nil, err
-	}
-	say("Installing deploy/namespace.yaml, deploy/crd.yaml and deploy/rbac.yaml")
-	if _, err := applier.ApplyPaths(ctx, "deploy/namespace.yaml", "deploy/crd.yaml", "deploy/rbac.yaml"); err != nil {
-		return nil, err
-	}
-	kubeconfig := filepath.Join(cluster.Dir(), "operator.kubeconfig")
-	if err := devenv.ServiceAccountKubeconfig(ctx, cluster, devenv.OperatorNamespace, devenv.OperatorServiceAccount, kubeconfig); err != nil {
-		return nil, err
-	}
-	metricsPort, probePort, err := twoFreePorts()
-	if err != nil {
-		return nil, err
-	}
-	logPath := filepath.Join(cluster.Dir(), "operator.log")
-	operator, err := devenv.StartOperator(cfg.operator, kubeconfig, logPath,
-		"--leader-elect", "--leader-election-namespace="+devenv.OperatorNamespace,
-		fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", metricsPort),
-		fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", probePort))
-	if err != nil {
-		return nil, err
-	}
-	say("Operator running as ServiceAccount %s/%s; logs in %s; /metrics on https://127.0.0.1:%d, /healthz and /readyz on http://127.0.0.1:%d",
-		devenv.OperatorNamespace, devenv.OperatorServiceAccount, logPath, metricsPort, probePort)
-
-	if cfg.apply != "" {
-		objs, err := applier.ApplyPaths(ctx, cfg.apply)
-		if err != nil {
-			_ = operator.Stop(5 * time.Second)
-			return nil, err
-		}
-		for _, obj := range objs {
-			say("Applied %s", devenv.Describe(obj))
-		}
-	}
-	return operator, nil
+	return waitUntilDone(ctx, env.Cluster, operator)
 }
 
 // waitUntilDone shows the Websites whenever they change, until Ctrl-C or
@@ -149,8 +113,7 @@ func waitUntilDone(ctx context.Context, cluster *localcluster.Cluster, operator 
 			continue
 		}
 		if exited, err := operator.Exited(); exited {
-			log, _ := os.ReadFile(operator.LogPath)
-			return fmt.Errorf("the operator exited (%v); the end of %s:\n%s", err, operator.LogPath, lastLines(log, 15))
+			return fmt.Errorf("the operator exited (%v); the end of %s:\n%s", err, operator.LogPath, devenv.TailFile(operator.LogPath, 15))
 		}
 		// The columns of kubectl get websites but AGE, which would change
 		// every second.
@@ -163,27 +126,6 @@ func waitUntilDone(ctx context.Context, cluster *localcluster.Cluster, operator 
 }
 
 const websiteColumns = `custom-columns=NAMESPACE:.metadata.namespace,NAME:.metadata.name,IMAGE:.spec.image,READY:.status.ready,STATUS:.status.conditions[?(@.type=="Ready")].reason,URL:.status.url`
-
-func twoFreePorts() (int, int, error) {
-	var ports []int
-	for range 2 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return 0, 0, err
-		}
-		defer l.Close()
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports[0], ports[1], nil
-}
-
-func lastLines(data []byte, n int) string {
-	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
-}
 
 func say(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "localcluster: "+format+"\n", args...)

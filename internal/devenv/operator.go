@@ -44,9 +44,12 @@ func ServiceAccountKubeconfig(ctx context.Context, cluster *localcluster.Cluster
 type Operator struct {
 	cmd     *exec.Cmd
 	LogPath string
-	done    chan struct{}
-	mu      sync.Mutex
-	err     error
+	// MetricsURL and ProbesURL are set when an Environment started it.
+	MetricsURL, ProbesURL string
+
+	done chan struct{}
+	mu   sync.Mutex
+	err  error
 }
 
 // StartOperator runs the operator binary with the given kubeconfig and extra

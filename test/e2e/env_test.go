@@ -8,20 +8,14 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"net"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	websitev1 "example.com/website-operator/api/v1"
 	"example.com/website-operator/internal/devenv"
@@ -62,11 +56,8 @@ func runSuite(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(buildDir)
-	operatorBinary = filepath.Join(buildDir, "website-operator")
-	build := exec.Command("go", "build", "-o", operatorBinary, "./cmd/website-operator")
-	build.Dir = repoRoot
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build the operator: %v\n%s", err, out)
+	if operatorBinary, err = devenv.BuildOperator(repoRoot, buildDir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 
@@ -79,22 +70,16 @@ func runSuite(m *testing.M) int {
 	}
 	code := m.Run()
 	if code != 0 {
-		fmt.Fprintf(os.Stderr, "the end of the operator's log (%s):\n%s\n", shared.operator.LogPath, tailFile(shared.operator.LogPath, 40))
+		log := shared.operator().LogPath
+		fmt.Fprintf(os.Stderr, "the end of the operator's log (%s):\n%s\n", log, devenv.TailFile(log, 40))
 	}
-	shared.stop()
+	shared.Stop()
 	return code
 }
 
-// environment is a local cluster with the operator installed.
+// environment is a local cluster with the operator installed from deploy/.
 type environment struct {
-	cluster    *localcluster.Cluster
-	client     client.Client
-	clientset  kubernetes.Interface
-	applier    *devenv.Applier
-	operator   *devenv.Operator
-	kubeconfig string // the operator's ServiceAccount kubeconfig
-	metrics    string // https://127.0.0.1:PORT/metrics
-	probes     string // http://127.0.0.1:PORT
+	*devenv.Environment
 }
 
 type envOptions struct {
@@ -105,119 +90,27 @@ type envOptions struct {
 	operatorArgs []string
 	// noOperator leaves the operator to the test.
 	noOperator bool
-	nodes      int
 }
 
-func newEnvironment(ctx context.Context, opts envOptions) (env *environment, err error) {
-	cluster, err := localcluster.Start(ctx, localcluster.Options{Nodes: opts.nodes})
+func newEnvironment(ctx context.Context, opts envOptions) (*environment, error) {
+	env, err := devenv.StartEnvironment(ctx, devenv.EnvironmentOptions{
+		RepoRoot:       repoRoot,
+		Scheme:         scheme,
+		Manifests:      opts.manifests,
+		OperatorBinary: operatorBinary,
+		OperatorArgs:   opts.operatorArgs,
+		DeferOperator:  opts.noOperator,
+	})
 	if err != nil {
 		return nil, err
 	}
-	env = &environment{cluster: cluster}
-	defer func() {
-		if err != nil {
-			env.stop()
-		}
-	}()
-	if env.client, err = client.New(cluster.RESTConfig(), client.Options{Scheme: scheme}); err != nil {
-		return env, err
-	}
-	if env.clientset, err = kubernetes.NewForConfig(cluster.RESTConfig()); err != nil {
-		return env, err
-	}
-	if env.applier, err = devenv.NewApplier(cluster.RESTConfig()); err != nil {
-		return env, err
-	}
-	manifests := opts.manifests
-	if manifests == nil {
-		manifests = []string{"deploy/namespace.yaml", "deploy/crd.yaml", "deploy/rbac.yaml"}
-	}
-	for _, m := range manifests {
-		if _, err := env.applier.ApplyPaths(ctx, filepath.Join(repoRoot, m)); err != nil {
-			return env, err
-		}
-	}
-	if opts.noOperator {
-		return env, nil
-	}
-	args := opts.operatorArgs
-	if args == nil {
-		args = []string{"--all-namespaces"}
-	}
-	return env, env.startOperator(ctx, args...)
+	return &environment{env}, nil
 }
 
-// startOperator runs the operator with the ServiceAccount of deploy/rbac.yaml
-// and waits until it is ready.
-func (e *environment) startOperator(ctx context.Context, args ...string) error {
-	e.kubeconfig = filepath.Join(e.cluster.Dir(), "operator.kubeconfig")
-	if err := devenv.ServiceAccountKubeconfig(ctx, e.cluster, devenv.OperatorNamespace, devenv.OperatorServiceAccount, e.kubeconfig); err != nil {
-		return err
-	}
-	ports, err := freePorts(2)
-	if err != nil {
-		return err
-	}
-	e.metrics = fmt.Sprintf("https://127.0.0.1:%d/metrics", ports[0])
-	e.probes = fmt.Sprintf("http://127.0.0.1:%d", ports[1])
-	args = append(args,
-		"--leader-elect", "--leader-election-namespace="+devenv.OperatorNamespace,
-		fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", ports[0]),
-		fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", ports[1]),
-		"--verbose")
-	e.operator, err = devenv.StartOperator(operatorBinary, e.kubeconfig, filepath.Join(e.cluster.Dir(), "operator.log"), args...)
-	if err != nil {
-		return err
-	}
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
-		if exited, err := e.operator.Exited(); exited {
-			return fmt.Errorf("the operator exited (%v):\n%s", err, tailFile(e.operator.LogPath, 20))
-		}
-		if httpStatus(ctx, e.probes+"/readyz", "") == 200 {
-			return nil
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	return fmt.Errorf("the operator did not become ready within 60s:\n%s", tailFile(e.operator.LogPath, 20))
-}
-
-func (e *environment) stop() {
-	if e.operator != nil {
-		_ = e.operator.Stop(20 * time.Second)
-	}
-	_ = e.cluster.Stop()
-}
-
-// kubectl runs the kubectl built with the control plane as the admin.
-func (e *environment) kubectl(ctx context.Context, args ...string) (string, error) {
-	out, err := e.cluster.Kubectl(ctx, args...).CombinedOutput()
-	return string(out), err
-}
-
-func freePorts(n int) ([]int, error) {
-	var ports []int
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		defer l.Close()
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
-}
-
-func tailFile(path string, n int) string {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return err.Error()
-	}
-	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
+// operator is the newest operator process.
+func (e *environment) operator() *devenv.Operator {
+	ops := e.Operators()
+	return ops[len(ops)-1]
 }
 
 func readFile(t *testing.T, path string) string {

@@ -61,11 +61,11 @@ func TestBadFlagsGetOneLine(t *testing.T) {
 func TestAPIServerUnreachableGetsOneLine(t *testing.T) {
 	g := NewWithT(t)
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	ports, err := freePorts(1)
+	ports, err := devenv.FreePorts(1)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(shared.cluster.WriteKubeconfig(kubeconfig, "nobody", "token")).To(Succeed())
+	g.Expect(shared.Cluster.WriteKubeconfig(kubeconfig, "nobody", "token")).To(Succeed())
 	// Point it at a port where nothing listens.
-	data := strings.Replace(readFile(t, kubeconfig), shared.cluster.Server(),
+	data := strings.Replace(readFile(t, kubeconfig), shared.Cluster.Server(),
 		"https://127.0.0.1:"+itoa(ports[0]), 1)
 	writeFile(t, kubeconfig, data)
 
@@ -86,9 +86,9 @@ func TestMissingAndTutorialCRD(t *testing.T) {
 		noOperator: true,
 	})
 	g.Expect(err).NotTo(HaveOccurred())
-	defer e.stop()
-	kubeconfig := filepath.Join(e.cluster.Dir(), "operator.kubeconfig")
-	g.Expect(devenv.ServiceAccountKubeconfig(ctx, e.cluster, devenv.OperatorNamespace, devenv.OperatorServiceAccount, kubeconfig)).To(Succeed())
+	defer e.Stop()
+	kubeconfig := filepath.Join(e.Cluster.Dir(), "operator.kubeconfig")
+	g.Expect(devenv.ServiceAccountKubeconfig(ctx, e.Cluster, devenv.OperatorNamespace, devenv.OperatorServiceAccount, kubeconfig)).To(Succeed())
 
 	code, out := runOperator(t, "--kubeconfig", kubeconfig, "--metrics-bind-address=0", "--health-probe-bind-address=0")
 	g.Expect(code).To(Equal(1))
@@ -97,7 +97,7 @@ func TestMissingAndTutorialCRD(t *testing.T) {
 	// The tutorial's CRD and website.yaml, exactly as the tutorial has them.
 	for _, file := range []string{"testdata/tutorial/crd.yaml", "testdata/tutorial/website.yaml"} {
 		g.Eventually(func() error {
-			_, err := e.kubectl(ctx, "apply", "-f", filepath.Join(repoRoot, file))
+			_, err := e.Kubectl(ctx, "apply", "-f", filepath.Join(repoRoot, file))
 			return err
 		}).WithTimeout(20*time.Second).Should(Succeed(), file)
 	}
@@ -105,9 +105,10 @@ func TestMissingAndTutorialCRD(t *testing.T) {
 	g.Expect(code).To(Equal(1))
 	g.Expect(out).To(ContainSubstring("has no status subresource (is it the tutorial's crd.yaml?): apply deploy/crd.yaml"))
 
-	out, err = e.kubectl(ctx, "apply", "-f", filepath.Join(repoRoot, "deploy/crd.yaml"))
+	out, err = e.Kubectl(ctx, "apply", "-f", filepath.Join(repoRoot, "deploy/crd.yaml"))
 	g.Expect(err).NotTo(HaveOccurred(), out)
-	g.Expect(e.startOperator(ctx, "--all-namespaces")).To(Succeed())
+	_, err = e.StartOperator(ctx, "--all-namespaces")
+	g.Expect(err).NotTo(HaveOccurred())
 	g.Eventually(func(g Gomega) {
 		w := e.website(g, ctx, "default", "my-site")
 		g.Expect(w.Spec.Replicas).To(HaveValue(Equal(int32(1))), "defaulted on read")
@@ -126,23 +127,23 @@ func TestNamespaceScopedOperator(t *testing.T) {
 		operatorArgs: []string{"--namespace=websites"},
 	})
 	g.Expect(err).NotTo(HaveOccurred())
-	defer e.stop()
+	defer e.Stop()
 	other := e.newNamespace(t, nil)
 
 	for _, ns := range []string{"websites", other} {
 		w := testgen.Website("site", ns)
 		w.UID, w.Generation = "", 0
-		g.Expect(e.client.Create(ctx, w)).To(Succeed())
+		g.Expect(e.Client.Create(ctx, w)).To(Succeed())
 	}
 	g.Eventually(func(g Gomega) {
 		g.Expect(readyCondition(e.website(g, ctx, "websites", "site")).Status).To(Equal(metav1.ConditionTrue))
 	}).WithTimeout(timeout).Should(Succeed())
 	g.Consistently(func(g Gomega) {
-		err := e.client.Get(ctx, types.NamespacedName{Namespace: other, Name: "site"}, &appsv1.Deployment{})
+		err := e.Client.Get(ctx, types.NamespacedName{Namespace: other, Name: "site"}, &appsv1.Deployment{})
 		g.Expect(apierrors.IsNotFound(err)).To(BeTrue())
 		g.Expect(e.website(g, ctx, other, "site").Status.Conditions).To(BeEmpty())
 	}).WithTimeout(3*time.Second).Should(Succeed(), "a Website outside --namespace is left alone")
-	g.Expect(readFile(t, e.operator.LogPath)).NotTo(ContainSubstring("forbidden"))
+	g.Expect(readFile(t, e.operator().LogPath)).NotTo(ContainSubstring("forbidden"))
 }
 
 // With a rule missing from its role, the operator stops at start with one
@@ -155,13 +156,13 @@ func TestMissingRBACRuleIsNamed(t *testing.T) {
 	token := e.serviceAccountToken(t, ns, "weak")
 	// Reading Websites, Services, pods and Ingresses, but nothing of
 	// Deployments and no writes.
-	out, err := e.kubectl(ctx, "create", "clusterrole", "weak-"+ns,
+	out, err := e.Kubectl(ctx, "create", "clusterrole", "weak-"+ns,
 		"--verb=get,list,watch", "--resource=websites.example.com,services,pods,ingresses.networking.k8s.io")
 	g.Expect(err).NotTo(HaveOccurred(), out)
-	out, err = e.kubectl(ctx, "create", "clusterrolebinding", "weak-"+ns, "--clusterrole=weak-"+ns, "--serviceaccount="+ns+":weak")
+	out, err = e.Kubectl(ctx, "create", "clusterrolebinding", "weak-"+ns, "--clusterrole=weak-"+ns, "--serviceaccount="+ns+":weak")
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	g.Expect(e.cluster.WriteKubeconfig(kubeconfig, "weak", token)).To(Succeed())
+	g.Expect(e.Cluster.WriteKubeconfig(kubeconfig, "weak", token)).To(Succeed())
 
 	code, out := runOperator(t, "--kubeconfig", kubeconfig, "--metrics-bind-address=0", "--health-probe-bind-address=0")
 	g.Expect(code).To(Equal(1))

@@ -2,9 +2,7 @@ package e2e
 
 import (
 	"context"
-	"crypto/tls"
 	"fmt"
-	"io"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -22,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	websitev1 "example.com/website-operator/api/v1"
+	"example.com/website-operator/internal/devenv"
 	"example.com/website-operator/internal/testgen"
 )
 
@@ -34,7 +33,7 @@ func (e *environment) newNamespace(t *testing.T, labels map[string]string) strin
 	t.Helper()
 	name := fmt.Sprintf("e2e-%d", namespaceCounter.Add(1))
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
-	if err := e.client.Create(t.Context(), ns); err != nil {
+	if err := e.Client.Create(t.Context(), ns); err != nil {
 		t.Fatal(err)
 	}
 	return name
@@ -44,7 +43,7 @@ func (e *environment) newNamespace(t *testing.T, labels map[string]string) strin
 // kubectl apply -n NAMESPACE -f FILE would.
 func (e *environment) applyFile(t *testing.T, path, namespace string) {
 	t.Helper()
-	out, err := e.kubectl(t.Context(), "apply", "-n", namespace, "-f", filepath.Join(repoRoot, path))
+	out, err := e.Kubectl(t.Context(), "apply", "-n", namespace, "-f", filepath.Join(repoRoot, path))
 	if err != nil {
 		t.Fatalf("kubectl apply -f %s: %v\n%s", path, err, out)
 	}
@@ -52,7 +51,7 @@ func (e *environment) applyFile(t *testing.T, path, namespace string) {
 
 func (e *environment) website(g Gomega, ctx context.Context, ns, name string) *websitev1.Website {
 	w := &websitev1.Website{}
-	g.Expect(e.client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, w)).To(Succeed())
+	g.Expect(e.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, w)).To(Succeed())
 	return w
 }
 
@@ -76,7 +75,7 @@ func TestTutorialWebsite(t *testing.T) {
 
 	g.Eventually(func(g Gomega) {
 		d := &appsv1.Deployment{}
-		g.Expect(e.client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "my-site"}, d)).To(Succeed())
+		g.Expect(e.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "my-site"}, d)).To(Succeed())
 		g.Expect(d.Status.AvailableReplicas).To(Equal(int32(1)))
 		g.Expect(d.Spec.Template.Spec.Containers[0].Image).To(Equal("nginx:1.25"))
 		g.Expect(d.Spec.Template.Spec.Containers[0].Ports[0].ContainerPort).To(Equal(int32(80)))
@@ -87,12 +86,12 @@ func TestTutorialWebsite(t *testing.T) {
 		g.Expect(w.Status.ObservedGeneration).To(Equal(w.Generation))
 	}).WithTimeout(timeout).Should(Succeed(), "Website Ready")
 
-	out, err := e.kubectl(ctx, "get", "websites", "-n", ns)
+	out, err := e.Kubectl(ctx, "get", "websites", "-n", ns)
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	g.Expect(out).To(MatchRegexp(`NAME\s+IMAGE\s+READY\s+STATUS\s+URL\s+AGE`))
 	g.Expect(out).To(MatchRegexp(`my-site\s+nginx:1.25\s+1/1\s+Available\s+http://my-site\.` + ns + `\.svc\.cluster\.local`))
 
-	out, err = e.kubectl(ctx, "scale", "-n", ns, "website/my-site", "--replicas=3")
+	out, err = e.Kubectl(ctx, "scale", "-n", ns, "website/my-site", "--replicas=3")
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	g.Eventually(func(g Gomega) {
 		w := e.website(g, ctx, ns, "my-site")
@@ -100,15 +99,15 @@ func TestTutorialWebsite(t *testing.T) {
 		g.Expect(readyCondition(w).Status).To(Equal(metav1.ConditionTrue))
 	}).WithTimeout(timeout).Should(Succeed(), "kubectl scale reaches the pods")
 
-	events, err := e.kubectl(ctx, "get", "events", "-n", ns, "--field-selector", "involvedObject.kind=Website")
+	events, err := e.Kubectl(ctx, "get", "events", "-n", ns, "--field-selector", "involvedObject.kind=Website")
 	g.Expect(err).NotTo(HaveOccurred(), events)
 	g.Expect(events).To(ContainSubstring("Deployment my-site created"), "the tutorial's DeploymentCreated event")
 
-	out, err = e.kubectl(ctx, "delete", "-n", ns, "website/my-site")
+	out, err = e.Kubectl(ctx, "delete", "-n", ns, "website/my-site")
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	for _, obj := range []client.Object{&appsv1.Deployment{}, &corev1.Service{}} {
 		g.Eventually(func() error {
-			return e.client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "my-site"}, obj)
+			return e.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "my-site"}, obj)
 		}).WithTimeout(timeout).Should(Satisfy(apierrors.IsNotFound), "%T removed with the Website", obj)
 	}
 }
@@ -126,7 +125,7 @@ func TestWebsiteRunsInARestrictedNamespace(t *testing.T) {
 
 	w := testgen.Website("site", ns, testgen.WithReplicas(2))
 	w.UID, w.Generation = "", 0
-	g.Expect(e.client.Create(ctx, w)).To(Succeed())
+	g.Expect(e.Client.Create(ctx, w)).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		g.Expect(readyCondition(e.website(g, ctx, ns, "site")).Status).To(Equal(metav1.ConditionTrue))
 	}).WithTimeout(timeout).Should(Succeed())
@@ -143,7 +142,7 @@ func TestImageThatCannotBePulledIsReported(t *testing.T) {
 	// kwok never starts images from the reserved .invalid domain.
 	w := testgen.Website("broken", ns, testgen.WithImage("registry.invalid/team/site:1.0"))
 	w.UID, w.Generation = "", 0
-	g.Expect(e.client.Create(ctx, w)).To(Succeed())
+	g.Expect(e.Client.Create(ctx, w)).To(Succeed())
 
 	g.Eventually(func(g Gomega) {
 		w := e.website(g, ctx, ns, "broken")
@@ -155,12 +154,12 @@ func TestImageThatCannotBePulledIsReported(t *testing.T) {
 		g.Expect(readyCondition(w).Status).To(Equal(metav1.ConditionFalse))
 	}).WithTimeout(timeout).Should(Succeed())
 
-	out, err := e.kubectl(ctx, "get", "websites", "-n", ns)
+	out, err := e.Kubectl(ctx, "get", "websites", "-n", ns)
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	g.Expect(out).To(MatchRegexp(`broken\s+registry.invalid/team/site:1.0\s+0/1\s+ImagePullFailed`))
 
 	// Fixing the image recovers.
-	out, err = e.kubectl(ctx, "patch", "-n", ns, "website/broken", "--type=merge", "-p", `{"spec":{"image":"nginx:1.25"}}`)
+	out, err = e.Kubectl(ctx, "patch", "-n", ns, "website/broken", "--type=merge", "-p", `{"spec":{"image":"nginx:1.25"}}`)
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	g.Eventually(func(g Gomega) {
 		g.Expect(readyCondition(e.website(g, ctx, ns, "broken")).Status).To(Equal(metav1.ConditionTrue))
@@ -175,20 +174,20 @@ func TestDriftIsRepairedQuickly(t *testing.T) {
 	ns := e.newNamespace(t, nil)
 	w := testgen.Website("site", ns)
 	w.UID, w.Generation = "", 0
-	g.Expect(e.client.Create(ctx, w)).To(Succeed())
+	g.Expect(e.Client.Create(ctx, w)).To(Succeed())
 	key := types.NamespacedName{Namespace: ns, Name: "site"}
-	g.Eventually(func() error { return e.client.Get(ctx, key, &corev1.Service{}) }).WithTimeout(timeout).Should(Succeed())
+	g.Eventually(func() error { return e.Client.Get(ctx, key, &corev1.Service{}) }).WithTimeout(timeout).Should(Succeed())
 
-	out, err := e.kubectl(ctx, "delete", "-n", ns, "service/site")
+	out, err := e.Kubectl(ctx, "delete", "-n", ns, "service/site")
 	g.Expect(err).NotTo(HaveOccurred(), out)
-	g.Eventually(func() error { return e.client.Get(ctx, key, &corev1.Service{}) }).
+	g.Eventually(func() error { return e.Client.Get(ctx, key, &corev1.Service{}) }).
 		WithTimeout(time.Second).WithPolling(20 * time.Millisecond).Should(Succeed())
 
-	out, err = e.kubectl(ctx, "set", "image", "-n", ns, "deployment/site", "website=nginx:latest")
+	out, err = e.Kubectl(ctx, "set", "image", "-n", ns, "deployment/site", "website=nginx:latest")
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	g.Eventually(func(g Gomega) {
 		d := &appsv1.Deployment{}
-		g.Expect(e.client.Get(ctx, key, d)).To(Succeed())
+		g.Expect(e.Client.Get(ctx, key, d)).To(Succeed())
 		g.Expect(d.Spec.Template.Spec.Containers[0].Image).To(Equal("nginx:1.25"))
 	}).WithTimeout(time.Second).WithPolling(20 * time.Millisecond).Should(Succeed())
 }
@@ -200,23 +199,23 @@ func TestMetricsAndProbes(t *testing.T) {
 	ctx := t.Context()
 	e := shared
 
-	g.Expect(httpStatus(ctx, e.probes+"/healthz", "")).To(Equal(http.StatusOK))
-	g.Expect(httpStatus(ctx, e.probes+"/readyz", "")).To(Equal(http.StatusOK))
+	g.Expect(httpStatus(ctx, e.operator().ProbesURL+"/healthz", "")).To(Equal(http.StatusOK))
+	g.Expect(httpStatus(ctx, e.operator().ProbesURL+"/readyz", "")).To(Equal(http.StatusOK))
 
-	g.Expect(httpStatus(ctx, e.metrics, "")).To(Equal(http.StatusUnauthorized), "no token")
+	g.Expect(httpStatus(ctx, e.operator().MetricsURL, "")).To(Equal(http.StatusUnauthorized), "no token")
 
 	ns := e.newNamespace(t, nil)
 	unauthorized := e.serviceAccountToken(t, ns, "nosy")
-	g.Expect(httpStatus(ctx, e.metrics, unauthorized)).To(Equal(http.StatusForbidden), "a token not allowed to get /metrics")
+	g.Expect(httpStatus(ctx, e.operator().MetricsURL, unauthorized)).To(Equal(http.StatusForbidden), "a token not allowed to get /metrics")
 
 	scraper := e.serviceAccountToken(t, ns, "prometheus")
-	out, err := e.kubectl(ctx, "create", "clusterrolebinding", "metrics-"+ns,
+	out, err := e.Kubectl(ctx, "create", "clusterrolebinding", "metrics-"+ns,
 		"--clusterrole=website-operator-metrics-reader", "--serviceaccount="+ns+":prometheus")
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	var body string
 	g.Eventually(func(g Gomega) {
 		var status int
-		status, body = httpGet(ctx, e.metrics, scraper)
+		status, body = devenv.HTTPGet(ctx, e.operator().MetricsURL, scraper)
 		g.Expect(status).To(Equal(http.StatusOK))
 	}).WithTimeout(10 * time.Second).Should(Succeed())
 	g.Expect(body).To(ContainSubstring(`website_operator_websites{condition="Ready",status="True"}`))
@@ -227,10 +226,10 @@ func TestMetricsAndProbes(t *testing.T) {
 // serviceAccountToken creates a ServiceAccount and returns a token of it.
 func (e *environment) serviceAccountToken(t *testing.T, ns, name string) string {
 	t.Helper()
-	if out, err := e.kubectl(t.Context(), "create", "serviceaccount", "-n", ns, name); err != nil {
+	if out, err := e.Kubectl(t.Context(), "create", "serviceaccount", "-n", ns, name); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
-	out, err := e.kubectl(t.Context(), "create", "token", "-n", ns, name)
+	out, err := e.Kubectl(t.Context(), "create", "token", "-n", ns, name)
 	if err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
@@ -238,29 +237,6 @@ func (e *environment) serviceAccountToken(t *testing.T, ns, name string) string 
 }
 
 func httpStatus(ctx context.Context, url, token string) int {
-	status, _ := httpGet(ctx, url, token)
+	status, _ := devenv.HTTPGet(ctx, url, token)
 	return status
-}
-
-// httpGet fetches url with a bearer token; the operator's metrics endpoint
-// has a self-signed certificate.
-func httpGet(ctx context.Context, url, token string) (int, string) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return 0, err.Error()
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	httpClient := &http.Client{
-		Timeout:   5 * time.Second,
-		Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, //nolint:gosec // self-signed test endpoint
-	}
-	resp, err := httpClient.Do(req)
-	if err != nil {
-		return 0, err.Error()
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(body)
 }
