@@ -57,9 +57,13 @@ build: ## Build bin/website-operator.
 	CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)' -o bin/website-operator ./cmd/website-operator
 
 .PHONY: test
-test: kube-binaries fmt-check vet verify-generate ## Run the whole test suite: unit, envtest, local cluster, end-to-end.
+test: kube-binaries fmt-check vet verify-generate ## Run the whole test suite: unit, envtest, local cluster, end-to-end, reliability.
 	KUBE_BIN_DIR=$(KUBE_BIN_DIR) KUBEBUILDER_ASSETS=$(KUBE_BIN_DIR) \
 		go test -timeout $(TEST_TIMEOUT) -count=1 ./...
+
+.PHONY: test-reliability
+test-reliability: kube-binaries ## Run only the reliability scenarios (make test runs them too).
+	KUBE_BIN_DIR=$(KUBE_BIN_DIR) go test -timeout 30m -count=1 -v ./test/reliability/
 
 .PHONY: test-unit
 test-unit: ## Run only the tests that need no API server.

@@ -101,22 +101,22 @@ elapsed() {
 }
 
 # copy_stages copies the kwok Stage definitions that kwok itself ships: nodes
-# become Ready and keep a heartbeat, pods run at once.
+# become Ready and keep a heartbeat (with node Leases, as kubelets do), pods
+# run at once. It refreshes them on every run: they are a few small files.
 copy_stages() {
-  if [[ -d $dir/kwok-stages ]]; then
-    return
-  fi
   local src
   src=$(cd "$kwok_module" && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok) || die "cannot find the source of kwok $kwok_version in the module cache"
+  rm -rf "$dir/.kwok-stages.tmp"
   mkdir -p "$dir/.kwok-stages.tmp"
   local stage
-  for stage in node/fast node/heartbeat pod/fast; do
+  for stage in node/fast node/heartbeat-with-lease pod/fast; do
     for file in "$src/kustomize/stage/$stage"/*.yaml; do
       [[ $(basename "$file") == kustomization.yaml ]] && continue
       cp "$file" "$dir/.kwok-stages.tmp/"
     done
   done
   chmod -R u+w "$dir/.kwok-stages.tmp"
+  rm -rf "$dir/kwok-stages"
   mv "$dir/.kwok-stages.tmp" "$dir/kwok-stages"
 }
 

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"slices"
 	"syscall"
 
 	"example.com/website-operator/internal/operator"
@@ -40,9 +41,29 @@ func run() int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := operator.Run(ctx, opts, config, operator.NewLogger(opts, os.Stderr)); err != nil {
+	err = operator.Run(ctx, opts, config, operator.NewLogger(opts, os.Stderr))
+	if errors.Is(err, operator.ErrLeaseLost) && ctx.Err() == nil {
+		restartInPlace(err)
+	}
+	if err != nil {
 		fmt.Fprintf(os.Stderr, "website-operator: %v\n", err)
 		return 1
 	}
 	return 0
+}
+
+// restartInPlace replaces the process with a fresh copy of itself after it
+// lost its lease (for instance during an API server outage longer than the
+// renew deadline): a new manager, with empty caches, rejoins the election.
+// The pod does not restart, so no crash-loop back-off delays the recovery,
+// and --wait-for-api-server makes the new copy wait for the API server
+// instead of exiting while it is still down.
+func restartInPlace(cause error) {
+	args := os.Args
+	if !slices.Contains(args, "--wait-for-api-server") {
+		args = append(args, "--wait-for-api-server")
+	}
+	fmt.Fprintf(os.Stderr, "website-operator: %v; restarting in place to rejoin the election\n", cause)
+	err := syscall.Exec("/proc/self/exe", args, os.Environ())
+	fmt.Fprintf(os.Stderr, "website-operator: restart in place: %v\n", err)
 }

@@ -486,6 +486,9 @@ func (c *Cluster) kwok(port int, configs []string) *process {
 		"--manage-nodes-with-annotation-selector=" + kwokNodeAnnotation + "=fake",
 		fmt.Sprintf("--server-address=127.0.0.1:%d", port),
 		"--cidr=10.244.0.0/16",
+		// Renew node Leases every 10 s, as kubelets do, so that a short
+		// API server outage does not make the nodes look dead.
+		"--node-lease-duration-seconds=40",
 	}
 	for _, config := range configs {
 		args = append(args, "--config="+config)

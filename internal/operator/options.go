@@ -37,6 +37,10 @@ type Options struct {
 	KubeAPIBurst            int
 	ClusterDomain           string
 
+	// WaitForAPIServer makes the start wait, with backoff, for an API
+	// server that cannot be reached, instead of failing at once.
+	WaitForAPIServer bool
+
 	ShowVersion bool
 }
 
@@ -90,6 +94,7 @@ func ParseOptions(args []string, getenv func(string) string, usage io.Writer) (O
 	fs.Float64Var(&opts.KubeAPIQPS, "kube-api-qps", 50, "sustained requests a second to the API server")
 	fs.IntVar(&opts.KubeAPIBurst, "kube-api-burst", 100, "requests allowed above --kube-api-qps in a burst")
 	fs.StringVar(&opts.ClusterDomain, "cluster-domain", "cluster.local", "DNS domain of the cluster, for the in-cluster URLs in status.url")
+	fs.BoolVar(&opts.WaitForAPIServer, "wait-for-api-server", false, "at start, wait for an API server that cannot be reached instead of exiting (the operator sets it itself when it restarts after losing its lease)")
 	fs.BoolVar(&opts.ShowVersion, "version", false, "print the version and exit")
 	// The flag package prints the usage on every error; a bad flag gets one
 	// line instead, and --help the whole usage.

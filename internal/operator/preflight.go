@@ -7,6 +7,9 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -49,14 +52,38 @@ var leaderElectionPermission = permission{group: "coordination.k8s.io", resource
 // Website API is not installed (or is the tutorial's CRD, without the
 // status and scale subresources), and RBAC misses a rule. Each error is one
 // line that names the cause and the fix.
-func preflight(ctx context.Context, clientset kubernetes.Interface, host string, opts Options) error {
-	if _, err := clientset.Discovery().ServerVersion(); err != nil {
-		return describeConnectionError(host, err)
+func preflight(ctx context.Context, clientset kubernetes.Interface, host string, opts Options, log logr.Logger) error {
+	if err := reachAPIServer(ctx, clientset, host, opts.WaitForAPIServer, log); err != nil {
+		return err
 	}
 	if err := checkWebsiteAPI(clientset); err != nil {
 		return err
 	}
 	return checkPermissions(ctx, clientset, opts)
+}
+
+// reachAPIServer asks the API server for its version, once, or with
+// --wait-for-api-server until it answers, backing off to one try every 5 s:
+// cheap during a long outage, quick to notice its end.
+func reachAPIServer(ctx context.Context, clientset kubernetes.Interface, host string, wait bool, log logr.Logger) error {
+	delay := time.Second
+	for {
+		_, err := clientset.Discovery().ServerVersion()
+		if err == nil {
+			return nil
+		}
+		err = describeConnectionError(host, err)
+		if !wait || apierrors.IsUnauthorized(errors.Unwrap(err)) {
+			return err
+		}
+		log.Info("Waiting for the API server", "error", err.Error(), "retryIn", delay.String())
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, 5*time.Second)
+	}
 }
 
 func describeConnectionError(host string, err error) error {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -16,10 +17,12 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -31,6 +34,11 @@ import (
 	"example.com/website-operator/internal/metrics"
 	"example.com/website-operator/internal/resources"
 )
+
+// ErrLeaseLost is returned by Run when this process lost its leader
+// election lease: it has stopped reconciling and must start afresh to
+// rejoin the election.
+var ErrLeaseLost = errors.New("lost the leader election lease")
 
 // Version is the operator's version, set at build time with
 // -ldflags "-X example.com/website-operator/internal/operator.Version=...".
@@ -85,19 +93,29 @@ func Run(ctx context.Context, opts Options, config *rest.Config, logger logr.Log
 	klog.SetLogger(logger.WithName("client-go"))
 	log := logger.WithName("setup")
 
-	clientset, err := kubernetes.NewForConfig(config)
+	// No preflight request may hang: each gets 10 s.
+	preflightConfig := rest.CopyConfig(config)
+	preflightConfig.Timeout = 10 * time.Second
+	clientset, err := kubernetes.NewForConfig(preflightConfig)
 	if err != nil {
 		return fmt.Errorf("create client: %w", err)
 	}
-	preflightCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	if err := preflight(preflightCtx, clientset, config.Host, opts); err != nil {
+	if err := preflight(ctx, clientset, config.Host, opts, log); err != nil {
 		return err
 	}
 
 	scheme := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 	utilruntime.Must(websitev1.AddToScheme(scheme))
+
+	var guard *LeaseGuard
+	if opts.LeaderElect {
+		lock, err := newLeaseLock(config, scheme, opts.LeaderElectionNamespace, opts.LeaderElectionID)
+		if err != nil {
+			return fmt.Errorf("set up leader election: %w", err)
+		}
+		guard = NewLeaseGuard(lock, clock.RealClock{})
+	}
 
 	metricsFilter := filters.WithAuthenticationAndAuthorization
 	mgr, err := ctrl.NewManager(config, ctrl.Options{
@@ -109,12 +127,13 @@ func Run(ctx context.Context, opts Options, config *rest.Config, logger logr.Log
 			SecureServing:  true,
 			FilterProvider: metricsFilter,
 		},
-		HealthProbeBindAddress:        opts.HealthProbeBindAddress,
-		LeaderElection:                opts.LeaderElect,
-		LeaderElectionID:              opts.LeaderElectionID,
-		LeaderElectionNamespace:       opts.LeaderElectionNamespace,
-		LeaderElectionReleaseOnCancel: true,
-		GracefulShutdownTimeout:       ptrTo(20 * time.Second),
+		HealthProbeBindAddress:              opts.HealthProbeBindAddress,
+		LeaderElection:                      opts.LeaderElect,
+		LeaderElectionResourceLockInterface: leaderLock(guard),
+		LeaseDuration:                       ptrTo(leaseDuration),
+		RenewDeadline:                       ptrTo(renewDeadline),
+		LeaderElectionReleaseOnCancel:       true,
+		GracefulShutdownTimeout:             ptrTo(20 * time.Second),
 	})
 	if err != nil {
 		return fmt.Errorf("create controller manager: %w", err)
@@ -124,8 +143,13 @@ func Run(ctx context.Context, opts Options, config *rest.Config, logger logr.Log
 	if err != nil {
 		return fmt.Errorf("register metrics: %w", err)
 	}
+	// With leader election, writes are fenced on the lease: see LeaseGuard.
+	var writer client.Client = mgr.GetClient()
+	if guard != nil {
+		writer = &fencedClient{Client: writer, guard: guard}
+	}
 	reconciler := &controller.WebsiteReconciler{
-		Client:                  mgr.GetClient(),
+		Client:                  writer,
 		APIReader:               mgr.GetAPIReader(),
 		Recorder:                mgr.GetEventRecorder(resources.ManagerName),
 		ClusterDomain:           opts.ClusterDomain,
@@ -149,6 +173,10 @@ func Run(ctx context.Context, opts Options, config *rest.Config, logger logr.Log
 	log.Info("Starting website operator", "version", Version, "watching", scope,
 		"leaderElection", opts.LeaderElect, "apiServer", config.Host)
 	if err := mgr.Start(ctx); err != nil {
+		// controller-runtime's words for it; it stops every controller.
+		if strings.Contains(err.Error(), "leader election lost") {
+			return fmt.Errorf("%w: %v", ErrLeaseLost, err)
+		}
 		return fmt.Errorf("run controller manager: %w", err)
 	}
 	return nil
@@ -169,6 +197,15 @@ func cachesSynced(c cache.Cache) healthz.Checker {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// leaderLock is the guard as a lock, or nil without leader election (a nil
+// *LeaseGuard in the interface would not be nil).
+func leaderLock(guard *LeaseGuard) resourcelock.Interface {
+	if guard == nil {
+		return nil
+	}
+	return guard
+}
 
 // The operator's own namespace holds its leader election Lease and the events
 // about it; the metrics endpoint asks the API server to authenticate and
