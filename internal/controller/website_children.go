@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -91,7 +90,7 @@ func (r *WebsiteReconciler) reconcileChild(ctx context.Context, w *websitev1.Web
 			// next change of the Website triggers a new attempt.
 			blocker := &cause{websitev1.InvalidSpecReason, truncate(fmt.Sprintf(
 				"The API server refused the %s built from the spec: %v", kind, err))}
-			return childResult{present: found, blocker: blocker}, reconcile.TerminalError(fmt.Errorf("apply %s %s: %w", kind, key.Name, err))
+			return childResult{present: found, blocker: blocker}, fmt.Errorf("apply %s %s: %w", kind, key.Name, err)
 		}
 		blocker := &cause{websitev1.ApplyFailedReason, truncate(fmt.Sprintf("Could not apply %s %s: %v", kind, key.Name, err))}
 		return childResult{present: found, blocker: blocker}, fmt.Errorf("apply %s %s: %w", kind, key.Name, err)

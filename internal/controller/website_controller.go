@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -94,7 +95,7 @@ func (r *WebsiteReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		return ctrl.Result{}, nil
 	}
 
-	obs, applyErr := r.reconcileChildren(ctx, website)
+	obs, retry, applyErr := r.reconcileChildren(ctx, website)
 	status := computeStatus(website, obs, r.ClusterDomain, metav1.NewTime(r.Clock.Now()))
 	r.recordBlockerEvent(website, obs.blocker)
 	if err := r.patchStatus(ctx, website, status); err != nil {
@@ -105,6 +106,10 @@ func (r *WebsiteReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	}
 
 	switch {
+	case applyErr != nil && !retry:
+		// The API server refused what the spec builds: the same spec would
+		// fail again. A change of the Website brings the next attempt.
+		return ctrl.Result{}, reconcile.TerminalError(applyErr)
 	case applyErr != nil:
 		return ctrl.Result{}, applyErr
 	case obs.blocker != nil && isConflict(obs.blocker.reason):
@@ -114,22 +119,29 @@ func (r *WebsiteReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 }
 
 // reconcileChildren applies each child and observes the result. Children are
-// independent: a conflict on the Service does not stop the Deployment.
-func (r *WebsiteReconciler) reconcileChildren(ctx context.Context, w *websitev1.Website) (observation, error) {
-	var obs observation
+// independent: a conflict on the Service does not stop the Deployment. retry
+// is false when every error is a refusal of the spec, which retrying cannot
+// cure.
+func (r *WebsiteReconciler) reconcileChildren(ctx context.Context, w *websitev1.Website) (obs observation, retry bool, err error) {
+	var errs []error
+	collect := func(result childResult, err error) {
+		obs.blocker = firstCause(obs.blocker, result.blocker)
+		if err != nil {
+			errs = append(errs, err)
+			retry = retry || result.blocker == nil || result.blocker.reason != websitev1.InvalidSpecReason
+		}
+	}
 
 	deployment := &appsv1.Deployment{}
 	dep, err := r.reconcileChild(ctx, w, "Deployment", resources.Deployment(w), deployment)
+	collect(dep, err)
 	if dep.present {
 		obs.deployment = deployment
 		obs.deploymentCurrent = dep.current
 	}
-	obs.blocker = dep.blocker
-	errs := []error{err}
 
 	service, err := r.reconcileChild(ctx, w, "Service", resources.Service(w), &corev1.Service{})
-	obs.blocker = firstCause(obs.blocker, service.blocker)
-	errs = append(errs, err)
+	collect(service, err)
 
 	// A nil *IngressApplyConfiguration in an interface is not nil.
 	var ingressConfig runtime.ApplyConfiguration
@@ -137,19 +149,18 @@ func (r *WebsiteReconciler) reconcileChildren(ctx context.Context, w *websitev1.
 		ingressConfig = desired
 	}
 	ingress, err := r.reconcileChild(ctx, w, "Ingress", ingressConfig, &networkingv1.Ingress{})
-	obs.blocker = firstCause(obs.blocker, ingress.blocker)
+	collect(ingress, err)
 	obs.ingressHost = ingress.present && w.Spec.Ingress != nil && w.Spec.Ingress.Host != ""
-	errs = append(errs, err)
 
 	if obs.deployment != nil {
 		pods := &corev1.PodList{}
 		if err := r.Client.List(ctx, pods, client.InNamespace(w.Namespace),
 			client.MatchingLabels(resources.SelectorLabels(w))); err != nil {
-			errs = append(errs, fmt.Errorf("list pods of Website: %w", err))
+			collect(childResult{}, fmt.Errorf("list pods of Website: %w", err))
 		}
 		obs.pods = pods.Items
 	}
-	return obs, errors.Join(errs...)
+	return obs, retry, errors.Join(errs...)
 }
 
 // patchStatus writes status to w when it differs from what w has, with a
@@ -162,7 +173,10 @@ func (r *WebsiteReconciler) patchStatus(ctx context.Context, w *websitev1.Websit
 	updated := w.DeepCopy()
 	updated.Status = status
 	if err := r.Client.Status().Patch(ctx, updated, client.MergeFrom(w)); err != nil {
-		return fmt.Errorf("patch status of Website: %w", client.IgnoreNotFound(err))
+		if apierrors.IsNotFound(err) {
+			return nil // deleted meanwhile: nothing left to report on
+		}
+		return fmt.Errorf("patch status of Website: %w", err)
 	}
 	ctrl.LoggerFrom(ctx).V(1).Info("Status updated",
 		"ready", meta.FindStatusCondition(status.Conditions, websitev1.ReadyCondition).Reason,
