@@ -56,6 +56,9 @@ func isConflict(reason string) bool {
 // write call.
 func (r *WebsiteReconciler) reconcileChild(ctx context.Context, w *websitev1.Website, kind string, desired runtime.ApplyConfiguration, current client.Object) (childResult, error) {
 	key := types.NamespacedName{Namespace: w.Namespace, Name: w.Name}
+	if desired == nil {
+		return childResult{}, r.removeChild(ctx, w, kind, key, current)
+	}
 	found, err := r.observe(ctx, key, current)
 	if err != nil {
 		return childResult{}, fmt.Errorf("get %s %s: %w", kind, key.Name, err)
@@ -64,13 +67,6 @@ func (r *WebsiteReconciler) reconcileChild(ctx context.Context, w *websitev1.Web
 		return childResult{blocker: &cause{conflictReasons[kind], fmt.Sprintf(
 			"%s %s already exists and is not owned by this Website; the operator leaves it untouched. "+
 				"Delete or rename it, or give the Website another name", kind, key.Name)}}, nil
-	}
-
-	if desired == nil {
-		if found {
-			return childResult{}, r.deleteChild(ctx, w, kind, current)
-		}
-		return childResult{}, nil
 	}
 
 	difference := resources.ConfigChanged
@@ -142,11 +138,22 @@ func (r *WebsiteReconciler) apply(ctx context.Context, config runtime.ApplyConfi
 	return nil
 }
 
-// deleteChild removes a child that the Website no longer asks for, only if
-// it is still the object that was observed.
-func (r *WebsiteReconciler) deleteChild(ctx context.Context, w *websitev1.Website, kind string, child client.Object) error {
+// removeChild deletes the child named key that the Website no longer asks
+// for. Only the cache is read: every child the operator made carries its
+// label, so an object missing from the cache is not one to remove, and a
+// Website without an Ingress costs no request to look for one.
+func (r *WebsiteReconciler) removeChild(ctx context.Context, w *websitev1.Website, kind string, key types.NamespacedName, child client.Object) error {
+	err := r.Client.Get(ctx, key, child)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("get %s %s: %w", kind, key.Name, err)
+	case !metav1.IsControlledBy(child, w):
+		return nil // someone else's, and not in the way of anything
+	}
 	uid := child.GetUID()
-	err := r.Client.Delete(ctx, child, client.Preconditions{UID: &uid})
+	err = r.Client.Delete(ctx, child, client.Preconditions{UID: &uid})
 	if client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("delete %s %s: %w", kind, child.GetName(), err)
 	}

@@ -380,3 +380,26 @@ func TestWebsiteWithOnlyTheTutorialsFieldsGetsDefaults(t *testing.T) {
 		g.Expect(d.Spec.Template.Spec.Containers[0].Ports[0].ContainerPort).To(Equal(int32(80)))
 	}).WithTimeout(timeout).Should(Succeed())
 }
+
+// An Ingress of the Website's name that someone else owns is no conflict
+// while the Website asks for no Ingress: nothing is in the way.
+func TestUnownedIngressIsNoConflictWithoutAnIngressSpec(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns := newNamespace(t)
+	theirs := &networkingv1.Ingress{
+		ObjectMeta: metav1.ObjectMeta{Name: "site", Namespace: ns},
+		Spec: networkingv1.IngressSpec{DefaultBackend: &networkingv1.IngressBackend{
+			Service: &networkingv1.IngressServiceBackend{Name: "other", Port: networkingv1.ServiceBackendPort{Number: 80}},
+		}},
+	}
+	g.Expect(k8sClient.Create(ctx, theirs)).To(Succeed())
+	createWebsite(t, testgen.Website("site", ns))
+	g.Eventually(func(g Gomega) { markRolledOut(g, ctx, getDeployment(g, ctx, ns, "site")) }).WithTimeout(timeout).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(condition(getWebsite(g, ctx, ns, "site"), websitev1.ReadyCondition).Status).To(Equal(metav1.ConditionTrue))
+	}).WithTimeout(timeout).Should(Succeed())
+	got := &networkingv1.Ingress{}
+	g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(theirs), got)).To(Succeed())
+	g.Expect(got.ResourceVersion).To(Equal(theirs.ResourceVersion), "left untouched")
+}
