@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -81,6 +82,9 @@ func (r *WebsiteReconciler) reconcileChild(ctx context.Context, w *websitev1.Web
 	}
 
 	if err := r.apply(ctx, desired, current); err != nil {
+		if errors.Is(err, ErrNotLeader) {
+			return childResult{present: found}, err
+		}
 		if apierrors.IsInvalid(err) {
 			// Retrying cannot help: the same spec builds the same child. The
 			// next change of the Website triggers a new attempt.

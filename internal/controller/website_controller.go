@@ -63,6 +63,12 @@ type WebsiteReconciler struct {
 	ConflictRecheckInterval time.Duration
 }
 
+// ErrNotLeader is returned, wrapped, by a client that refuses writes because
+// this replica cannot be sure it still leads (see operator.LeaseGuard). A
+// reconcile that meets it stops without reporting anything: the leader
+// does the work, and the status and events are its to write.
+var ErrNotLeader = errors.New("not the leader")
+
 // ReadinessObserver is told about every status the reconciler computes, so
 // that it can measure how long Websites take to become Ready.
 type ReadinessObserver interface {
@@ -96,6 +102,9 @@ func (r *WebsiteReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	}
 
 	obs, retry, applyErr := r.reconcileChildren(ctx, website)
+	if errors.Is(applyErr, ErrNotLeader) {
+		return ctrl.Result{}, applyErr
+	}
 	status := computeStatus(website, obs, r.ClusterDomain, metav1.NewTime(r.Clock.Now()))
 	r.recordBlockerEvent(website, obs.blocker)
 	if err := r.patchStatus(ctx, website, status); err != nil {

@@ -82,8 +82,9 @@ func TestLeaderFailover(t *testing.T) {
 }
 
 // Scenario 1, continued. A leader that is frozen (SIGSTOP, as in a long
-// pause) loses its lease to the standby; when it wakes up it writes nothing
-// and exits.
+// pause) loses its lease to the standby; when it wakes up it writes nothing,
+// not even an event, and restarts in place to rejoin the election as a
+// standby.
 func TestOldLeaderWritesNothingAfterLosingTheLease(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
@@ -110,9 +111,14 @@ func TestOldLeaderWritesNothingAfterLosingTheLease(t *testing.T) {
 
 	resumed := time.Now()
 	g.Expect(syscall.Kill(old.PID(), syscall.SIGCONT)).To(Succeed())
-	g.Eventually(old.Done()).WithTimeout(30*time.Second).Should(BeClosed(), "the old leader exits once it sees the lease lost")
-	writes := writesLoggedAfter(t, old.LogPath, resumed)
-	g.Expect(writes).To(BeEmpty(), "the old leader wrote after it woke up")
+	g.Eventually(func() string { return devenv.TailFile(old.LogPath, 1000) }).WithTimeout(30*time.Second).
+		Should(ContainSubstring("restarting in place to rejoin the election"), "the old leader notices it lost the lease")
+	g.Expect(writesLoggedAfter(t, old.LogPath, resumed)).To(BeEmpty(), "the old leader wrote after it woke up")
+	events, err := env.Kubectl(ctx, "get", "events.events.k8s.io", "-n", "work", "-o", "jsonpath={range .items[*]}{.note}{\"\\n\"}{end}")
+	g.Expect(err).NotTo(HaveOccurred(), events)
+	g.Expect(events).NotTo(ContainSubstring("not the leader"), "no event about the refused writes")
+	exited, _ := old.Exited()
+	g.Expect(exited).To(BeFalse(), "it stays, as a standby")
 }
 
 // writesLoggedAfter returns the operator's log lines about writes (applies
