@@ -1,0 +1,365 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+)
+
+// sample is one line of the Prometheus text format.
+type sample struct {
+	name   string
+	labels map[string]string
+	value  float64
+}
+
+// parseMetrics reads the samples of the Prometheus text format whose metric
+// name is one of names (all when names is empty).
+func parseMetrics(text string, names ...string) []sample {
+	var out []sample
+	for line := range strings.SplitSeq(text, "\n") {
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		if len(names) > 0 && !hasAnyPrefix(line, names) {
+			continue
+		}
+		s, ok := parseSample(line)
+		if !ok {
+			continue
+		}
+		if len(names) > 0 && !contains(names, s.name) {
+			continue
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func hasAnyPrefix(s string, prefixes []string) bool {
+	for _, p := range prefixes {
+		if strings.HasPrefix(s, p) {
+			return true
+		}
+	}
+	return false
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+func parseSample(line string) (sample, bool) {
+	s := sample{labels: map[string]string{}}
+	i := strings.IndexAny(line, "{ ")
+	if i < 0 {
+		return s, false
+	}
+	s.name = line[:i]
+	rest := line[i:]
+	if rest[0] == '{' {
+		rest = rest[1:]
+		for {
+			rest = strings.TrimLeft(rest, " ,")
+			if rest == "" {
+				return s, false
+			}
+			if rest[0] == '}' {
+				rest = rest[1:]
+				break
+			}
+			eq := strings.IndexByte(rest, '=')
+			if eq < 0 || eq+1 >= len(rest) || rest[eq+1] != '"' {
+				return s, false
+			}
+			key := strings.TrimSpace(rest[:eq])
+			rest = rest[eq+2:]
+			var value strings.Builder
+			j := 0
+			for ; j < len(rest); j++ {
+				c := rest[j]
+				if c == '\\' && j+1 < len(rest) {
+					j++
+					switch rest[j] {
+					case 'n':
+						value.WriteByte('\n')
+					default:
+						value.WriteByte(rest[j])
+					}
+					continue
+				}
+				if c == '"' {
+					break
+				}
+				value.WriteByte(c)
+			}
+			if j >= len(rest) {
+				return s, false
+			}
+			s.labels[key] = value.String()
+			rest = rest[j+1:]
+		}
+	}
+	fields := strings.Fields(rest)
+	if len(fields) < 1 {
+		return s, false
+	}
+	v, err := strconv.ParseFloat(fields[0], 64)
+	if err != nil {
+		return s, false
+	}
+	s.value = v
+	return s, true
+}
+
+// requestCounts are the API server's request counters, summed over codes,
+// scopes and versions, keyed by "VERB group/resource[/subresource]".
+type requestCounts map[string]float64
+
+// writeVerbs are the verbs of apiserver_request_total that change state.
+// PATCH with an apply patch is reported as APPLY.
+var writeVerbs = []string{"POST", "PUT", "PATCH", "APPLY", "DELETE", "DELETECOLLECTION", "CREATE", "UPDATE"}
+
+func requestKey(verb, group, resource, subresource string) string {
+	gr := resource
+	if group != "" {
+		gr = group + "/" + resource
+	}
+	if subresource != "" {
+		gr += "/" + subresource
+	}
+	return verb + " " + gr
+}
+
+// scrapeAPIServer reads apiserver_request_total from the API server's
+// /metrics.
+func scrapeAPIServer(ctx context.Context, cs kubernetes.Interface) (requestCounts, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	data, err := cs.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("scrape kube-apiserver /metrics: %w", err)
+	}
+	counts := requestCounts{}
+	for _, s := range parseMetrics(string(data), "apiserver_request_total") {
+		key := requestKey(s.labels["verb"], s.labels["group"], s.labels["resource"], s.labels["subresource"])
+		counts[key] += s.value
+	}
+	return counts, nil
+}
+
+// diff returns the requests counted between two scrapes, writes only.
+func (after requestCounts) writesSince(before requestCounts) requestCounts {
+	out := requestCounts{}
+	for key, v := range after {
+		verb, _, _ := strings.Cut(key, " ")
+		if !contains(writeVerbs, verb) {
+			continue
+		}
+		if d := v - before[key]; d > 0 {
+			out[key] = d
+		}
+	}
+	return out
+}
+
+// sum adds the counts whose resource (group/resource[/subresource]) is
+// resource, excluding the verbs in except.
+func (c requestCounts) sum(resource string, except ...string) float64 {
+	total := 0.0
+	for key, v := range c {
+		verb, res, _ := strings.Cut(key, " ")
+		if res == resource && !contains(except, verb) {
+			total += v
+		}
+	}
+	return total
+}
+
+// sorted lists the counts, largest first, for the report.
+func (c requestCounts) sorted() []string {
+	keys := make([]string, 0, len(c))
+	for k := range c {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if c[keys[i]] != c[keys[j]] {
+			return c[keys[i]] > c[keys[j]]
+		}
+		return keys[i] < keys[j]
+	})
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		out[i] = fmt.Sprintf("%s=%g", k, c[k])
+	}
+	return out
+}
+
+// operatorWrites are the writes attributed to the operator in one window.
+type operatorWrites struct {
+	// Websites counts writes to websites other than creates (the benchmark
+	// creates Websites; the operator never does).
+	Websites       float64 `json:"websites"`
+	WebsitesStatus float64 `json:"websitesStatus"`
+	// Deployments and Services count writes to the main resource only:
+	// kube-controller-manager writes deployments/status, never the main
+	// resource (checked against the ceiling phase, see ceilingKCMDeploymentWrites).
+	Deployments float64 `json:"deployments"`
+	Services    float64 `json:"services"`
+	// Events counts writes to events.k8s.io and core events by anyone: the
+	// scheduler and kube-controller-manager write events too. See
+	// OperatorEvents for the operator's own.
+	EventsAll float64 `json:"eventsAllWriters"`
+}
+
+func (w operatorWrites) children() float64 {
+	return w.Websites + w.WebsitesStatus + w.Deployments + w.Services
+}
+
+func attribute(c requestCounts) operatorWrites {
+	return operatorWrites{
+		Websites:       c.sum("example.com/websites", "POST"),
+		WebsitesStatus: c.sum("example.com/websites/status"),
+		Deployments:    c.sum("apps/deployments"),
+		Services:       c.sum("services"),
+		EventsAll:      c.sum("events") + c.sum("events.k8s.io/events"),
+	}
+}
+
+func (w operatorWrites) minus(o operatorWrites) operatorWrites {
+	sub := func(a, b float64) float64 {
+		if a-b < 0 {
+			return 0
+		}
+		return a - b
+	}
+	return operatorWrites{
+		Websites:       sub(w.Websites, o.Websites),
+		WebsitesStatus: sub(w.WebsitesStatus, o.WebsitesStatus),
+		Deployments:    sub(w.Deployments, o.Deployments),
+		Services:       sub(w.Services, o.Services),
+		EventsAll:      sub(w.EventsAll, o.EventsAll),
+	}
+}
+
+// operatorEndpoint reaches the operator's metrics and probe endpoints.
+type operatorEndpoint struct {
+	metricsURL string // https://127.0.0.1:PORT/metrics
+	probesURL  string // http://127.0.0.1:PORT
+	token      string // a token allowed to get /metrics (the admin's)
+	client     *http.Client
+}
+
+func newOperatorEndpoint(metricsPort, probePort int, token string) *operatorEndpoint {
+	return &operatorEndpoint{
+		metricsURL: fmt.Sprintf("https://127.0.0.1:%d/metrics", metricsPort),
+		probesURL:  fmt.Sprintf("http://127.0.0.1:%d", probePort),
+		token:      token,
+		client: &http.Client{
+			Timeout: 10 * time.Second,
+			// The operator serves /metrics with a self-signed certificate.
+			Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}},
+		},
+	}
+}
+
+func (e *operatorEndpoint) ready(ctx context.Context) bool {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, e.probesURL+"/readyz", nil)
+	if err != nil {
+		return false
+	}
+	resp, err := e.client.Do(req)
+	if err != nil {
+		return false
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
+// waitScrape scrapes the operator's metrics, retrying for up to timeout: the
+// metrics server may start after /readyz answers.
+func (e *operatorEndpoint) waitScrape(ctx context.Context, timeout time.Duration) ([]sample, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		samples, err := e.scrape(ctx)
+		if err == nil || time.Now().After(deadline) || ctx.Err() != nil {
+			return samples, err
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func (e *operatorEndpoint) scrape(ctx context.Context) ([]sample, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, e.metricsURL, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+e.token)
+	resp, err := e.client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("operator /metrics: %s", resp.Status)
+	}
+	return parseMetrics(string(data)), nil
+}
+
+// operatorStats are the figures the benchmark reads from the operator's own
+// metrics.
+type operatorStats struct {
+	Reconciles    float64            `json:"reconciles"`
+	ReconcileErrs float64            `json:"reconcileErrors"`
+	QueueDepth    float64            `json:"queueDepth"`
+	Requests      map[string]float64 `json:"clientRequestsByMethod"`
+	HeapInuseMiB  float64            `json:"heapInuseMiB"`
+	RSSMiB        float64            `json:"processRSSMiB"`
+	Goroutines    float64            `json:"goroutines"`
+}
+
+func summarizeOperator(samples []sample) operatorStats {
+	st := operatorStats{Requests: map[string]float64{}}
+	for _, s := range samples {
+		switch s.name {
+		case "controller_runtime_reconcile_total":
+			if s.labels["controller"] == "website" {
+				st.Reconciles += s.value
+				if s.labels["result"] == "error" {
+					st.ReconcileErrs += s.value
+				}
+			}
+		case "workqueue_depth":
+			if s.labels["name"] == "website" || s.labels["controller"] == "website" {
+				st.QueueDepth += s.value
+			}
+		case "rest_client_requests_total":
+			st.Requests[s.labels["method"]] += s.value
+		case "go_memstats_heap_inuse_bytes":
+			st.HeapInuseMiB = round3(s.value / (1 << 20))
+		case "process_resident_memory_bytes":
+			st.RSSMiB = round3(s.value / (1 << 20))
+		case "go_goroutines":
+			st.Goroutines = s.value
+		}
+	}
+	return st
+}

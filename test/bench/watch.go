@@ -1,0 +1,168 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+)
+
+// eventType is the kind of an informer's event.
+type eventType int
+
+const (
+	added eventType = iota
+	updated
+	deleted
+)
+
+// hub fans the events of one informer out to the waiters of the moment.
+type hub struct {
+	mu   sync.Mutex
+	next int
+	subs map[int]func(obj metav1.Object, ev eventType)
+}
+
+func newHub() *hub { return &hub{subs: map[int]func(metav1.Object, eventType){}} }
+
+// subscribe calls f for every event until the returned function is called.
+func (h *hub) subscribe(f func(obj metav1.Object, ev eventType)) (unsubscribe func()) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	id := h.next
+	h.next++
+	h.subs[id] = f
+	return func() {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		delete(h.subs, id)
+	}
+}
+
+func (h *hub) publish(obj any, ev eventType) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	m, ok := obj.(metav1.Object)
+	if !ok {
+		return
+	}
+	h.mu.Lock()
+	subs := make([]func(metav1.Object, eventType), 0, len(h.subs))
+	for _, f := range h.subs {
+		subs = append(subs, f)
+	}
+	h.mu.Unlock()
+	for _, f := range subs {
+		f(m, ev)
+	}
+}
+
+// handler connects an informer to the hub.
+func (h *hub) handler() cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { h.publish(obj, added) },
+		UpdateFunc: func(_, obj any) { h.publish(obj, updated) },
+		DeleteFunc: func(obj any) { h.publish(obj, deleted) },
+	}
+}
+
+// progress records when each of target objects first met a condition.
+type progress struct {
+	what   string
+	target int
+	start  time.Time
+
+	mu      sync.Mutex
+	first   map[string]time.Time
+	last    time.Time
+	reached chan struct{}
+}
+
+func newProgress(what string, target int, start time.Time) *progress {
+	return &progress{what: what, target: target, start: start, first: map[string]time.Time{}, reached: make(chan struct{})}
+}
+
+// mark records that key met the condition now, if it had not before.
+func (p *progress) mark(key string) {
+	now := time.Now()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, seen := p.first[key]; seen {
+		return
+	}
+	p.first[key] = now
+	p.last = now
+	if len(p.first) == p.target {
+		close(p.reached)
+	}
+}
+
+func (p *progress) count() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.first)
+}
+
+// waitResult is the outcome of waiting for a number of objects.
+type waitResult struct {
+	// Seconds is the time from the start until the last object met the
+	// condition, or until the deadline when TimedOut.
+	Seconds  float64 `json:"seconds"`
+	Reached  int     `json:"reached"`
+	Target   int     `json:"target"`
+	TimedOut bool    `json:"timedOut,omitempty"`
+	// Interrupted is set when the benchmark was stopped during the wait.
+	Interrupted bool `json:"interrupted,omitempty"`
+	// Aborted says why the wait was given up before its deadline.
+	Aborted string `json:"aborted,omitempty"`
+}
+
+func (w waitResult) String() string {
+	switch {
+	case w.Aborted != "":
+		return fmt.Sprintf("aborted after %.1f s at %d/%d: %s", w.Seconds, w.Reached, w.Target, w.Aborted)
+	case w.Interrupted:
+		return fmt.Sprintf("interrupted at %d/%d", w.Reached, w.Target)
+	case w.TimedOut:
+		return fmt.Sprintf("timed out after %.1f s at %d/%d", w.Seconds, w.Reached, w.Target)
+	}
+	return fmt.Sprintf("%.2f s", w.Seconds)
+}
+
+func (w waitResult) ok() bool {
+	return w.Target > 0 && !w.TimedOut && !w.Interrupted && w.Aborted == "" && w.Reached >= w.Target
+}
+
+// wait blocks until every object met the condition, the deadline passes or
+// ctx ends, logging progress every 5 s. When check, called every 5 s, fails,
+// the wait is aborted: the objects will not get there.
+func (p *progress) wait(ctx context.Context, deadline time.Time, logf func(string, ...any), check ...func() error) waitResult {
+	ticker := time.NewTicker(5 * time.Second)
+	defer ticker.Stop()
+	timer := time.NewTimer(time.Until(deadline))
+	defer timer.Stop()
+	for {
+		select {
+		case <-p.reached:
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			return waitResult{Seconds: round3(p.last.Sub(p.start).Seconds()), Reached: len(p.first), Target: p.target}
+		case <-ticker.C:
+			logf("%s: %d/%d", p.what, p.count(), p.target)
+			for _, c := range check {
+				if err := c(); err != nil {
+					logf("%s: giving up: %v", p.what, err)
+					return waitResult{Seconds: round3(time.Since(p.start).Seconds()), Reached: p.count(), Target: p.target, Aborted: err.Error()}
+				}
+			}
+		case <-timer.C:
+			return waitResult{Seconds: round3(time.Since(p.start).Seconds()), Reached: p.count(), Target: p.target, TimedOut: true}
+		case <-ctx.Done():
+			return waitResult{Seconds: round3(time.Since(p.start).Seconds()), Reached: p.count(), Target: p.target, Interrupted: true}
+		}
+	}
+}
