@@ -10,7 +10,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/uuid"
-	"k8s.io/client-go/kubernetes"
+	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
@@ -127,15 +127,18 @@ func newLeaseLock(config *rest.Config, scheme *runtime.Scheme, namespace, name s
 	config.UserAgent += " leader-election"
 	// A hung request must not outlast the renew deadline.
 	config.Timeout = renewDeadline / 2
-	clientset, err := kubernetes.NewForConfig(config)
+	core, err := typedcorev1.NewForConfig(config)
+	if err != nil {
+		return nil, err
+	}
+	coordination, err := coordinationv1client.NewForConfig(config)
 	if err != nil {
 		return nil, err
 	}
 	broadcaster := record.NewBroadcaster()
-	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: clientset.CoreV1().Events(namespace)})
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: core.Events(namespace)})
 	recorder := broadcaster.NewRecorder(scheme, corev1.EventSource{Component: "website-operator"})
-	return resourcelock.New(resourcelock.LeasesResourceLock, namespace, name,
-		clientset.CoreV1(), clientset.CoordinationV1(),
+	return resourcelock.New(resourcelock.LeasesResourceLock, namespace, name, core, coordination,
 		resourcelock.ResourceLockConfig{Identity: id, EventRecorder: recorder})
 }
 

@@ -14,7 +14,8 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/discovery"
+	authorizationv1client "k8s.io/client-go/kubernetes/typed/authorization/v1"
 
 	websitev1 "example.com/website-operator/api/v1"
 )
@@ -52,7 +53,14 @@ var leaderElectionPermission = permission{group: "coordination.k8s.io", resource
 // Website API is not installed (or is the tutorial's CRD, without the
 // status and scale subresources), and RBAC misses a rule. Each error is one
 // line that names the cause and the fix.
-func preflight(ctx context.Context, clientset kubernetes.Interface, host string, opts Options, log logr.Logger) error {
+// preflightClients are the only API clients the checks need; the full
+// clientset of every API group would add megabytes to the binary.
+type preflightClients struct {
+	discovery     discovery.DiscoveryInterface
+	authorization authorizationv1client.AuthorizationV1Interface
+}
+
+func preflight(ctx context.Context, clientset preflightClients, host string, opts Options, log logr.Logger) error {
 	if err := reachAPIServer(ctx, clientset, host, opts.WaitForAPIServer, log); err != nil {
 		return err
 	}
@@ -65,10 +73,10 @@ func preflight(ctx context.Context, clientset kubernetes.Interface, host string,
 // reachAPIServer asks the API server for its version, once, or with
 // --wait-for-api-server until it answers, backing off to one try every 5 s:
 // cheap during a long outage, quick to notice its end.
-func reachAPIServer(ctx context.Context, clientset kubernetes.Interface, host string, wait bool, log logr.Logger) error {
+func reachAPIServer(ctx context.Context, clientset preflightClients, host string, wait bool, log logr.Logger) error {
 	delay := time.Second
 	for {
-		_, err := clientset.Discovery().ServerVersion()
+		_, err := clientset.discovery.ServerVersion()
 		if err == nil {
 			return nil
 		}
@@ -100,9 +108,9 @@ func describeConnectionError(host string, err error) error {
 	return fmt.Errorf("cannot reach the API server at %s: %v", host, err)
 }
 
-func checkWebsiteAPI(clientset kubernetes.Interface) error {
+func checkWebsiteAPI(clientset preflightClients) error {
 	gv := websitev1.GroupVersion.String()
-	resources, err := clientset.Discovery().ServerResourcesForGroupVersion(gv)
+	resources, err := clientset.discovery.ServerResourcesForGroupVersion(gv)
 	if apierrors.IsNotFound(err) {
 		return fmt.Errorf("the Website API (%s, websites) is not installed in this cluster: apply deploy/crd.yaml first", gv)
 	}
@@ -126,7 +134,7 @@ func checkWebsiteAPI(clientset kubernetes.Interface) error {
 
 // checkPermissions asks the API server, with SelfSubjectAccessReviews, for
 // each permission the operator needs, in each namespace it watches.
-func checkPermissions(ctx context.Context, clientset kubernetes.Interface, opts Options) error {
+func checkPermissions(ctx context.Context, clientset preflightClients, opts Options) error {
 	namespaces := opts.Namespaces
 	if len(namespaces) == 0 {
 		namespaces = []string{""}
@@ -161,7 +169,7 @@ func checkPermissions(ctx context.Context, clientset kubernetes.Interface, opts 
 					Subresource: c.p.subresource,
 				},
 			}}
-			result, err := clientset.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
+			result, err := clientset.authorization.SelfSubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
 			if err != nil {
 				return fmt.Errorf("check RBAC permissions: %w", err)
 			}

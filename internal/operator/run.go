@@ -13,8 +13,9 @@ import (
 	"go.uber.org/zap/zapcore"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	authorizationv1client "k8s.io/client-go/kubernetes/typed/authorization/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
@@ -96,8 +97,12 @@ func Run(ctx context.Context, opts Options, config *rest.Config, logger logr.Log
 	// No preflight request may hang: each gets 10 s.
 	preflightConfig := rest.CopyConfig(config)
 	preflightConfig.Timeout = 10 * time.Second
-	clientset, err := kubernetes.NewForConfig(preflightConfig)
-	if err != nil {
+	var clientset preflightClients
+	var err error
+	if clientset.discovery, err = discovery.NewDiscoveryClientForConfig(preflightConfig); err != nil {
+		return fmt.Errorf("create client: %w", err)
+	}
+	if clientset.authorization, err = authorizationv1client.NewForConfig(preflightConfig); err != nil {
 		return fmt.Errorf("create client: %w", err)
 	}
 	if err := preflight(ctx, clientset, config.Host, opts, log); err != nil {
