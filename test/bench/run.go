@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -618,19 +617,6 @@ func (e *env) ceiling(ctx context.Context) (*ceilingResult, error) {
 	return res, nil
 }
 
-func freePorts(n int) ([]int, error) {
-	var ports []int
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		defer l.Close()
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
-}
-
 // startOperator runs the operator binary with its ServiceAccount's token and
 // waits for /readyz; it returns the time that took.
 func (e *env) startOperator(ctx context.Context, extraArgs ...string) (time.Duration, error) {
@@ -640,7 +626,7 @@ func (e *env) startOperator(ctx context.Context, extraArgs ...string) (time.Dura
 			return 0, err
 		}
 	}
-	ports, err := freePorts(2)
+	ports, err := devenv.FreePorts(2)
 	if err != nil {
 		return 0, err
 	}
