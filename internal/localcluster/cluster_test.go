@@ -45,6 +45,9 @@ func startCluster(t *testing.T, opts localcluster.Options) (*localcluster.Cluste
 
 func requireBinaries(t *testing.T) {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("needs the control-plane binaries")
+	}
 	if os.Getenv(localcluster.BinDirEnv) == "" {
 		t.Fatalf("%s is not set: run the tests with make test, which builds the control plane", localcluster.BinDirEnv)
 	}
