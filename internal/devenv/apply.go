@@ -29,6 +29,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
+	"k8s.io/utils/ptr"
 )
 
 // FieldManager is the field manager of what devenv applies.
@@ -161,10 +162,8 @@ func (a *Applier) applyObject(ctx context.Context, obj *unstructured.Unstructure
 		return nil, err
 	}
 	return client.Patch(ctx, obj.GetName(), types.ApplyPatchType, data,
-		metav1.PatchOptions{FieldManager: FieldManager, Force: ptrTrue()})
+		metav1.PatchOptions{FieldManager: FieldManager, Force: ptr.To(true)})
 }
-
-func ptrTrue() *bool { b := true; return &b }
 
 // Describe names an object as kubectl does: kind/name.
 func Describe(obj *unstructured.Unstructured) string {

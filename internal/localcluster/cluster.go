@@ -21,6 +21,7 @@ import (
 	"syscall"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -210,7 +211,7 @@ func (c *Cluster) start(ctx context.Context) error {
 		return err
 	}
 	if err := c.waitFor(ctx, "the default ServiceAccount (created by kube-controller-manager)", func(ctx context.Context) error {
-		_, err := clientset.CoreV1().ServiceAccounts("default").Get(ctx, "default", metav1GetOptions)
+		_, err := clientset.CoreV1().ServiceAccounts("default").Get(ctx, "default", metav1.GetOptions{})
 		return err
 	}); err != nil {
 		return err

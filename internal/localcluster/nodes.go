@@ -16,8 +16,6 @@ import (
 // kwokNodeAnnotation marks the nodes that kwok simulates.
 const kwokNodeAnnotation = "kwok.x-k8s.io/node"
 
-var metav1GetOptions = metav1.GetOptions{}
-
 // createNodes registers the kwok nodes, as kubelets would register
 // themselves. kwok then marks them Ready and runs the pods bound to them.
 func createNodes(ctx context.Context, clientset kubernetes.Interface, opts Options) error {

@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -135,10 +136,10 @@ func Run(ctx context.Context, opts Options, config *rest.Config, logger logr.Log
 		HealthProbeBindAddress:              opts.HealthProbeBindAddress,
 		LeaderElection:                      opts.LeaderElect,
 		LeaderElectionResourceLockInterface: leaderLock(guard),
-		LeaseDuration:                       ptrTo(leaseDuration),
-		RenewDeadline:                       ptrTo(renewDeadline),
+		LeaseDuration:                       ptr.To(leaseDuration),
+		RenewDeadline:                       ptr.To(renewDeadline),
 		LeaderElectionReleaseOnCancel:       true,
-		GracefulShutdownTimeout:             ptrTo(20 * time.Second),
+		GracefulShutdownTimeout:             ptr.To(20 * time.Second),
 	})
 	if err != nil {
 		return fmt.Errorf("create controller manager: %w", err)

@@ -9,7 +9,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"strconv"
 	"testing"
 	"time"
 
@@ -86,13 +85,16 @@ type envOptions struct {
 	// manifests to install before the operator starts (default: the
 	// cluster-wide deploy/ files).
 	manifests []string
-	// operatorArgs replace the default --all-namespaces.
+	// operatorArgs replace the default --all-namespaces --verbose.
 	operatorArgs []string
 	// noOperator leaves the operator to the test.
 	noOperator bool
 }
 
 func newEnvironment(ctx context.Context, opts envOptions) (*environment, error) {
+	if opts.operatorArgs == nil {
+		opts.operatorArgs = []string{"--all-namespaces", "--verbose"}
+	}
 	env, err := devenv.StartEnvironment(ctx, devenv.EnvironmentOptions{
 		RepoRoot:       repoRoot,
 		Scheme:         scheme,
@@ -128,5 +130,3 @@ func writeFile(t *testing.T, path, data string) {
 		t.Fatal(err)
 	}
 }
-
-func itoa(i int) string { return strconv.Itoa(i) }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -66,12 +67,12 @@ func TestAPIServerUnreachableGetsOneLine(t *testing.T) {
 	g.Expect(shared.Cluster.WriteKubeconfig(kubeconfig, "nobody", "token")).To(Succeed())
 	// Point it at a port where nothing listens.
 	data := strings.Replace(readFile(t, kubeconfig), shared.Cluster.Server(),
-		"https://127.0.0.1:"+itoa(ports[0]), 1)
+		"https://127.0.0.1:"+strconv.Itoa(ports[0]), 1)
 	writeFile(t, kubeconfig, data)
 
 	code, out := runOperator(t, "--kubeconfig", kubeconfig)
 	g.Expect(code).To(Equal(1))
-	g.Expect(out).To(ContainSubstring("cannot reach the API server at https://127.0.0.1:" + itoa(ports[0])))
+	g.Expect(out).To(ContainSubstring("cannot reach the API server at https://127.0.0.1:" + strconv.Itoa(ports[0])))
 	g.Expect(out).To(ContainSubstring("connection refused"))
 }
 
@@ -124,7 +125,7 @@ func TestNamespaceScopedOperator(t *testing.T) {
 	ctx := t.Context()
 	e, err := newEnvironment(ctx, envOptions{
 		manifests:    []string{"deploy/namespace.yaml", "deploy/crd.yaml", "deploy/namespaced/rbac.yaml"},
-		operatorArgs: []string{"--namespace=websites"},
+		operatorArgs: []string{"--namespace=websites", "--verbose"},
 	})
 	g.Expect(err).NotTo(HaveOccurred())
 	defer e.Stop()

@@ -176,12 +176,16 @@ func TestDriftIsRepairedQuickly(t *testing.T) {
 	w.UID, w.Generation = "", 0
 	g.Expect(e.Client.Create(ctx, w)).To(Succeed())
 	key := types.NamespacedName{Namespace: ns, Name: "site"}
-	g.Eventually(func() error { return e.Client.Get(ctx, key, &corev1.Service{}) }).WithTimeout(timeout).Should(Succeed())
+	original := &corev1.Service{}
+	g.Eventually(func() error { return e.Client.Get(ctx, key, original) }).WithTimeout(timeout).Should(Succeed())
 
 	out, err := e.Kubectl(ctx, "delete", "-n", ns, "service/site")
 	g.Expect(err).NotTo(HaveOccurred(), out)
-	g.Eventually(func() error { return e.Client.Get(ctx, key, &corev1.Service{}) }).
-		WithTimeout(time.Second).WithPolling(20 * time.Millisecond).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		restored := &corev1.Service{}
+		g.Expect(e.Client.Get(ctx, key, restored)).To(Succeed())
+		g.Expect(restored.UID).NotTo(Equal(original.UID), "a new Service, not the deleted one")
+	}).WithTimeout(time.Second).WithPolling(20 * time.Millisecond).Should(Succeed())
 
 	out, err = e.Kubectl(ctx, "set", "image", "-n", ns, "deployment/site", "website=nginx:latest")
 	g.Expect(err).NotTo(HaveOccurred(), out)

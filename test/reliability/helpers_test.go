@@ -75,6 +75,7 @@ func startEnvironment(t *testing.T, deferOperator bool) *devenv.Environment {
 		RepoRoot:       repoRoot,
 		Scheme:         scheme,
 		OperatorBinary: operatorBinary,
+		OperatorArgs:   operatorArgs,
 		DeferOperator:  deferOperator,
 		Cluster:        localcluster.Options{Logf: t.Logf},
 	})
@@ -91,6 +92,10 @@ func startEnvironment(t *testing.T, deferOperator bool) *devenv.Environment {
 	})
 	return env
 }
+
+// operatorArgs are the flags of every operator the scenarios start: the
+// writes are logged at --verbose, which some scenarios read.
+var operatorArgs = []string{"--all-namespaces", "--verbose"}
 
 func newNamespace(t *testing.T, env *devenv.Environment, name string) {
 	t.Helper()

@@ -55,7 +55,7 @@ func TestLeaderFailover(t *testing.T) {
 	env := startEnvironment(t, false)
 	leader := env.Operators()[0]
 	holder := leaseHolder(t, env, "", 30*time.Second)
-	_, err := env.StartOperator(ctx, "--all-namespaces")
+	_, err := env.StartOperator(ctx, operatorArgs...)
 	g.Expect(err).NotTo(HaveOccurred())
 	newNamespace(t, env, "burst")
 
@@ -89,10 +89,10 @@ func TestOldLeaderWritesNothingAfterLosingTheLease(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
 	env := startEnvironment(t, true)
-	old, err := env.StartOperator(ctx, "--all-namespaces", "--log-format=json")
+	old, err := env.StartOperator(ctx, append(operatorArgs, "--log-format=json")...)
 	g.Expect(err).NotTo(HaveOccurred())
 	holder := leaseHolder(t, env, "", 30*time.Second)
-	_, err = env.StartOperator(ctx, "--all-namespaces", "--log-format=json")
+	_, err = env.StartOperator(ctx, append(operatorArgs, "--log-format=json")...)
 	g.Expect(err).NotTo(HaveOccurred())
 	newNamespace(t, env, "work")
 	g.Expect(createWebsites(ctx, env.Client, "work", 20, nil)).To(Succeed())
@@ -207,7 +207,7 @@ func TestCrashInTheMiddleOfWork(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Logf("killed with %d of 200 Ready", ready)
 
-	_, err = env.StartOperator(ctx, "--all-namespaces")
+	_, err = env.StartOperator(ctx, operatorArgs...)
 	g.Expect(err).NotTo(HaveOccurred())
 	converged := waitAllReady(t, env.Client, "burst", 200, 3*time.Minute)
 	t.Logf("all 200 Websites Ready %s after the restart", converged.Round(100*time.Millisecond))
