@@ -263,10 +263,10 @@ type operatorEndpoint struct {
 	client     *http.Client
 }
 
-func newOperatorEndpoint(metricsPort, probePort int, token string) *operatorEndpoint {
+func newOperatorEndpoint(metricsURL, probesURL string, token string) *operatorEndpoint {
 	return &operatorEndpoint{
-		metricsURL: fmt.Sprintf("https://127.0.0.1:%d/metrics", metricsPort),
-		probesURL:  fmt.Sprintf("http://127.0.0.1:%d", probePort),
+		metricsURL: metricsURL,
+		probesURL:  probesURL,
 		token:      token,
 		client: &http.Client{
 			Timeout: 10 * time.Second,
@@ -274,20 +274,6 @@ func newOperatorEndpoint(metricsPort, probePort int, token string) *operatorEndp
 			Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}},
 		},
 	}
-}
-
-func (e *operatorEndpoint) ready(ctx context.Context) bool {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, e.probesURL+"/readyz", nil)
-	if err != nil {
-		return false
-	}
-	resp, err := e.client.Do(req)
-	if err != nil {
-		return false
-	}
-	io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	return resp.StatusCode == http.StatusOK
 }
 
 // waitScrape scrapes the operator's metrics, retrying for up to timeout: the

@@ -261,17 +261,17 @@ type env struct {
 	res      *runResult
 	logf     func(string, ...any)
 
+	devEnv  *devenv.Environment
 	cluster *localcluster.Cluster
 	admin   kubernetes.Interface
 	dyn     dynamic.Interface
 	applier *devenv.Applier
 	sampler *rssSampler
 
-	kubeconfig string
-	op         *devenv.Operator
-	opCount    int
-	endpoint   *operatorEndpoint
-	opCPUDone  float64 // CPU of operator processes that have ended
+	op        *devenv.Operator
+	opCount   int
+	endpoint  *operatorEndpoint
+	opCPUDone float64 // CPU of operator processes that have ended
 
 	websiteHub, deploymentHub, serviceHub *hub
 	deployments                           listersappsv1.DeploymentLister
@@ -313,21 +313,28 @@ func runN(ctx context.Context, cfg *config, n int) (res *runResult) {
 
 	logf("starting a local cluster: %d kwok node(s) of %d pods", res.Nodes, res.NodePods)
 	start := time.Now()
-	cluster, err := localcluster.Start(ctx, localcluster.Options{
-		Nodes:        res.Nodes,
-		NodePods:     res.NodePods,
-		StartTimeout: 3 * time.Minute,
-		Logf:         func(f string, a ...any) { logf("cluster: "+f, a...) },
+	// The manifests and the operator come after the ceiling phase, which
+	// runs on the bare cluster.
+	devEnv, err := devenv.StartEnvironment(ctx, devenv.EnvironmentOptions{
+		RepoRoot:       cfg.repo,
+		Manifests:      []string{},
+		OperatorBinary: cfg.operator,
+		DeferOperator:  true,
+		OperatorLogDir: filepath.Join(cfg.logDir, fmt.Sprintf("n%d", n)),
+		Cluster: localcluster.Options{
+			Nodes:        res.Nodes,
+			NodePods:     res.NodePods,
+			StartTimeout: 3 * time.Minute,
+			Logf:         func(f string, a ...any) { logf("cluster: "+f, a...) },
+		},
 	})
 	if err != nil {
 		return fail(fmt.Errorf("start cluster: %w", err))
 	}
-	e.cluster = cluster
+	e.devEnv, e.cluster, e.admin, e.applier = devEnv, devEnv.Cluster, devEnv.Clientset, devEnv.Applier
 	defer func() {
 		logf("stopping the cluster")
-		if err := cluster.Stop(); err != nil {
-			logf("stop cluster: %v", err)
-		}
+		devEnv.Stop()
 	}()
 	res.ClusterStartSeconds = round3(time.Since(start).Seconds())
 	e.sampler = startRSSSampler(200 * time.Millisecond)
@@ -335,13 +342,7 @@ func runN(ctx context.Context, cfg *config, n int) (res *runResult) {
 	defer e.stopOperator()
 	defer func() { e.stopInformers() }()
 
-	if e.admin, err = kubernetes.NewForConfig(cluster.RESTConfig()); err != nil {
-		return fail(err)
-	}
-	if e.dyn, err = dynamic.NewForConfig(cluster.RESTConfig()); err != nil {
-		return fail(err)
-	}
-	if e.applier, err = devenv.NewApplier(cluster.RESTConfig()); err != nil {
+	if e.dyn, err = dynamic.NewForConfig(devEnv.Cluster.RESTConfig()); err != nil {
 		return fail(err)
 	}
 	// Last, before the cluster stops: were pods marked not ready anywhere?
@@ -617,50 +618,23 @@ func (e *env) ceiling(ctx context.Context) (*ceilingResult, error) {
 	return res, nil
 }
 
-// startOperator runs the operator binary with its ServiceAccount's token and
-// waits for /readyz; it returns the time that took.
+// startOperator runs the operator with its ServiceAccount's token (see
+// devenv.Environment.StartOperator) and returns the time until /readyz
+// answered, the token request included (a few milliseconds).
 func (e *env) startOperator(ctx context.Context, extraArgs ...string) (time.Duration, error) {
-	if e.kubeconfig == "" {
-		e.kubeconfig = filepath.Join(e.cluster.Dir(), "operator.kubeconfig")
-		if err := devenv.ServiceAccountKubeconfig(ctx, e.cluster, devenv.OperatorNamespace, devenv.OperatorServiceAccount, e.kubeconfig); err != nil {
-			return 0, err
-		}
-	}
-	ports, err := devenv.FreePorts(2)
-	if err != nil {
-		return 0, err
-	}
-	e.endpoint = newOperatorEndpoint(ports[0], ports[1], e.cluster.RESTConfig().BearerToken)
-	args := []string{
-		"--leader-elect", "--leader-election-namespace=" + devenv.OperatorNamespace,
-		fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", ports[0]),
-		fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", ports[1]),
-		"--log-format=json",
-	}
-	args = append(args, e.cfg.operatorArgs...)
+	args := append([]string{"--log-format=json"}, e.cfg.operatorArgs...)
 	args = append(args, extraArgs...)
-	e.opCount++
-	logPath := filepath.Join(e.cfg.logDir, fmt.Sprintf("operator-n%d-%d.log", e.n, e.opCount))
-	_ = os.Remove(logPath)
 	start := time.Now()
-	op, err := devenv.StartOperator(e.cfg.operator, e.kubeconfig, logPath, args...)
+	op, err := e.devEnv.StartOperator(ctx, args...)
 	if err != nil {
 		return 0, err
 	}
+	took := time.Since(start)
 	e.op = op
+	e.opCount++
 	e.sampler.set(op.PID())
-	for {
-		if exited, err := op.Exited(); exited {
-			return 0, fmt.Errorf("the operator exited (%v); log: %s", err, logPath)
-		}
-		if e.endpoint.ready(ctx) {
-			return time.Since(start), nil
-		}
-		if time.Since(start) > 2*time.Minute || ctx.Err() != nil {
-			return 0, fmt.Errorf("the operator was not ready after %s; log: %s", time.Since(start).Round(time.Second), logPath)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	e.endpoint = newOperatorEndpoint(op.MetricsURL, op.ProbesURL, e.cluster.RESTConfig().BearerToken)
+	return took, nil
 }
 
 // stopOperator stops the running operator with SIGTERM, recording its peak
