@@ -1,8 +1,8 @@
 # syntax=docker/dockerfile:1
-# The website-operator image, for those who have Docker (BuildKit):
+# The platform-operator image, for those who have Docker (BuildKit):
 #
 #   docker buildx build --platform linux/amd64,linux/arm64 \
-#     --build-arg VERSION=$(git describe --tags --always --dirty) -t REGISTRY/website-operator:TAG .
+#     --build-arg VERSION=$(git describe --tags --always --dirty) -t REGISTRY/platform-operator:TAG .
 #
 # Without Docker, `go run ./hack/image` builds an equivalent image.
 
@@ -21,12 +21,12 @@ COPY . .
 RUN --mount=type=cache,target=/go/pkg/mod \
     --mount=type=cache,target=/root/.cache/go-build \
     CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH go build -trimpath \
-      -ldflags "-s -w -X example.com/website-operator/internal/operator.Version=${VERSION}" \
-      -o /out/website-operator ./cmd/website-operator
+      -ldflags "-s -w -X example.com/platform-operator/internal/operator.Version=${VERSION}" \
+      -o /out/platform-operator ./cmd/platform-operator
 
 # distroless/static: no shell or package manager, just CA certificates, tzdata
 # and the nonroot user (65532).
 FROM gcr.io/distroless/static:nonroot
-COPY --from=builder /out/website-operator /website-operator
+COPY --from=builder /out/platform-operator /platform-operator
 USER 65532:65532
-ENTRYPOINT ["/website-operator"]
+ENTRYPOINT ["/platform-operator"]

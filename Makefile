@@ -1,4 +1,4 @@
-# The website operator. `make help` lists the targets.
+# The platform operator. `make help` lists the targets.
 
 SHELL := bash
 .SHELLFLAGS := -euo pipefail -c
@@ -7,12 +7,12 @@ SHELL := bash
 # Where hack/kube-binaries.sh puts the control plane (outside the work tree).
 KUBE_BIN_DIR = $(shell hack/kube-binaries.sh --dir)
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS := -s -w -X example.com/website-operator/internal/operator.Version=$(VERSION)
-IMAGE ?= example.com/website-operator:$(VERSION)
+LDFLAGS := -s -w -X example.com/platform-operator/internal/operator.Version=$(VERSION)
+IMAGE ?= example.com/platform-operator:$(VERSION)
 # Test timeout: the suite starts several local clusters.
 TEST_TIMEOUT ?= 45m
 
-GEN_DIR := $(shell mktemp -d -u /tmp/website-operator-gen.XXXXXX)
+GEN_DIR := $(shell mktemp -d -u /tmp/platform-operator-gen.XXXXXX)
 
 .PHONY: help
 help: ## List the targets.
@@ -25,7 +25,7 @@ kube-binaries: ## Build the local control plane (etcd, kube-apiserver, ..., kwok
 .PHONY: generate
 generate: ## Regenerate deepcopy code, the CRD and RBAC into api/ and deploy/.
 	go tool controller-gen object:headerFile=hack/boilerplate.go.txt paths=./api/...
-	go tool controller-gen crd:crdVersions=v1 rbac:roleName=website-operator \
+	go tool controller-gen crd:crdVersions=v1 rbac:roleName=platform-operator \
 		paths=./api/... paths=./internal/... \
 		output:crd:dir=$(GEN_DIR)/crd output:rbac:dir=$(GEN_DIR)/rbac
 	go run ./hack/gen-deploy -crd-dir $(GEN_DIR)/crd -rbac-dir $(GEN_DIR)/rbac
@@ -53,8 +53,8 @@ vet: ## go vet every package.
 	go vet ./...
 
 .PHONY: build
-build: ## Build bin/website-operator.
-	CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)' -o bin/website-operator ./cmd/website-operator
+build: ## Build bin/platform-operator.
+	CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)' -o bin/platform-operator ./cmd/platform-operator
 
 .PHONY: test
 test: kube-binaries fmt-check vet verify-generate ## Run the whole test suite: unit, envtest, local cluster, end-to-end, reliability.
@@ -75,7 +75,7 @@ cluster: kube-binaries bin/localcluster ## Run the local cluster until Ctrl-C; p
 
 .PHONY: run
 run: kube-binaries build bin/localcluster ## Run the operator on the local cluster with its own ServiceAccount, apply examples/, until Ctrl-C.
-	KUBE_BIN_DIR=$(KUBE_BIN_DIR) bin/localcluster -operator bin/website-operator -apply examples
+	KUBE_BIN_DIR=$(KUBE_BIN_DIR) bin/localcluster -operator bin/platform-operator -apply examples
 
 # Run as a binary, not with go run, so that it is make's own child and stops
 # when make does.
@@ -89,7 +89,7 @@ image: ## Build a multi-arch (amd64, arm64) OCI image without Docker into bin/im
 
 .PHONY: bench
 bench: kube-binaries build ## Run the benchmarks on the local cluster; writes bench/results/.
-	KUBE_BIN_DIR=$(KUBE_BIN_DIR) go run ./test/bench -operator bin/website-operator -out bench/results $(BENCH_FLAGS)
+	KUBE_BIN_DIR=$(KUBE_BIN_DIR) go run ./test/bench -operator bin/platform-operator -out bench/results $(BENCH_FLAGS)
 
 .PHONY: fuzz
 fuzz: ## Fuzz the child builders for FUZZTIME (default 2m).

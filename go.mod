@@ -1,4 +1,4 @@
-module example.com/website-operator
+module example.com/platform-operator
 
 go 1.26.0
 

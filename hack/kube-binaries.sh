@@ -7,7 +7,7 @@
 # (k8s.io/kubernetes, which pins etcd) and hack/tools/kwok/go.mod (kwok).
 # Binaries go to a cache folder outside the work tree, so that fresh clones on
 # the same machine reuse them:
-#   ${WEBSITE_OPERATOR_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/website-operator}/kube-<version>-kwok-<version>
+#   ${PLATFORM_OPERATOR_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/platform-operator}/kube-<version>-kwok-<version>
 #
 # Usage:
 #   hack/kube-binaries.sh          build what is missing, then print the folder
@@ -34,7 +34,7 @@ kube_version=$(module_version "$kube_module" k8s.io/kubernetes)
 kwok_version=$(module_version "$kwok_module" sigs.k8s.io/kwok)
 [[ -n $kube_version && -n $kwok_version ]] || die "cannot read the pinned versions from $kube_module/go.mod and $kwok_module/go.mod"
 
-cache=${WEBSITE_OPERATOR_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/website-operator}
+cache=${PLATFORM_OPERATOR_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/platform-operator}
 dir=$cache/kube-$kube_version-kwok-$kwok_version
 
 if [[ ${1:-} == --dir ]]; then

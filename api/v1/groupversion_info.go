@@ -1,4 +1,4 @@
-// Package v1 contains the example.com/v1 API of the website operator: the
+// Package v1 contains the example.com/v1 API of the platform operator: the
 // Website kind, which turns a container image into a running, reachable web
 // service.
 //

@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
 
-	"example.com/website-operator/internal/testgen"
+	"example.com/platform-operator/internal/testgen"
 )
 
 // These tests send Websites to a real API server with the generated CRD

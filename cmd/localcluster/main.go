@@ -20,8 +20,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"example.com/website-operator/internal/devenv"
-	"example.com/website-operator/internal/localcluster"
+	"example.com/platform-operator/internal/devenv"
+	"example.com/platform-operator/internal/localcluster"
 )
 
 func main() {

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"example.com/website-operator/internal/localcluster"
+	"example.com/platform-operator/internal/localcluster"
 )
 
 // processesUsing lists the processes whose command line mentions dir: the

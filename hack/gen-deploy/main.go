@@ -30,8 +30,8 @@ import (
 )
 
 const (
-	operatorName      = "website-operator"
-	operatorNamespace = "website-operator-system"
+	operatorName      = "platform-operator"
+	operatorNamespace = "platform-operator-system"
 	// watchedNamespace is where the namespace-scoped variant manages
 	// Websites; change it with kustomize or by editing the output.
 	watchedNamespace = "websites"

@@ -20,7 +20,7 @@ import (
 
 const (
 	testVersion = "v1.2.3-test"
-	testTag     = "example.com/website-operator:" + testVersion
+	testTag     = "example.com/platform-operator:" + testVersion
 )
 
 // elfMachine is the ELF machine each image's binary must be built for.
@@ -68,7 +68,7 @@ func TestBuild(t *testing.T) {
 // builds themselves are reproducible, so the whole output is.)
 func TestImageReproducible(t *testing.T) {
 	g := NewWithT(t)
-	bin := filepath.Join(t.TempDir(), "website-operator")
+	bin := filepath.Join(t.TempDir(), "platform-operator")
 	g.Expect(os.WriteFile(bin, []byte("not really a binary"), 0o600)).To(Succeed())
 	p := defaultPlatforms[1]
 
@@ -126,10 +126,10 @@ func checkConfig(t *testing.T, img v1.Image, p v1.Platform) {
 	g.Expect(cf.Variant).To(Equal(p.Variant))
 	g.Expect(cf.Created.Time.Equal(time.Unix(0, 0))).To(BeTrue(), "created %v", cf.Created)
 	g.Expect(cf.Config.User).To(Equal("65532:65532"))
-	g.Expect(cf.Config.Entrypoint).To(Equal([]string{"/website-operator"}))
+	g.Expect(cf.Config.Entrypoint).To(Equal([]string{"/platform-operator"}))
 	g.Expect(cf.Config.WorkingDir).To(Equal("/"))
 	g.Expect(cf.Config.Labels).To(HaveKeyWithValue("org.opencontainers.image.version", testVersion))
-	g.Expect(cf.Config.Labels).To(HaveKeyWithValue("org.opencontainers.image.title", "website-operator"))
+	g.Expect(cf.Config.Labels).To(HaveKeyWithValue("org.opencontainers.image.title", "platform-operator"))
 	g.Expect(cf.RootFS.DiffIDs).To(HaveLen(1))
 }
 
@@ -144,17 +144,17 @@ func checkLayer(t *testing.T, img v1.Image, p v1.Platform) {
 	for name, h := range headers {
 		g.Expect(h.ModTime.Equal(time.Unix(0, 0))).To(BeTrue(), "mtime of %s: %v", name, h.ModTime)
 	}
-	g.Expect(headers).To(HaveKey("website-operator"))
-	bin := headers["website-operator"]
+	g.Expect(headers).To(HaveKey("platform-operator"))
+	bin := headers["platform-operator"]
 	g.Expect(bin.Typeflag).To(Equal(byte(tar.TypeReg)))
 	g.Expect(bin.Mode).To(Equal(int64(0o755)))
 	g.Expect(bin.Uid).To(Equal(0))
-	f, err := elf.NewFile(bytes.NewReader(files["website-operator"]))
+	f, err := elf.NewFile(bytes.NewReader(files["platform-operator"]))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(f.Machine).To(Equal(elfMachine[p.Architecture]))
 	g.Expect(f.Type).To(Equal(elf.ET_EXEC), "static, not position-independent with an interpreter")
 	g.Expect(f.Progs).NotTo(ContainElement(HaveField("Type", elf.PT_INTERP)), "static binary")
-	g.Expect(string(files["website-operator"])).To(ContainSubstring(testVersion), "version set by -ldflags")
+	g.Expect(string(files["platform-operator"])).To(ContainSubstring(testVersion), "version set by -ldflags")
 
 	g.Expect(string(files["etc/passwd"])).To(ContainSubstring("\nnonroot:x:65532:65532:"))
 	g.Expect(string(files["etc/group"])).To(ContainSubstring("\nnonroot:x:65532:"))
@@ -189,7 +189,7 @@ func checkTarball(t *testing.T, out string, img v1.Image, p v1.Platform) {
 	g := NewWithT(t)
 	tag, err := name.NewTag(testTag)
 	g.Expect(err).NotTo(HaveOccurred())
-	loaded, err := tarball.ImageFromPath(filepath.Join(out, "website-operator-linux-"+p.Architecture+".tar"), &tag)
+	loaded, err := tarball.ImageFromPath(filepath.Join(out, "platform-operator-linux-"+p.Architecture+".tar"), &tag)
 	g.Expect(err).NotTo(HaveOccurred())
 	got, err := loaded.ConfigName()
 	g.Expect(err).NotTo(HaveOccurred())
@@ -202,8 +202,8 @@ func TestParseFlags(t *testing.T) {
 	g := NewWithT(t)
 	opts, err := parseFlags([]string{"-version", "v9", "-out", "dist"})
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(opts.LDFlags).To(Equal("-s -w -X example.com/website-operator/internal/operator.Version=v9"))
-	g.Expect(opts.Tag).To(Equal("website-operator:v9"))
+	g.Expect(opts.LDFlags).To(Equal("-s -w -X example.com/platform-operator/internal/operator.Version=v9"))
+	g.Expect(opts.Tag).To(Equal("platform-operator:v9"))
 	g.Expect(opts.OutDir).To(Equal("dist"))
 
 	opts, err = parseFlags([]string{"-ldflags", "-X a.b=c", "-tag", "r.example/op:x"})

@@ -1,14 +1,14 @@
-// Command image builds the website-operator container image without Docker.
+// Command image builds the platform-operator container image without Docker.
 //
 // Usage, from the repository root:
 //
 //	go run ./hack/image -version V -ldflags 'LDFLAGS' -out DIR -tag NAME:TAG
 //
-// It cross-compiles static binaries of ./cmd/website-operator for linux/amd64
+// It cross-compiles static binaries of ./cmd/platform-operator for linux/amd64
 // and linux/arm64 and puts each on a tiny "distroless-style" base that the
 // tool makes itself (no base image is pulled): /etc/passwd and /etc/group
 // with the nonroot user 65532, a world-writable /tmp, and the binary as
-// /website-operator, run as 65532:65532. File times and the image creation
+// /platform-operator, run as 65532:65532. File times and the image creation
 // time are fixed at the Unix epoch, so the same sources and toolchain give the
 // same digests.
 //
@@ -17,22 +17,22 @@
 //	DIR/oci                               OCI image layout; its index.json
 //	                                      holds one multi-arch image index
 //	                                      named TAG (org.opencontainers.image.ref.name)
-//	DIR/website-operator-linux-amd64.tar  docker-save tarball tagged NAME:TAG
-//	DIR/website-operator-linux-arm64.tar  docker-save tarball tagged NAME:TAG
+//	DIR/platform-operator-linux-amd64.tar  docker-save tarball tagged NAME:TAG
+//	DIR/platform-operator-linux-arm64.tar  docker-save tarball tagged NAME:TAG
 //
 // Publish the multi-arch image with either of
 //
-//	crane push DIR/oci REGISTRY/website-operator:TAG
-//	skopeo copy --all oci:DIR/oci:TAG docker://REGISTRY/website-operator:TAG
+//	crane push DIR/oci REGISTRY/platform-operator:TAG
+//	skopeo copy --all oci:DIR/oci:TAG docker://REGISTRY/platform-operator:TAG
 //
 // (not `crane push --index`: that would push index.json itself, an index
 // wrapping the multi-arch index).
 //
-// and load one platform locally with `docker load -i DIR/website-operator-linux-amd64.tar`
-// or `kind load image-archive DIR/website-operator-linux-amd64.tar`.
+// and load one platform locally with `docker load -i DIR/platform-operator-linux-amd64.tar`
+// or `kind load image-archive DIR/platform-operator-linux-amd64.tar`.
 //
-// -ldflags defaults to "-s -w -X example.com/website-operator/internal/operator.Version=V"
-// and -tag to website-operator:V.
+// -ldflags defaults to "-s -w -X example.com/platform-operator/internal/operator.Version=V"
+// and -tag to platform-operator:V.
 package main
 
 import (
@@ -62,9 +62,9 @@ import (
 
 const (
 	// versionVar is the variable the operator reports as its version.
-	versionVar = "example.com/website-operator/internal/operator.Version"
+	versionVar = "example.com/platform-operator/internal/operator.Version"
 	// binaryName is both the go build output and the file in the image.
-	binaryName = "website-operator"
+	binaryName = "platform-operator"
 	// nonroot is the uid and gid the operator runs as, as in distroless.
 	nonroot = 65532
 	// refNameAnnotation names an entry of an OCI layout's index.json; tools
@@ -118,7 +118,7 @@ func parseFlags(args []string) (options, error) {
 	version := flags.String("version", "dev", "version reported by the operator and put in the image label")
 	ldflags := flags.String("ldflags", "", `go build -ldflags (default "-s -w -X `+versionVar+`=VERSION")`)
 	out := flags.String("out", "bin/image", "output directory")
-	tag := flags.String("tag", "", "image name and tag, NAME:TAG (default website-operator:VERSION)")
+	tag := flags.String("tag", "", "image name and tag, NAME:TAG (default platform-operator:VERSION)")
 
 	if err := flags.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -144,7 +144,7 @@ func parseFlags(args []string) (options, error) {
 		opts.LDFlags = "-s -w -X " + versionVar + "=" + opts.Version
 	}
 	if opts.Tag == "" {
-		opts.Tag = "website-operator:" + opts.Version
+		opts.Tag = "platform-operator:" + opts.Version
 	}
 	return opts, nil
 }
@@ -190,7 +190,7 @@ func build(ctx context.Context, opts options) (*result, error) {
 	if err := os.MkdirAll(opts.OutDir, 0o755); err != nil {
 		return nil, fmt.Errorf("creating output directory: %w", err)
 	}
-	tmp, err := os.MkdirTemp("", "website-operator-image-")
+	tmp, err := os.MkdirTemp("", "platform-operator-image-")
 	if err != nil {
 		return nil, fmt.Errorf("creating work directory: %w", err)
 	}
@@ -353,7 +353,7 @@ func writeTarEntry(tw *tar.Writer, e tarEntry) error {
 }
 
 // assembleImage puts layer on an empty OCI image and sets the config: run
-// /website-operator as nonroot, for platform p.
+// /platform-operator as nonroot, for platform p.
 func assembleImage(layer v1.Layer, p v1.Platform, version string) (v1.Image, error) {
 	// empty.Image uses Docker media types; registries and containerd prefer
 	// OCI ones in an OCI index.

@@ -33,7 +33,7 @@ import (
 )
 
 // FieldManager is the field manager of what devenv applies.
-const FieldManager = "website-operator-devenv"
+const FieldManager = "platform-operator-devenv"
 
 // Applier server-side applies YAML manifests, like kubectl apply
 // --server-side.

@@ -16,7 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"example.com/website-operator/internal/localcluster"
+	"example.com/platform-operator/internal/localcluster"
 )
 
 // DefaultManifests install the operator's namespace, CRD and cluster-wide
@@ -178,8 +178,8 @@ func (o *Operator) WaitReady(ctx context.Context, timeout time.Duration) error {
 
 // BuildOperator builds the operator binary from repoRoot into dir.
 func BuildOperator(repoRoot, dir string) (string, error) {
-	binary := filepath.Join(dir, "website-operator")
-	build := exec.Command("go", "build", "-o", binary, "./cmd/website-operator")
+	binary := filepath.Join(dir, "platform-operator")
+	build := exec.Command("go", "build", "-o", binary, "./cmd/platform-operator")
 	build.Dir = repoRoot
 	if out, err := build.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("build the operator: %w\n%s", err, out)

@@ -14,13 +14,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"example.com/website-operator/internal/localcluster"
+	"example.com/platform-operator/internal/localcluster"
 )
 
 // The operator's identity, as deploy/rbac.yaml creates it.
 const (
-	OperatorNamespace      = "website-operator-system"
-	OperatorServiceAccount = "website-operator"
+	OperatorNamespace      = "platform-operator-system"
+	OperatorServiceAccount = "platform-operator"
 )
 
 // ServiceAccountKubeconfig writes a kubeconfig that authenticates as the

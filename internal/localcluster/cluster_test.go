@@ -18,7 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
-	"example.com/website-operator/internal/localcluster"
+	"example.com/platform-operator/internal/localcluster"
 )
 
 // startCluster starts a cluster that the test stops when it ends, even on

@@ -1,9 +1,9 @@
 // Package metrics defines the operator's own Prometheus metrics, served with
 // controller-runtime's on the secure /metrics endpoint:
 //
-//   - website_operator_websites{condition,status}: Websites by the status of
+//   - platform_operator_websites{condition,status}: Websites by the status of
 //     each condition, counted from the operator's cache at every scrape;
-//   - website_operator_time_to_ready_seconds: how long a Website took from a
+//   - platform_operator_time_to_ready_seconds: how long a Website took from a
 //     change of its spec (or its creation) to Ready=True.
 package metrics
 
@@ -19,7 +19,7 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	websitev1 "example.com/website-operator/api/v1"
+	websitev1 "example.com/platform-operator/api/v1"
 )
 
 // Register adds the operator's metrics to registry and returns the observer
@@ -54,7 +54,7 @@ func newReadinessTracker(clk clock.PassiveClock) *ReadinessTracker {
 	return &ReadinessTracker{
 		clock: clk,
 		histogram: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: "website_operator_time_to_ready_seconds",
+			Name: "platform_operator_time_to_ready_seconds",
 			Help: "Time from the creation of a Website, or a change of its spec, until it was first seen Ready.",
 			// From a fraction of a second (a spec change that restarts nothing)
 			// to minutes (a rollout of many replicas).
@@ -106,7 +106,7 @@ func (t *ReadinessTracker) Forget(key types.NamespacedName) {
 }
 
 var websitesDesc = prometheus.NewDesc(
-	"website_operator_websites",
+	"platform_operator_websites",
 	"Websites by the status of each of their conditions (Ready, Progressing, Degraded); Unknown when the operator has not reported it yet.",
 	[]string{"condition", "status"}, nil)
 

@@ -9,8 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 
-	websitev1 "example.com/website-operator/api/v1"
-	"example.com/website-operator/internal/testgen"
+	websitev1 "example.com/platform-operator/api/v1"
+	"example.com/platform-operator/internal/testgen"
 )
 
 func status(ready bool, generation int64) websitev1.WebsiteStatus {

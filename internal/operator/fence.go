@@ -20,7 +20,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"example.com/website-operator/internal/controller"
+	"example.com/platform-operator/internal/controller/website"
 )
 
 // The leader election timing, controller-runtime's defaults: a standby takes
@@ -86,16 +86,16 @@ func (g *LeaseGuard) record(err error, record resourcelock.LeaderElectionRecord,
 func (g *LeaseGuard) Holding() error {
 	renewed := g.renewedAt.Load()
 	if renewed == 0 {
-		return fmt.Errorf("%w: this replica does not hold the leader election lease", controller.ErrNotLeader)
+		return fmt.Errorf("%w: this replica does not hold the leader election lease", website.ErrNotLeader)
 	}
 	if age := g.clock.Since(time.Unix(0, renewed)); age > g.validFor {
-		return fmt.Errorf("%w: the leader election lease was last renewed %s ago, more than %s", controller.ErrNotLeader, age.Round(time.Millisecond), g.validFor)
+		return fmt.Errorf("%w: the leader election lease was last renewed %s ago, more than %s", website.ErrNotLeader, age.Round(time.Millisecond), g.validFor)
 	}
 	return nil
 }
 
 // LeaseIdentityEnv carries the leader election identity across a restart in
-// place (see cmd/website-operator): the new image of the same process may
+// place (see cmd/platform-operator): the new image of the same process may
 // renew the lease its former image held, instead of waiting for it to
 // expire. Nothing else sets it.
 const LeaseIdentityEnv = "WEBSITE_OPERATOR_LEASE_IDENTITY"
@@ -137,7 +137,7 @@ func newLeaseLock(config *rest.Config, scheme *runtime.Scheme, namespace, name s
 	}
 	broadcaster := record.NewBroadcaster()
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: core.Events(namespace)})
-	recorder := broadcaster.NewRecorder(scheme, corev1.EventSource{Component: "website-operator"})
+	recorder := broadcaster.NewRecorder(scheme, corev1.EventSource{Component: "platform-operator"})
 	return resourcelock.New(resourcelock.LeasesResourceLock, namespace, name, core, coordination,
 		resourcelock.ResourceLockConfig{Identity: id, EventRecorder: recorder})
 }

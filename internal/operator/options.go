@@ -1,4 +1,4 @@
-// Package operator wires the website operator together: command-line
+// Package operator wires the platform operator together: command-line
 // options, logging, preflight checks, and the controller manager with its
 // cache, metrics, health probes and leader election.
 package operator
@@ -78,7 +78,7 @@ func ParseOptions(args []string, getenv func(string) string, usage io.Writer) (O
 	var opts Options
 	var namespaces namespaceList
 	var allNamespaces bool
-	fs := flag.NewFlagSet("website-operator", flag.ContinueOnError)
+	fs := flag.NewFlagSet("platform-operator", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&opts.Kubeconfig, "kubeconfig", "", "path of a kubeconfig; default: in-cluster configuration when $KUBERNETES_SERVICE_HOST is set, else $KUBECONFIG or ~/.kube/config")
 	fs.Var(&namespaces, "namespace", "watch only this namespace; repeat the flag, or separate names with commas, for several")
@@ -86,7 +86,7 @@ func ParseOptions(args []string, getenv func(string) string, usage io.Writer) (O
 	fs.BoolVar(&opts.Verbose, "verbose", false, "log the detail of every reconcile")
 	fs.StringVar(&opts.LogFormat, "log-format", defaultFormat, "log format: json or text (default json in a cluster, else text)")
 	fs.BoolVar(&opts.LeaderElect, "leader-elect", false, "run as one of several replicas: only the holder of a Lease reconciles, and it releases the Lease on shutdown")
-	fs.StringVar(&opts.LeaderElectionID, "leader-election-id", "website-operator.example.com", "name of the leader election Lease")
+	fs.StringVar(&opts.LeaderElectionID, "leader-election-id", "platform-operator.example.com", "name of the leader election Lease")
 	fs.StringVar(&opts.LeaderElectionNamespace, "leader-election-namespace", getenv("POD_NAMESPACE"), "namespace of the leader election Lease (default $POD_NAMESPACE, or the pod's own namespace in a cluster)")
 	fs.StringVar(&opts.MetricsBindAddress, "metrics-bind-address", ":8443", "address of the HTTPS /metrics endpoint, which requires a token allowed to get /metrics; 0 disables it")
 	fs.StringVar(&opts.HealthProbeBindAddress, "health-probe-bind-address", ":8081", "address of /healthz and /readyz; 0 disables them")
@@ -102,7 +102,7 @@ func ParseOptions(args []string, getenv func(string) string, usage io.Writer) (O
 
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(usage, "Usage: website-operator [flags]\n\nRuns the controller of Websites (example.com/v1).\n\nFlags:")
+			fmt.Fprintln(usage, "Usage: platform-operator [flags]\n\nRuns the controller of Websites (example.com/v1).\n\nFlags:")
 			fs.SetOutput(usage)
 			fs.PrintDefaults()
 		}

@@ -75,6 +75,6 @@ func TestHelpPrintsUsage(t *testing.T) {
 	var out bytes.Buffer
 	_, err := ParseOptions([]string{"--help"}, env(nil), &out)
 	g.Expect(errors.Is(err, flag.ErrHelp)).To(BeTrue())
-	g.Expect(out.String()).To(ContainSubstring("Usage: website-operator"))
+	g.Expect(out.String()).To(ContainSubstring("Usage: platform-operator"))
 	g.Expect(out.String()).To(ContainSubstring("-leader-elect"))
 }

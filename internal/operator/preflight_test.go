@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// rulesOf reads the ClusterRole and the Role named website-operator from
+// rulesOf reads the ClusterRole and the Role named platform-operator from
 // deploy/rbac.yaml, which controller-gen generates from the RBAC markers.
 func rulesOf(t *testing.T) (cluster, namespaced []rbacv1.PolicyRule) {
 	t.Helper()
@@ -29,7 +29,7 @@ func rulesOf(t *testing.T) (cluster, namespaced []rbacv1.PolicyRule) {
 		if err := yaml.Unmarshal([]byte(doc), &obj); err != nil {
 			t.Fatal(err)
 		}
-		if obj.Metadata.Name != "website-operator" {
+		if obj.Metadata.Name != "platform-operator" {
 			continue
 		}
 		switch obj.Kind {
@@ -61,7 +61,7 @@ func grants(rules []rbacv1.PolicyRule, p permission, verb string) bool {
 func TestPreflightPermissionsMatchTheGeneratedRBAC(t *testing.T) {
 	cluster, namespaced := rulesOf(t)
 	if len(cluster) == 0 || len(namespaced) == 0 {
-		t.Fatal("deploy/rbac.yaml has no website-operator ClusterRole or Role")
+		t.Fatal("deploy/rbac.yaml has no platform-operator ClusterRole or Role")
 	}
 	required := 0
 	for _, p := range requiredPermissions {

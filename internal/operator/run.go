@@ -31,10 +31,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	websitev1 "example.com/website-operator/api/v1"
-	"example.com/website-operator/internal/controller"
-	"example.com/website-operator/internal/metrics"
-	"example.com/website-operator/internal/resources"
+	websitev1 "example.com/platform-operator/api/v1"
+	"example.com/platform-operator/internal/controller/website"
+	"example.com/platform-operator/internal/metrics"
 )
 
 // ErrLeaseLost is returned by Run when this process lost its leader
@@ -43,7 +42,7 @@ import (
 var ErrLeaseLost = errors.New("lost the leader election lease")
 
 // Version is the operator's version, set at build time with
-// -ldflags "-X example.com/website-operator/internal/operator.Version=...".
+// -ldflags "-X example.com/platform-operator/internal/operator.Version=...".
 var Version = "dev"
 
 // NewLogger returns the operator's structured logger: JSON lines in a
@@ -85,7 +84,7 @@ func RESTConfig(opts Options) (*rest.Config, error) {
 	}
 	config.QPS = float32(opts.KubeAPIQPS)
 	config.Burst = opts.KubeAPIBurst
-	config.UserAgent = "website-operator/" + Version
+	config.UserAgent = "platform-operator/" + Version
 	return config, nil
 }
 
@@ -127,7 +126,7 @@ func Run(ctx context.Context, opts Options, config *rest.Config, logger logr.Log
 	mgr, err := ctrl.NewManager(config, ctrl.Options{
 		Scheme: scheme,
 		Logger: logger,
-		Cache:  controller.CacheOptions(opts.Namespaces),
+		Cache:  website.CacheOptions(opts.Namespaces),
 		Metrics: metricsserver.Options{
 			BindAddress:    opts.MetricsBindAddress,
 			SecureServing:  true,
@@ -154,10 +153,10 @@ func Run(ctx context.Context, opts Options, config *rest.Config, logger logr.Log
 	if guard != nil {
 		writer = &fencedClient{Client: writer, guard: guard}
 	}
-	reconciler := &controller.WebsiteReconciler{
+	reconciler := &website.WebsiteReconciler{
 		Client:                  writer,
 		APIReader:               mgr.GetAPIReader(),
-		Recorder:                mgr.GetEventRecorder(resources.ManagerName),
+		Recorder:                mgr.GetEventRecorder(website.ManagerName),
 		ClusterDomain:           opts.ClusterDomain,
 		Metrics:                 tracker,
 		MaxConcurrentReconciles: opts.MaxConcurrentReconciles,
@@ -176,7 +175,7 @@ func Run(ctx context.Context, opts Options, config *rest.Config, logger logr.Log
 	if len(opts.Namespaces) > 0 {
 		scope = fmt.Sprintf("namespaces %v", opts.Namespaces)
 	}
-	log.Info("Starting website operator", "version", Version, "watching", scope,
+	log.Info("Starting platform operator", "version", Version, "watching", scope,
 		"leaderElection", opts.LeaderElect, "apiServer", config.Host)
 	if err := mgr.Start(ctx); err != nil {
 		// controller-runtime's words for it; it stops every controller.
@@ -217,7 +216,7 @@ func leaderLock(guard *LeaseGuard) resourcelock.Interface {
 // about it; the metrics endpoint asks the API server to authenticate and
 // authorize each scrape.
 //
-// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update,namespace=website-operator-system
-// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch,namespace=website-operator-system
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update,namespace=platform-operator-system
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch,namespace=platform-operator-system
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create

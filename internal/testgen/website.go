@@ -8,7 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	websitev1 "example.com/website-operator/api/v1"
+	websitev1 "example.com/platform-operator/api/v1"
 )
 
 // Option changes a Website under construction.

@@ -1,4 +1,4 @@
-// Command bench measures the website operator on the local cluster
+// Command bench measures the platform operator on the local cluster
 // (internal/localcluster) against the raw-client ceiling measured in the
 // same run, for each number N of Websites, each N on a fresh cluster:
 //
@@ -18,7 +18,7 @@
 // It writes results.json, results.md and time-to-ready.svg to -out. Run it
 // with make bench, or:
 //
-//	KUBE_BIN_DIR=$(hack/kube-binaries.sh --dir) go run ./test/bench -operator bin/website-operator -out bench/results
+//	KUBE_BIN_DIR=$(hack/kube-binaries.sh --dir) go run ./test/bench -operator bin/platform-operator -out bench/results
 //
 // go run ./test/bench -rerender -out DIR rewrites results.md and the chart
 // from DIR/results.json.
@@ -40,7 +40,7 @@ import (
 	"syscall"
 	"time"
 
-	"example.com/website-operator/internal/localcluster"
+	"example.com/platform-operator/internal/localcluster"
 )
 
 var allScenarios = []string{"burst", "cost", "restart", "drift", "footprint"}
@@ -174,7 +174,7 @@ func run() error {
 func parseFlags(args []string) (*config, error) {
 	cfg := &config{}
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	fs.StringVar(&cfg.operator, "operator", "", "path of the operator binary (required; make build creates bin/website-operator)")
+	fs.StringVar(&cfg.operator, "operator", "", "path of the operator binary (required; make build creates bin/platform-operator)")
 	fs.StringVar(&cfg.out, "out", "bench/results", "folder for results.json, results.md and time-to-ready.svg")
 	fs.StringVar(&cfg.repo, "repo", ".", "root of the repository, where deploy/ is")
 	fs.StringVar(&cfg.logDir, "logs", "", "folder for the operator's logs (default: a new temporary folder, kept)")
@@ -193,14 +193,14 @@ func parseFlags(args []string) (*config, error) {
 		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
 	if cfg.operator == "" {
-		return nil, errors.New("-operator is required: the path of the operator binary (make build creates bin/website-operator)")
+		return nil, errors.New("-operator is required: the path of the operator binary (make build creates bin/platform-operator)")
 	}
 	abs, err := filepath.Abs(cfg.operator)
 	if err != nil {
 		return nil, err
 	}
 	if info, err := os.Stat(abs); err != nil || info.IsDir() {
-		return nil, fmt.Errorf("-operator %s: not a file (make build creates bin/website-operator)", cfg.operator)
+		return nil, fmt.Errorf("-operator %s: not a file (make build creates bin/platform-operator)", cfg.operator)
 	}
 	cfg.operator = abs
 	if _, err := os.Stat(filepath.Join(cfg.repo, "deploy", "crd.yaml")); err != nil {
@@ -248,7 +248,7 @@ func parseFlags(args []string) (*config, error) {
 		return nil, err
 	}
 	if cfg.logDir == "" {
-		if cfg.logDir, err = os.MkdirTemp("", "website-operator-bench-"); err != nil {
+		if cfg.logDir, err = os.MkdirTemp("", "platform-operator-bench-"); err != nil {
 			return nil, err
 		}
 	} else if err := os.MkdirAll(cfg.logDir, 0o755); err != nil {
@@ -328,7 +328,7 @@ func notes(cfg *config) []string {
 		"Every N runs on a fresh local cluster (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok) on this machine; the operator, the control plane and this program share its CPUs.",
 		fmt.Sprintf("The ceiling is a plain client-go clientset with the operator's client limits (%.0f QPS, burst %d) and %d workers, server-side applying resources.Deployment and resources.Service of a testgen Website (owner references removed: the Website does not exist, and the garbage collector would delete the children). The creating client of the operator phase has the same limits and workers.", cfg.client.QPS, cfg.client.Burst, cfg.client.Workers),
 		"Times are from the first create/apply call to the moment this program's informer saw the last object meet the condition. Ready means the Ready condition is True with observedGeneration equal to metadata.generation; Available means status.availableReplicas equals spec.replicas.",
-		"Writes are counted from kube-apiserver's apiserver_request_total (verbs POST, PUT, PATCH, APPLY, DELETE), which has no user label. Writes to websites (except creates, which this program makes), websites/status and the main deployments and services resources are attributed to the operator: kube-controller-manager writes deployments/status only, which the ceiling phase checks (kcmDeploymentMainWrites). Events are written by the scheduler and kube-controller-manager as well, so the operator's events are counted as the events.k8s.io Events whose reportingController is website-operator (one write each, plus one per series).",
+		"Writes are counted from kube-apiserver's apiserver_request_total (verbs POST, PUT, PATCH, APPLY, DELETE), which has no user label. Writes to websites (except creates, which this program makes), websites/status and the main deployments and services resources are attributed to the operator: kube-controller-manager writes deployments/status only, which the ceiling phase checks (kcmDeploymentMainWrites). Events are written by the scheduler and kube-controller-manager as well, so the operator's events are counted as the events.k8s.io Events whose reportingController is platform-operator (one write each, plus one per series).",
 		"Restart writes are the API server's writes from SIGTERM until the new process had reconciled every Website and the writes stopped, minus the new Website's own. The new process runs with --verbose, so its log names the Website of every write ('Status updated', 'Applied child'); the new Website's own writes are taken from it. Changes of existing Websites seen by the watch, and writes logged for them, are cross-checks.",
 		"Drift: a child Service is deleted (with a UID precondition), or a Deployment's image is changed with a strategic merge patch by another field manager; the time is from the call to the moment the informer saw the restored object.",
 		"kwok renews the nodes' heartbeat Leases every 10 s, as kubelets do (internal/localcluster); NodeNotReady events are checked during the waits and at the end of each N (clusterHealth in results.json), since pods marked not ready would invalidate the Ready figures.",

@@ -29,17 +29,17 @@ import (
 	listersappsv1 "k8s.io/client-go/listers/apps/v1"
 	listerscorev1 "k8s.io/client-go/listers/core/v1"
 
-	websitev1 "example.com/website-operator/api/v1"
-	"example.com/website-operator/internal/devenv"
-	"example.com/website-operator/internal/localcluster"
-	"example.com/website-operator/internal/resources"
-	"example.com/website-operator/internal/testgen"
+	websitev1 "example.com/platform-operator/api/v1"
+	"example.com/platform-operator/internal/devenv"
+	"example.com/platform-operator/internal/localcluster"
+	"example.com/platform-operator/internal/controller/website"
+	"example.com/platform-operator/internal/testgen"
 )
 
 const (
 	ceilingNamespace = "ceiling"
 	benchNamespace   = "bench"
-	operatorName     = "website-operator"
+	operatorName     = "platform-operator"
 	benchName        = "bench (this program)"
 	machineName      = "machine (all processes)"
 	// wallName holds the wall-clock seconds of a CPU measurement window.
@@ -457,7 +457,7 @@ func (e *env) recordCPU(name string, before cpuSnapshot) map[string]float64 {
 func (e *env) limitedClients() (kubernetes.Interface, dynamic.Interface, error) {
 	c := e.cluster.RESTConfig()
 	c.QPS, c.Burst = float32(e.cfg.client.QPS), e.cfg.client.Burst
-	c.UserAgent = "website-operator-bench"
+	c.UserAgent = "platform-operator-bench"
 	cs, err := kubernetes.NewForConfig(c)
 	if err != nil {
 		return nil, nil, err
@@ -566,14 +566,14 @@ func (e *env) ceiling(ctx context.Context) (*ceilingResult, error) {
 	apply := metav1.ApplyOptions{FieldManager: "bench-ceiling", Force: true}
 	res.ApplyErrors, err = forEach(ctx, e.n, e.cfg.client.Workers, func(ctx context.Context, i int) error {
 		w := testgen.Website(siteName(i), ceilingNamespace)
-		d := resources.Deployment(w)
+		d := website.DesiredDeployment(w)
 		// The testgen Website does not exist: an owner reference to it
 		// would have the garbage collector delete the children at once.
 		d.OwnerReferences = nil
 		if _, err := cs.AppsV1().Deployments(ceilingNamespace).Apply(ctx, d, apply); err != nil {
 			return err
 		}
-		s := resources.Service(w)
+		s := website.DesiredService(w)
 		s.OwnerReferences = nil
 		_, err := cs.CoreV1().Services(ceilingNamespace).Apply(ctx, s, apply)
 		return err
@@ -760,7 +760,7 @@ func (e *env) countOperatorEvents(ctx context.Context, excludeRegarding ...strin
 				controller = ev.DeprecatedSource.Component
 			}
 			byController[controller]++
-			if controller == resources.ManagerName && !contains(excludeRegarding, ev.Regarding.Name) {
+			if controller == website.ManagerName && !contains(excludeRegarding, ev.Regarding.Name) {
 				op.Objects++
 				op.ByReason[ev.Reason]++
 				if ev.Series != nil {
@@ -1202,7 +1202,7 @@ func (e *env) driftDeployment(ctx context.Context, name string) (time.Duration, 
 	}
 	original := ""
 	for _, c := range old.Spec.Template.Spec.Containers {
-		if c.Name == resources.ContainerName {
+		if c.Name == website.ContainerName {
 			original = c.Image
 		}
 	}
@@ -1218,7 +1218,7 @@ func (e *env) driftDeployment(ctx context.Context, name string) (time.Duration, 
 			return
 		}
 		for _, c := range d.Spec.Template.Spec.Containers {
-			if c.Name != resources.ContainerName {
+			if c.Name != website.ContainerName {
 				continue
 			}
 			switch {
@@ -1229,7 +1229,7 @@ func (e *env) driftDeployment(ctx context.Context, name string) (time.Duration, 
 			}
 		}
 	})()
-	patch := fmt.Appendf(nil, `{"spec":{"template":{"spec":{"containers":[{"name":%q,"image":%q}]}}}}`, resources.ContainerName, driftImage)
+	patch := fmt.Appendf(nil, `{"spec":{"template":{"spec":{"containers":[{"name":%q,"image":%q}]}}}}`, website.ContainerName, driftImage)
 	start := time.Now()
 	if _, err := e.admin.AppsV1().Deployments(benchNamespace).Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{FieldManager: driftManager}); err != nil {
 		return 0, err

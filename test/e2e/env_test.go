@@ -16,9 +16,9 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
-	websitev1 "example.com/website-operator/api/v1"
-	"example.com/website-operator/internal/devenv"
-	"example.com/website-operator/internal/localcluster"
+	websitev1 "example.com/platform-operator/api/v1"
+	"example.com/platform-operator/internal/devenv"
+	"example.com/platform-operator/internal/localcluster"
 )
 
 // repoRoot is where deploy/, examples/ and testdata/ are.
@@ -49,7 +49,7 @@ func runSuite(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "%s is not set: run the tests with make test, which builds the control plane\n", localcluster.BinDirEnv)
 		return 1
 	}
-	buildDir, err := os.MkdirTemp("", "website-operator-e2e-")
+	buildDir, err := os.MkdirTemp("", "platform-operator-e2e-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

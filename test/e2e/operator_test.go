@@ -15,8 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"example.com/website-operator/internal/devenv"
-	"example.com/website-operator/internal/testgen"
+	"example.com/platform-operator/internal/devenv"
+	"example.com/platform-operator/internal/testgen"
 )
 
 // runOperator runs the operator to its exit (within 30 s) and returns its
@@ -45,7 +45,7 @@ func TestBadFlagsGetOneLine(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--bogus"}, "website-operator: flag provided but not defined: -bogus (see --help)"},
+		{[]string{"--bogus"}, "platform-operator: flag provided but not defined: -bogus (see --help)"},
 		{[]string{"--namespace", "a", "--all-namespaces"}, "--all-namespaces and --namespace exclude each other"},
 		{[]string{"--log-format", "xml"}, `--log-format must be json or text, not "xml"`},
 		{[]string{"--kubeconfig", "/nonexistent/kubeconfig"}, "load --kubeconfig /nonexistent/kubeconfig"},

@@ -19,9 +19,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	websitev1 "example.com/website-operator/api/v1"
-	"example.com/website-operator/internal/devenv"
-	"example.com/website-operator/internal/testgen"
+	websitev1 "example.com/platform-operator/api/v1"
+	"example.com/platform-operator/internal/devenv"
+	"example.com/platform-operator/internal/testgen"
 )
 
 const timeout = 60 * time.Second
@@ -214,7 +214,7 @@ func TestMetricsAndProbes(t *testing.T) {
 
 	scraper := e.serviceAccountToken(t, ns, "prometheus")
 	out, err := e.Kubectl(ctx, "create", "clusterrolebinding", "metrics-"+ns,
-		"--clusterrole=website-operator-metrics-reader", "--serviceaccount="+ns+":prometheus")
+		"--clusterrole=platform-operator-metrics-reader", "--serviceaccount="+ns+":prometheus")
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	var body string
 	g.Eventually(func(g Gomega) {
@@ -222,8 +222,8 @@ func TestMetricsAndProbes(t *testing.T) {
 		status, body = devenv.HTTPGet(ctx, e.operator().MetricsURL, scraper)
 		g.Expect(status).To(Equal(http.StatusOK))
 	}).WithTimeout(10 * time.Second).Should(Succeed())
-	g.Expect(body).To(ContainSubstring(`website_operator_websites{condition="Ready",status="True"}`))
-	g.Expect(body).To(ContainSubstring("website_operator_time_to_ready_seconds_bucket"))
+	g.Expect(body).To(ContainSubstring(`platform_operator_websites{condition="Ready",status="True"}`))
+	g.Expect(body).To(ContainSubstring("platform_operator_time_to_ready_seconds_bucket"))
 	g.Expect(body).To(ContainSubstring(`controller_runtime_reconcile_total{controller="website"`))
 }
 

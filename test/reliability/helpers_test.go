@@ -26,10 +26,10 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	websitev1 "example.com/website-operator/api/v1"
-	"example.com/website-operator/internal/devenv"
-	"example.com/website-operator/internal/localcluster"
-	"example.com/website-operator/internal/testgen"
+	websitev1 "example.com/platform-operator/api/v1"
+	"example.com/platform-operator/internal/devenv"
+	"example.com/platform-operator/internal/localcluster"
+	"example.com/platform-operator/internal/testgen"
 )
 
 const repoRoot = "../.."
@@ -51,7 +51,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "%s is not set: run the tests with make test, which builds the control plane\n", localcluster.BinDirEnv)
 		os.Exit(1)
 	}
-	dir, err := os.MkdirTemp("", "website-operator-reliability-")
+	dir, err := os.MkdirTemp("", "platform-operator-reliability-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

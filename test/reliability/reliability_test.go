@@ -22,13 +22,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
-	websitev1 "example.com/website-operator/api/v1"
-	"example.com/website-operator/internal/devenv"
-	"example.com/website-operator/internal/localcluster"
-	"example.com/website-operator/internal/testgen"
+	websitev1 "example.com/platform-operator/api/v1"
+	"example.com/platform-operator/internal/devenv"
+	"example.com/platform-operator/internal/localcluster"
+	"example.com/platform-operator/internal/testgen"
 )
 
-const leaseName = "website-operator.example.com"
+const leaseName = "platform-operator.example.com"
 
 // leaseHolder polls the leader election Lease until its holder differs from
 // notThis (and is not empty), and returns the new holder.

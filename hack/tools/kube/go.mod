@@ -1,4 +1,4 @@
-module example.com/website-operator/hack/tools/kube
+module example.com/platform-operator/hack/tools/kube
 
 go 1.26.0
 

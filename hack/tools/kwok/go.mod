@@ -1,4 +1,4 @@
-module example.com/website-operator/hack/tools/kwok
+module example.com/platform-operator/hack/tools/kwok
 
 go 1.26.0
 

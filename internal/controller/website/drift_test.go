@@ -1,4 +1,4 @@
-package resources_test
+package website_test
 
 import (
 	"testing"
@@ -9,8 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
-	"example.com/website-operator/internal/resources"
-	"example.com/website-operator/internal/testgen"
+	"example.com/platform-operator/internal/controller/website"
+	"example.com/platform-operator/internal/testgen"
 )
 
 // observed returns the Deployment as the API server would store it after
@@ -34,61 +34,61 @@ func observed(t *testing.T, desired any) *appsv1.Deployment {
 }
 
 func TestCompare(t *testing.T) {
-	website := testgen.Website("site", "default", testgen.WithEnv("MODE", "prod"))
-	desired := resources.Deployment(website)
+	site := testgen.Website("site", "default", testgen.WithEnv("MODE", "prod"))
+	desired := website.DesiredDeployment(site)
 
 	tests := []struct {
 		name   string
 		change func(d *appsv1.Deployment)
-		want   resources.Difference
+		want   website.Difference
 	}{
-		{name: "as applied, with server defaults", change: func(*appsv1.Deployment) {}, want: resources.NoDifference},
+		{name: "as applied, with server defaults", change: func(*appsv1.Deployment) {}, want: website.NoDifference},
 		{
 			name: "fields of other managers",
 			change: func(d *appsv1.Deployment) {
 				d.Labels["team"] = "web"
 				d.Spec.Template.Annotations = map[string]string{"kubectl.kubernetes.io/restartedAt": "now"}
 			},
-			want: resources.NoDifference,
+			want: website.NoDifference,
 		},
 		{
 			name:   "image edited by hand",
 			change: func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = "nginx:latest" },
-			want:   resources.Drifted,
+			want:   website.Drifted,
 		},
 		{
 			name:   "scaled by hand",
 			change: func(d *appsv1.Deployment) { d.Spec.Replicas = ptr.To[int32](5) },
-			want:   resources.Drifted,
+			want:   website.Drifted,
 		},
 		{
 			name:   "environment variable removed by hand",
 			change: func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Env = nil },
-			want:   resources.Drifted,
+			want:   website.Drifted,
 		},
 		{
 			name: "owner reference removed",
 			change: func(d *appsv1.Deployment) {
 				d.OwnerReferences = nil
 			},
-			want: resources.Drifted,
+			want: website.Drifted,
 		},
 		{
 			name: "probe port changed",
 			change: func(d *appsv1.Deployment) {
 				d.Spec.Template.Spec.Containers[0].ReadinessProbe.TCPSocket.Port = intstr.FromInt32(81)
 			},
-			want: resources.Drifted,
+			want: website.Drifted,
 		},
 		{
 			name:   "applied from another spec",
-			change: func(d *appsv1.Deployment) { d.Annotations[resources.ConfigHashAnnotation] = "older" },
-			want:   resources.ConfigChanged,
+			change: func(d *appsv1.Deployment) { d.Annotations[website.ConfigHashAnnotation] = "older" },
+			want:   website.ConfigChanged,
 		},
 		{
 			name:   "never applied by the operator",
-			change: func(d *appsv1.Deployment) { delete(d.Annotations, resources.ConfigHashAnnotation) },
-			want:   resources.ConfigChanged,
+			change: func(d *appsv1.Deployment) { delete(d.Annotations, website.ConfigHashAnnotation) },
+			want:   website.ConfigChanged,
 		},
 	}
 	for _, tt := range tests {
@@ -96,7 +96,7 @@ func TestCompare(t *testing.T) {
 			g := NewWithT(t)
 			d := observed(t, desired)
 			tt.change(d)
-			got, err := resources.Compare(desired, d)
+			got, err := website.Compare(desired, d)
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(got).To(Equal(tt.want))
 		})
@@ -107,10 +107,10 @@ func TestCompare(t *testing.T) {
 // the spec, leaves no trace in the desired configuration; the hash sees it.
 func TestCompareSeesAFieldNoLongerSet(t *testing.T) {
 	g := NewWithT(t)
-	before := observed(t, resources.Deployment(testgen.Website("site", "default", testgen.WithReadinessPath("/healthz"))))
-	after := resources.Deployment(testgen.Website("site", "default"))
+	before := observed(t, website.DesiredDeployment(testgen.Website("site", "default", testgen.WithReadinessPath("/healthz"))))
+	after := website.DesiredDeployment(testgen.Website("site", "default"))
 
-	got, err := resources.Compare(after, before)
+	got, err := website.Compare(after, before)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(got).To(Equal(resources.ConfigChanged))
+	g.Expect(got).To(Equal(website.ConfigChanged))
 }

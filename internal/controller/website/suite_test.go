@@ -1,4 +1,4 @@
-package controller_test
+package website_test
 
 import (
 	"context"
@@ -21,9 +21,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	websitev1 "example.com/website-operator/api/v1"
-	"example.com/website-operator/internal/controller"
-	"example.com/website-operator/internal/resources"
+	websitev1 "example.com/platform-operator/api/v1"
+	"example.com/platform-operator/internal/controller/website"
 )
 
 // The envtest suite runs a real kube-apiserver and etcd (no controller
@@ -35,7 +34,7 @@ var (
 	restConfig *rest.Config
 	k8sClient  client.Client // the test's own client, uncached
 	writes     *writeCounter // the reconciler's writes
-	reconciler *controller.WebsiteReconciler
+	reconciler *website.WebsiteReconciler
 	scheme     = runtime.NewScheme()
 )
 
@@ -83,7 +82,7 @@ func runSuite(m *testing.M) int {
 	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
 		Scheme:  scheme,
 		Logger:  zap.New(zap.WriteTo(os.Stderr), zap.Level(zapLevel())),
-		Cache:   controller.CacheOptions(nil),
+		Cache:   website.CacheOptions(nil),
 		Metrics: metricsserver.Options{BindAddress: "0"},
 	})
 	if err != nil {
@@ -91,10 +90,10 @@ func runSuite(m *testing.M) int {
 		return 1
 	}
 	writes = &writeCounter{Client: mgr.GetClient()}
-	reconciler = &controller.WebsiteReconciler{
+	reconciler = &website.WebsiteReconciler{
 		Client:                  writes,
 		APIReader:               mgr.GetAPIReader(),
-		Recorder:                mgr.GetEventRecorder(resources.ManagerName),
+		Recorder:                mgr.GetEventRecorder(website.ManagerName),
 		ClusterDomain:           "cluster.local",
 		MaxConcurrentReconciles: 4,
 		ConflictRecheckInterval: time.Second,

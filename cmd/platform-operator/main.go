@@ -1,4 +1,4 @@
-// Command website-operator runs the controller of Websites (example.com/v1):
+// Command platform-operator runs the controller of Websites (example.com/v1):
 // each Website becomes a Deployment, a Service and, when asked, an Ingress,
 // and its status tells whether the site serves.
 package main
@@ -13,7 +13,7 @@ import (
 	"slices"
 	"syscall"
 
-	"example.com/website-operator/internal/operator"
+	"example.com/platform-operator/internal/operator"
 )
 
 func main() {
@@ -26,7 +26,7 @@ func run() int {
 		return 0
 	}
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "website-operator: %v (see --help)\n", err)
+		fmt.Fprintf(os.Stderr, "platform-operator: %v (see --help)\n", err)
 		return 2
 	}
 	if opts.ShowVersion {
@@ -36,7 +36,7 @@ func run() int {
 
 	config, err := operator.RESTConfig(opts)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "website-operator: %v\n", err)
+		fmt.Fprintf(os.Stderr, "platform-operator: %v\n", err)
 		return 1
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -46,7 +46,7 @@ func run() int {
 		restartInPlace(err)
 	}
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "website-operator: %v\n", err)
+		fmt.Fprintf(os.Stderr, "platform-operator: %v\n", err)
 		return 1
 	}
 	return 0
@@ -63,7 +63,7 @@ func restartInPlace(cause error) {
 	if !slices.Contains(args, "--wait-for-api-server") {
 		args = append(args, "--wait-for-api-server")
 	}
-	fmt.Fprintf(os.Stderr, "website-operator: %v; restarting in place to rejoin the election\n", cause)
+	fmt.Fprintf(os.Stderr, "platform-operator: %v; restarting in place to rejoin the election\n", cause)
 	err := syscall.Exec("/proc/self/exe", args, os.Environ())
-	fmt.Fprintf(os.Stderr, "website-operator: restart in place: %v\n", err)
+	fmt.Fprintf(os.Stderr, "platform-operator: restart in place: %v\n", err)
 }

@@ -1,4 +1,4 @@
-package controller
+package website
 
 import (
 	"strings"
@@ -11,8 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	websitev1 "example.com/website-operator/api/v1"
-	"example.com/website-operator/internal/testgen"
+	websitev1 "example.com/platform-operator/api/v1"
+	"example.com/platform-operator/internal/testgen"
 )
 
 var now = metav1.NewTime(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))

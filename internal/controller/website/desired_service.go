@@ -1,4 +1,4 @@
-package resources
+package website
 
 import (
 	"fmt"
@@ -7,16 +7,16 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 
-	websitev1 "example.com/website-operator/api/v1"
+	websitev1 "example.com/platform-operator/api/v1"
 )
 
 // ServicePort is the port of every Website's Service, so that the site is
 // reached at http://NAME.NAMESPACE.svc whatever port its container uses.
 const ServicePort int32 = 80
 
-// Service is the desired ClusterIP Service of w: named like w, forwarding
+// DesiredService is the desired ClusterIP Service of w: named like w, forwarding
 // port 80 to the container's port.
-func Service(w *websitev1.Website) *corev1ac.ServiceApplyConfiguration {
+func DesiredService(w *websitev1.Website) *corev1ac.ServiceApplyConfiguration {
 	service := corev1ac.Service(w.Name, w.Namespace).
 		WithLabels(Labels(w)).
 		WithOwnerReferences(ownerReference(w)).

@@ -1,6 +1,6 @@
-// Package controller holds the reconcilers of the website operator, one per
+// Package controller holds the reconcilers of the platform operator, one per
 // kind.
-package controller
+package website
 
 import (
 	"context"
@@ -30,8 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
-	websitev1 "example.com/website-operator/api/v1"
-	"example.com/website-operator/internal/resources"
+	websitev1 "example.com/platform-operator/api/v1"
 )
 
 // defaultConflictRecheckInterval is how often a Website blocked by an object
@@ -142,19 +141,19 @@ func (r *WebsiteReconciler) reconcileChildren(ctx context.Context, w *websitev1.
 	}
 
 	deployment := &appsv1.Deployment{}
-	dep, err := r.reconcileChild(ctx, w, "Deployment", resources.Deployment(w), deployment)
+	dep, err := r.reconcileChild(ctx, w, "Deployment", DesiredDeployment(w), deployment)
 	collect(dep, err)
 	if dep.present {
 		obs.deployment = deployment
 		obs.deploymentCurrent = dep.current
 	}
 
-	service, err := r.reconcileChild(ctx, w, "Service", resources.Service(w), &corev1.Service{})
+	service, err := r.reconcileChild(ctx, w, "Service", DesiredService(w), &corev1.Service{})
 	collect(service, err)
 
 	// A nil *IngressApplyConfiguration in an interface is not nil.
 	var ingressConfig runtime.ApplyConfiguration
-	if desired := resources.Ingress(w); desired != nil {
+	if desired := DesiredIngress(w); desired != nil {
 		ingressConfig = desired
 	}
 	ingress, err := r.reconcileChild(ctx, w, "Ingress", ingressConfig, &networkingv1.Ingress{})
@@ -164,7 +163,7 @@ func (r *WebsiteReconciler) reconcileChildren(ctx context.Context, w *websitev1.
 	if obs.deployment != nil {
 		pods := &corev1.PodList{}
 		if err := r.Client.List(ctx, pods, client.InNamespace(w.Namespace),
-			client.MatchingLabels(resources.SelectorLabels(w))); err != nil {
+			client.MatchingLabels(SelectorLabels(w))); err != nil {
 			collect(childResult{}, fmt.Errorf("list pods of Website: %w", err))
 		}
 		obs.pods = pods.Items
@@ -240,8 +239,8 @@ func (r *WebsiteReconciler) SetupWithManager(mgr ctrl.Manager) error {
 // that the Website's Deployment puts on its pods.
 func websiteOfPod(_ context.Context, pod client.Object) []reconcile.Request {
 	labels := pod.GetLabels()
-	name := labels[resources.InstanceLabel]
-	if name == "" || labels[resources.NameLabel] != resources.AppName {
+	name := labels[InstanceLabel]
+	if name == "" || labels[NameLabel] != AppName {
 		return nil
 	}
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: pod.GetNamespace(), Name: name}}}

@@ -1,4 +1,4 @@
-package controller_test
+package website_test
 
 import (
 	"context"
@@ -21,8 +21,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	websitev1 "example.com/website-operator/api/v1"
-	"example.com/website-operator/internal/testgen"
+	websitev1 "example.com/platform-operator/api/v1"
+	"example.com/platform-operator/internal/testgen"
 )
 
 const timeout = 10 * time.Second

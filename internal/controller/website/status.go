@@ -1,4 +1,4 @@
-package controller
+package website
 
 import (
 	"fmt"
@@ -10,8 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
-	websitev1 "example.com/website-operator/api/v1"
-	"example.com/website-operator/internal/resources"
+	websitev1 "example.com/platform-operator/api/v1"
 )
 
 // maxConditionMessage bounds messages copied from pods and API errors, so
@@ -51,11 +50,11 @@ func computeStatus(w *websitev1.Website, obs observation, clusterDomain string, 
 	desired := desiredReplicas(w)
 	status := websitev1.WebsiteStatus{
 		ObservedGeneration: w.Generation,
-		Selector:           labels.SelectorFromSet(resources.SelectorLabels(w)).String(),
-		URL:                resources.ServiceURL(w, clusterDomain),
+		Selector:           labels.SelectorFromSet(SelectorLabels(w)).String(),
+		URL:                ServiceURL(w, clusterDomain),
 	}
 	if obs.ingressHost {
-		status.URL = resources.IngressURL(w)
+		status.URL = IngressURL(w)
 	}
 	if d := obs.deployment; d != nil {
 		status.Replicas = d.Status.Replicas

@@ -1,4 +1,4 @@
-package resources
+package website
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package resources
+package website
 
 import (
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
@@ -8,7 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	websitev1 "example.com/website-operator/api/v1"
+	websitev1 "example.com/platform-operator/api/v1"
 )
 
 const (
@@ -46,9 +46,9 @@ var writableDirs = []struct{ volume, path string }{
 	{"run", "/var/run"},
 }
 
-// Deployment is the desired Deployment of w: named like w, in its namespace,
+// DesiredDeployment is the desired Deployment of w: named like w, in its namespace,
 // running spec.replicas pods of spec.image that listen on spec.port.
-func Deployment(w *websitev1.Website) *appsv1ac.DeploymentApplyConfiguration {
+func DesiredDeployment(w *websitev1.Website) *appsv1ac.DeploymentApplyConfiguration {
 	labels := Labels(w)
 	replicas := int32(1)
 	if w.Spec.Replicas != nil {

@@ -1,4 +1,4 @@
-package controller
+package website
 
 import (
 	appsv1 "k8s.io/api/apps/v1"
@@ -8,7 +8,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"example.com/website-operator/internal/resources"
 )
 
 // CacheOptions keeps the cache to what the controller needs: Websites, and
@@ -16,7 +15,7 @@ import (
 // manages, selected by its label, without managedFields, which the
 // controller never reads and which make up much of an object's size.
 func CacheOptions(namespaces []string) cache.Options {
-	managed := labels.SelectorFromSet(labels.Set{resources.ManagedByLabel: resources.ManagerName})
+	managed := labels.SelectorFromSet(labels.Set{ManagedByLabel: ManagerName})
 	opts := cache.Options{
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{

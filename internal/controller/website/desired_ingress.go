@@ -1,16 +1,16 @@
-package resources
+package website
 
 import (
 	networkingv1 "k8s.io/api/networking/v1"
 	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
 
-	websitev1 "example.com/website-operator/api/v1"
+	websitev1 "example.com/platform-operator/api/v1"
 )
 
-// Ingress is the desired Ingress of w, or nil when w asks for none. It routes
+// DesiredIngress is the desired Ingress of w, or nil when w asks for none. It routes
 // spec.ingress.path on spec.ingress.host to w's Service, over TLS when
 // spec.ingress.tlsSecretName is set.
-func Ingress(w *websitev1.Website) *networkingv1ac.IngressApplyConfiguration {
+func DesiredIngress(w *websitev1.Website) *networkingv1ac.IngressApplyConfiguration {
 	spec := w.Spec.Ingress
 	if spec == nil {
 		return nil

@@ -1,4 +1,4 @@
-package resources_test
+package website_test
 
 import (
 	"testing"
@@ -8,9 +8,9 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	websitev1 "example.com/website-operator/api/v1"
-	"example.com/website-operator/internal/resources"
-	"example.com/website-operator/internal/testgen"
+	websitev1 "example.com/platform-operator/api/v1"
+	"example.com/platform-operator/internal/controller/website"
+	"example.com/platform-operator/internal/testgen"
 )
 
 // FuzzChildren builds the children of arbitrary Websites, valid or not (the
@@ -32,9 +32,9 @@ func FuzzChildren(f *testing.F) {
 			testgen.WithReadinessPath(readinessPath), testgen.WithRunAsUser(runAsUser),
 			testgen.WithEnv(envName, envValue), testgen.WithIngress(host, path, className, tlsSecret))
 
-		deployment := decode[appsv1.Deployment](t, resources.Deployment(w))
-		service := decode[corev1.Service](t, resources.Service(w))
-		ingress := decode[networkingv1.Ingress](t, resources.Ingress(w))
+		deployment := decode[appsv1.Deployment](t, website.DesiredDeployment(w))
+		service := decode[corev1.Service](t, website.DesiredService(w))
+		ingress := decode[networkingv1.Ingress](t, website.DesiredIngress(w))
 		for _, child := range []metav1.Object{deployment, service, ingress} {
 			checkOwnedChild(t, w, child)
 		}
@@ -61,7 +61,7 @@ func checkOwnedChild(t *testing.T, w *websitev1.Website, child metav1.Object) {
 	if len(refs) != 1 || refs[0].UID != w.UID || refs[0].Controller == nil || !*refs[0].Controller {
 		t.Errorf("child %s is not controlled by the Website alone: %+v", child.GetName(), refs)
 	}
-	if child.GetLabels()[resources.ManagedByLabel] != resources.ManagerName {
+	if child.GetLabels()[website.ManagedByLabel] != website.ManagerName {
 		t.Errorf("child %s lacks the managed-by label", child.GetName())
 	}
 }

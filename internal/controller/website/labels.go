@@ -1,4 +1,4 @@
-package resources
+package website
 
 import (
 	"crypto/sha256"
@@ -8,7 +8,7 @@ import (
 
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 
-	websitev1 "example.com/website-operator/api/v1"
+	websitev1 "example.com/platform-operator/api/v1"
 )
 
 // Labels and annotations the operator sets on the children of a Website.
@@ -38,7 +38,7 @@ const (
 
 	// ManagerName is the value of ManagedByLabel, and the field manager of
 	// every server-side apply the operator makes.
-	ManagerName = "website-operator"
+	ManagerName = "platform-operator"
 )
 
 // SelectorLabels are the labels that select the pods of w.

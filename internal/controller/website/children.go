@@ -1,4 +1,4 @@
-package controller
+package website
 
 import (
 	"context"
@@ -15,8 +15,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	websitev1 "example.com/website-operator/api/v1"
-	"example.com/website-operator/internal/resources"
+	websitev1 "example.com/platform-operator/api/v1"
 )
 
 // childResult is what reconcileChild saw of one child.
@@ -70,13 +69,13 @@ func (r *WebsiteReconciler) reconcileChild(ctx context.Context, w *websitev1.Web
 				"Delete or rename it, or give the Website another name", kind, key.Name)}}, nil
 	}
 
-	difference := resources.ConfigChanged
+	difference := ConfigChanged
 	if found {
-		difference, err = resources.Compare(desired, current)
+		difference, err = Compare(desired, current)
 		if err != nil {
 			return childResult{}, fmt.Errorf("compare %s %s with its desired state: %w", kind, key.Name, err)
 		}
-		if difference == resources.NoDifference {
+		if difference == NoDifference {
 			return childResult{present: true, current: true}, nil
 		}
 	}
@@ -99,7 +98,7 @@ func (r *WebsiteReconciler) reconcileChild(ctx context.Context, w *websitev1.Web
 	switch {
 	case !found:
 		r.Recorder.Eventf(w, current, corev1.EventTypeNormal, kind+"Created", "Create", "%s %s created", kind, key.Name)
-	case difference == resources.ConfigChanged:
+	case difference == ConfigChanged:
 		r.Recorder.Eventf(w, current, corev1.EventTypeNormal, kind+"Updated", "Update", "%s %s updated to the Website's spec", kind, key.Name)
 	default:
 		r.Recorder.Eventf(w, current, corev1.EventTypeNormal, kind+"Restored", "Update", "%s %s was changed by someone else; restored to the Website's spec", kind, key.Name)
@@ -128,7 +127,7 @@ func (r *WebsiteReconciler) observe(ctx context.Context, key types.NamespacedNam
 // apply server-side applies config with the operator's field manager, taking
 // over fields that someone else changed, and decodes the result into into.
 func (r *WebsiteReconciler) apply(ctx context.Context, config runtime.ApplyConfiguration, into client.Object) error {
-	if err := r.Client.Apply(ctx, config, client.FieldOwner(resources.ManagerName), client.ForceOwnership); err != nil {
+	if err := r.Client.Apply(ctx, config, client.FieldOwner(ManagerName), client.ForceOwnership); err != nil {
 		return err
 	}
 	// Apply decodes the API server's answer into config itself.

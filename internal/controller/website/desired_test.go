@@ -1,4 +1,4 @@
-package resources_test
+package website_test
 
 import (
 	"encoding/json"
@@ -13,8 +13,8 @@ import (
 	"k8s.io/pod-security-admission/policy"
 	"k8s.io/utils/ptr"
 
-	"example.com/website-operator/internal/resources"
-	"example.com/website-operator/internal/testgen"
+	"example.com/platform-operator/internal/controller/website"
+	"example.com/platform-operator/internal/testgen"
 )
 
 // decode turns an apply configuration into the typed object it describes.
@@ -35,7 +35,7 @@ func TestDeploymentOfTheTutorialsWebsite(t *testing.T) {
 	g := NewWithT(t)
 	w := testgen.Website("my-site", "default")
 
-	d := decode[appsv1.Deployment](t, resources.Deployment(w))
+	d := decode[appsv1.Deployment](t, website.DesiredDeployment(w))
 
 	g.Expect(d.Name).To(Equal("my-site"), "named like the Website, as in the tutorial")
 	g.Expect(d.Namespace).To(Equal("default"))
@@ -44,10 +44,10 @@ func TestDeploymentOfTheTutorialsWebsite(t *testing.T) {
 	g.Expect(d.OwnerReferences[0].Controller).To(HaveValue(BeTrue()))
 	g.Expect(d.OwnerReferences[0].Kind).To(Equal("Website"))
 	g.Expect(d.OwnerReferences[0].APIVersion).To(Equal("example.com/v1"))
-	g.Expect(d.Labels).To(HaveKeyWithValue(resources.ManagedByLabel, resources.ManagerName))
-	g.Expect(d.Annotations).To(HaveKey(resources.ConfigHashAnnotation))
-	g.Expect(d.Spec.Selector.MatchLabels).To(Equal(resources.SelectorLabels(w)))
-	g.Expect(d.Spec.Template.Labels).To(HaveKeyWithValue(resources.InstanceLabel, "my-site"))
+	g.Expect(d.Labels).To(HaveKeyWithValue(website.ManagedByLabel, website.ManagerName))
+	g.Expect(d.Annotations).To(HaveKey(website.ConfigHashAnnotation))
+	g.Expect(d.Spec.Selector.MatchLabels).To(Equal(website.SelectorLabels(w)))
+	g.Expect(d.Spec.Template.Labels).To(HaveKeyWithValue(website.InstanceLabel, "my-site"))
 
 	pod := d.Spec.Template.Spec
 	g.Expect(pod.Containers).To(HaveLen(1))
@@ -145,7 +145,7 @@ func TestDeploymentFollowsTheSpec(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			w := testgen.Website("site", "team-a", tt.website...)
-			tt.check(NewWithT(t), decode[appsv1.Deployment](t, resources.Deployment(w)))
+			tt.check(NewWithT(t), decode[appsv1.Deployment](t, website.DesiredDeployment(w)))
 		})
 	}
 }
@@ -159,14 +159,14 @@ func TestPodMeetsTheRestrictedPodSecurityStandard(t *testing.T) {
 		{testgen.WithRunAsUser(1000), testgen.WithReadinessPath("/")},
 	} {
 		w := testgen.Website("site", "default", opts...)
-		d := decode[appsv1.Deployment](t, resources.Deployment(w))
+		d := decode[appsv1.Deployment](t, website.DesiredDeployment(w))
 		if problems := restrictedViolations(t, &d.Spec.Template); len(problems) > 0 {
 			t.Errorf("port %d: violates the restricted Pod Security Standard: %v", w.Spec.Port, problems)
 		}
 	}
 
 	// The check itself works: a privileged, root pod fails it.
-	control := decode[appsv1.Deployment](t, resources.Deployment(testgen.Website("site", "default")))
+	control := decode[appsv1.Deployment](t, website.DesiredDeployment(testgen.Website("site", "default")))
 	control.Spec.Template.Spec.SecurityContext.RunAsNonRoot = ptr.To(false)
 	control.Spec.Template.Spec.Containers[0].SecurityContext.Privileged = ptr.To(true)
 	if len(restrictedViolations(t, &control.Spec.Template)) == 0 {
@@ -195,7 +195,7 @@ func restrictedViolations(t *testing.T, template *corev1.PodTemplateSpec) []stri
 // folders.
 func TestContainerIsHardened(t *testing.T) {
 	g := NewWithT(t)
-	d := decode[appsv1.Deployment](t, resources.Deployment(testgen.Website("site", "default")))
+	d := decode[appsv1.Deployment](t, website.DesiredDeployment(testgen.Website("site", "default")))
 	pod := d.Spec.Template.Spec
 	sc := pod.Containers[0].SecurityContext
 
@@ -205,7 +205,7 @@ func TestContainerIsHardened(t *testing.T) {
 	g.Expect(sc.Capabilities.Drop).To(ConsistOf(corev1.Capability("ALL")))
 	g.Expect(sc.Capabilities.Add).To(BeEmpty())
 	g.Expect(pod.SecurityContext.RunAsNonRoot).To(HaveValue(BeTrue()))
-	g.Expect(pod.SecurityContext.RunAsUser).To(HaveValue(Equal(resources.DefaultRunAsUser)))
+	g.Expect(pod.SecurityContext.RunAsUser).To(HaveValue(Equal(website.DefaultRunAsUser)))
 	g.Expect(pod.SecurityContext.SeccompProfile.Type).To(Equal(corev1.SeccompProfileTypeRuntimeDefault))
 	var mounts []string
 	for _, m := range pod.Containers[0].VolumeMounts {
@@ -220,16 +220,16 @@ func TestContainerIsHardened(t *testing.T) {
 func TestConfigHashChangesWithTheSpecOnly(t *testing.T) {
 	g := NewWithT(t)
 	hash := func(w any) string {
-		return decode[appsv1.Deployment](t, w).Annotations[resources.ConfigHashAnnotation]
+		return decode[appsv1.Deployment](t, w).Annotations[website.ConfigHashAnnotation]
 	}
 	base := testgen.Website("site", "default")
-	g.Expect(hash(resources.Deployment(base))).To(Equal(hash(resources.Deployment(testgen.Website("site", "default")))),
+	g.Expect(hash(website.DesiredDeployment(base))).To(Equal(hash(website.DesiredDeployment(testgen.Website("site", "default")))),
 		"the same spec gives the same hash")
 
 	relabelled := testgen.Website("site", "default")
 	relabelled.Labels = map[string]string{"team": "web"}
 	relabelled.ResourceVersion = "42"
-	g.Expect(hash(resources.Deployment(relabelled))).To(Equal(hash(resources.Deployment(base))),
+	g.Expect(hash(website.DesiredDeployment(relabelled))).To(Equal(hash(website.DesiredDeployment(base))),
 		"metadata of the Website that does not reach the Deployment leaves the hash alone")
 
 	for name, changed := range map[string]*testgen.Option{
@@ -238,7 +238,7 @@ func TestConfigHashChangesWithTheSpecOnly(t *testing.T) {
 		"replicas": ptr.To(testgen.WithReplicas(2)),
 		"env":      ptr.To(testgen.WithEnv("A", "b")),
 	} {
-		g.Expect(hash(resources.Deployment(testgen.Website("site", "default", *changed)))).NotTo(Equal(hash(resources.Deployment(base))), name)
+		g.Expect(hash(website.DesiredDeployment(testgen.Website("site", "default", *changed)))).NotTo(Equal(hash(website.DesiredDeployment(base))), name)
 	}
 }
 
@@ -246,16 +246,16 @@ func TestService(t *testing.T) {
 	g := NewWithT(t)
 	w := testgen.Website("my-site", "default", testgen.WithPort(8080))
 
-	s := decode[corev1.Service](t, resources.Service(w))
+	s := decode[corev1.Service](t, website.DesiredService(w))
 
 	g.Expect(s.Name).To(Equal("my-site"))
 	g.Expect(s.Spec.Type).To(Equal(corev1.ServiceTypeClusterIP))
-	g.Expect(s.Spec.Selector).To(Equal(resources.SelectorLabels(w)))
+	g.Expect(s.Spec.Selector).To(Equal(website.SelectorLabels(w)))
 	g.Expect(s.Spec.Ports).To(ConsistOf(corev1.ServicePort{
 		Name: "http", Protocol: corev1.ProtocolTCP, Port: 80, TargetPort: intstr.FromString("http"),
 	}), "port 80 of the Service reaches the container's port, whatever its number")
 	g.Expect(s.OwnerReferences).To(ConsistOf(HaveField("UID", w.UID)))
-	g.Expect(resources.ServiceURL(w, "cluster.local")).To(Equal("http://my-site.default.svc.cluster.local"))
+	g.Expect(website.ServiceURL(w, "cluster.local")).To(Equal("http://my-site.default.svc.cluster.local"))
 }
 
 func TestIngress(t *testing.T) {
@@ -306,7 +306,7 @@ func TestIngress(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
 			w := testgen.Website("site", "default", tt.opts...)
-			config := resources.Ingress(w)
+			config := website.DesiredIngress(w)
 			if tt.wantNone {
 				g.Expect(config).To(BeNil())
 				return
@@ -314,7 +314,7 @@ func TestIngress(t *testing.T) {
 			i := decode[networkingv1.Ingress](t, config)
 			g.Expect(i.OwnerReferences).To(ConsistOf(HaveField("UID", w.UID)))
 			tt.check(g, i)
-			g.Expect(resources.IngressURL(w)).To(Equal(tt.url))
+			g.Expect(website.IngressURL(w)).To(Equal(tt.url))
 		})
 	}
 }

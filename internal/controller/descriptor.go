@@ -1,0 +1,66 @@
+// Package controller is the home of the operator's controllers, one package
+// per kind below it (website, tenant, backupjob). This package holds only
+// what each of them hands to the operator: a Descriptor.
+package controller
+
+import (
+	"context"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Descriptor is what one kind's controller contributes to the operator: its
+// name, the API it serves, its scheme additions, its cache settings and its
+// setup. Adding a kind means a package under internal/controller that
+// returns one, and one line in the operator's registry.
+type Descriptor struct {
+	// Name selects the controller in --controllers and names its kustomize
+	// component, deploy/components/<Name>, whose role.yaml holds the RBAC
+	// it needs.
+	Name string
+
+	// Resource is the custom resource the controller reconciles. The
+	// controller runs only where the API server serves it.
+	Resource schema.GroupVersionResource
+	// Subresources the served resource must have, such as "status": a
+	// CRD without them is an older or foreign definition of the kind.
+	Subresources []string
+	// ClusterWide is true for a controller that needs every namespace (a
+	// cluster-scoped kind that manages namespaces): it is skipped when the
+	// operator watches only some namespaces.
+	ClusterWide bool
+
+	// OptionalAPIs are APIs the controller uses when the cluster serves
+	// them and does without otherwise; their absence is reported, not
+	// fatal.
+	OptionalAPIs []schema.GroupVersionResource
+
+	// AddToScheme registers the types the controller reads and writes.
+	AddToScheme func(*runtime.Scheme) error
+	// Cache returns the cache settings of the object types the controller
+	// watches. Two controllers that watch the same type must return the same
+	// settings for it; the operator refuses to start otherwise.
+	Cache func() map[client.Object]cache.ByObject
+
+	// Setup registers the controller, its watches and its metrics with mgr.
+	Setup func(ctx context.Context, mgr ctrl.Manager, opts SetupOptions) error
+}
+
+// SetupOptions are the operator-wide settings a controller is set up with.
+type SetupOptions struct {
+	// MaxConcurrentReconciles is the number of objects of the kind
+	// reconciled at once.
+	MaxConcurrentReconciles int
+	// ClusterDomain is the DNS domain of the cluster's Services.
+	ClusterDomain string
+	// Clock is the time source of everything that schedules or stamps.
+	Clock clock.Clock
+	// ServedOptionalAPIs says, for each of the Descriptor's OptionalAPIs,
+	// whether the cluster serves it.
+	ServedOptionalAPIs map[schema.GroupVersionResource]bool
+}

@@ -1,0 +1,28 @@
+// Package platform names the operator as a whole, in one place: the binary,
+// its namespace, ServiceAccount, leader election Lease, field manager and
+// the label that marks every object it manages. The kinds it serves keep
+// their own names (Website, Tenant, BackupJob).
+package platform
+
+const (
+	// Name is the operator's name: its binary, ServiceAccount, roles, field
+	// manager, user agent and the value of ManagedByLabel.
+	Name = "platform-operator"
+
+	// Namespace is where deploy/ installs the operator, its Lease and its
+	// ServiceAccount.
+	Namespace = "platform-operator-system"
+
+	// LeaseName is the default name of the leader election Lease.
+	LeaseName = "platform-operator.example.com"
+
+	// ManagedByLabel marks every object the operator manages, with the
+	// value Name. The operator's caches hold only objects with this label,
+	// which keeps them small on clusters with many unrelated objects.
+	ManagedByLabel = "app.kubernetes.io/managed-by"
+
+	// LegacyName is the name the operator had when it served Websites only.
+	// Children made then carry it in ManagedByLabel; the caches select them
+	// too, and the next update relabels them.
+	LegacyName = "website-operator"
+)
