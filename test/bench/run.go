@@ -30,9 +30,9 @@ import (
 	listerscorev1 "k8s.io/client-go/listers/core/v1"
 
 	websitev1 "example.com/platform-operator/api/v1"
+	"example.com/platform-operator/internal/controller/website"
 	"example.com/platform-operator/internal/devenv"
 	"example.com/platform-operator/internal/localcluster"
-	"example.com/platform-operator/internal/controller/website"
 	"example.com/platform-operator/internal/testgen"
 )
 

@@ -7,7 +7,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
 )
 
 // CacheOptions keeps the cache to what the controller needs: Websites, and
