@@ -5,6 +5,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -64,3 +65,10 @@ type SetupOptions struct {
 	// whether the cluster serves it.
 	ServedOptionalAPIs map[schema.GroupVersionResource]bool
 }
+
+// ErrNotLeader is returned, wrapped, for a write that the operator refused
+// to send because this replica cannot be sure it still holds the leader
+// election lease. A reconcile that meets it stops without reporting
+// anything: the leader does the work, and the status and events are its to
+// write.
+var ErrNotLeader = errors.New("not the leader")

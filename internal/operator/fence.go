@@ -20,7 +20,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"example.com/platform-operator/internal/controller/website"
+	"example.com/platform-operator/internal/controller"
 )
 
 // The leader election timing, controller-runtime's defaults: a standby takes
@@ -86,10 +86,10 @@ func (g *LeaseGuard) record(err error, record resourcelock.LeaderElectionRecord,
 func (g *LeaseGuard) Holding() error {
 	renewed := g.renewedAt.Load()
 	if renewed == 0 {
-		return fmt.Errorf("%w: this replica does not hold the leader election lease", website.ErrNotLeader)
+		return fmt.Errorf("%w: this replica does not hold the leader election lease", controller.ErrNotLeader)
 	}
 	if age := g.clock.Since(time.Unix(0, renewed)); age > g.validFor {
-		return fmt.Errorf("%w: the leader election lease was last renewed %s ago, more than %s", website.ErrNotLeader, age.Round(time.Millisecond), g.validFor)
+		return fmt.Errorf("%w: the leader election lease was last renewed %s ago, more than %s", controller.ErrNotLeader, age.Round(time.Millisecond), g.validFor)
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"example.com/platform-operator/internal/controller"
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -81,7 +82,7 @@ func (r *WebsiteReconciler) reconcileChild(ctx context.Context, w *websitev1.Web
 	}
 
 	if err := r.apply(ctx, desired, current); err != nil {
-		if errors.Is(err, ErrNotLeader) {
+		if errors.Is(err, controller.ErrNotLeader) {
 			return childResult{present: found}, err
 		}
 		if apierrors.IsInvalid(err) {

@@ -24,13 +24,14 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
+	crcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	websitev1 "example.com/platform-operator/api/v1"
+	"example.com/platform-operator/internal/controller"
 )
 
 // defaultConflictRecheckInterval is how often a Website blocked by an object
@@ -61,12 +62,6 @@ type WebsiteReconciler struct {
 	// does not own looks again (default 30 s, with 20% jitter).
 	ConflictRecheckInterval time.Duration
 }
-
-// ErrNotLeader is returned, wrapped, by a client that refuses writes because
-// this replica cannot be sure it still leads (see operator.LeaseGuard). A
-// reconcile that meets it stops without reporting anything: the leader
-// does the work, and the status and events are its to write.
-var ErrNotLeader = errors.New("not the leader")
 
 // ReadinessObserver is told about every status the reconciler computes, so
 // that it can measure how long Websites take to become Ready.
@@ -101,7 +96,7 @@ func (r *WebsiteReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	}
 
 	obs, retry, applyErr := r.reconcileChildren(ctx, website)
-	if errors.Is(applyErr, ErrNotLeader) {
+	if errors.Is(applyErr, controller.ErrNotLeader) {
 		return ctrl.Result{}, applyErr
 	}
 	status := computeStatus(website, obs, r.ClusterDomain, metav1.NewTime(r.Clock.Now()))
@@ -224,7 +219,7 @@ func (r *WebsiteReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&corev1.Service{}).
 		Owns(&networkingv1.Ingress{}).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(websiteOfPod)).
-		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}).
+		WithOptions(crcontroller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}).
 		WithLogConstructor(func(req *reconcile.Request) logr.Logger {
 			logger := mgr.GetLogger().WithValues("controller", "website")
 			if req != nil {
