@@ -6,8 +6,9 @@ package v1
 const (
 	// ReadyCondition is True when the Website serves its current spec: the
 	// Deployment has rolled out the latest generation and every desired
-	// replica is available, and its Service (and Ingress, when asked for)
-	// exist. Polarity: True is good.
+	// replica is available, its Service routes to them (its EndpointSlices
+	// list them as ready) and its Ingress exists when one is asked for.
+	// Polarity: True is good.
 	ReadyCondition = "Ready"
 
 	// ProgressingCondition is True while a rollout is under way: pods of the
@@ -36,6 +37,14 @@ const (
 	// RollingOutReason (Ready=False, Progressing=True): pods of the current
 	// spec are being created or are not yet available.
 	RollingOutReason = "RollingOut"
+
+	// EndpointsNotReadyReason (Ready=False): the rollout is complete, but the
+	// Website is not reachable as built yet: its Service or Ingress is
+	// missing, or the Service's EndpointSlices list fewer ready pods than
+	// spec.replicas. It lasts a moment after a rollout; if it lasts longer,
+	// the Service's selector or the cluster's EndpointSlice controller is at
+	// fault, and the message says which numbers disagree.
+	EndpointsNotReadyReason = "EndpointsNotReady"
 )
 
 // Reasons of the Progressing condition.

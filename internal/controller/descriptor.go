@@ -6,6 +6,7 @@ package controller
 import (
 	"context"
 	"errors"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -72,3 +73,12 @@ type SetupOptions struct {
 // anything: the leader does the work, and the status and events are its to
 // write.
 var ErrNotLeader = errors.New("not the leader")
+
+// StandDown ends a reconcile that met ErrNotLeader: without an error, which
+// controller-runtime would log as a failure with a stack trace although
+// nothing failed, and with a retry in a second in case this replica keeps
+// its lease after all. The leader does the work.
+func StandDown(ctx context.Context, err error) (ctrl.Result, error) {
+	ctrl.LoggerFrom(ctx).V(1).Info("Reconcile stopped: this replica may no longer hold the leader election lease", "error", err.Error())
+	return ctrl.Result{RequeueAfter: time.Second}, nil
+}

@@ -203,8 +203,8 @@ func parseFlags(args []string) (*config, error) {
 		return nil, fmt.Errorf("-operator %s: not a file (make build creates bin/platform-operator)", cfg.operator)
 	}
 	cfg.operator = abs
-	if _, err := os.Stat(filepath.Join(cfg.repo, "deploy", "crd.yaml")); err != nil {
-		return nil, fmt.Errorf("no deploy/crd.yaml under -repo %s: run from the repository's root or pass -repo", cfg.repo)
+	if _, err := os.Stat(filepath.Join(cfg.repo, "deploy", "kustomization.yaml")); err != nil {
+		return nil, fmt.Errorf("no deploy/kustomization.yaml under -repo %s: run from the repository's root or pass -repo", cfg.repo)
 	}
 	if os.Getenv(localcluster.BinDirEnv) == "" {
 		return nil, fmt.Errorf("%s is not set: run make bench, or export %s=$(hack/kube-binaries.sh --dir)", localcluster.BinDirEnv, localcluster.BinDirEnv)

@@ -33,6 +33,7 @@ import (
 	"example.com/platform-operator/internal/controller/website"
 	"example.com/platform-operator/internal/devenv"
 	"example.com/platform-operator/internal/localcluster"
+	"example.com/platform-operator/internal/platform"
 	"example.com/platform-operator/internal/testgen"
 )
 
@@ -760,7 +761,7 @@ func (e *env) countOperatorEvents(ctx context.Context, excludeRegarding ...strin
 				controller = ev.DeprecatedSource.Component
 			}
 			byController[controller]++
-			if controller == website.ManagerName && !contains(excludeRegarding, ev.Regarding.Name) {
+			if controller == platform.Name && !contains(excludeRegarding, ev.Regarding.Name) {
 				op.Objects++
 				op.ByReason[ev.Reason]++
 				if ev.Series != nil {
@@ -784,7 +785,7 @@ func (e *env) operatorBurst(ctx context.Context) error {
 	res := &burstResult{Client: e.cfg.client}
 	e.res.Burst = res
 	root := e.cfg.repo
-	for _, m := range []string{"deploy/namespace.yaml", "deploy/crd.yaml", "deploy/rbac.yaml"} {
+	for _, m := range []string{"deploy"} {
 		if _, err := e.applier.ApplyPaths(ctx, filepath.Join(root, m)); err != nil {
 			return err
 		}

@@ -2,33 +2,23 @@ package website
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"example.com/platform-operator/internal/controller"
 	"fmt"
+	"slices"
+	"strings"
 
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	corev1 "k8s.io/api/core/v1"
-
 	websitev1 "example.com/platform-operator/api/v1"
+	"example.com/platform-operator/internal/children"
+	"example.com/platform-operator/internal/controller"
 )
-
-// childResult is what reconcileChild saw of one child.
-type childResult struct {
-	// present is true when the child exists and belongs to the Website; the
-	// object passed to reconcileChild then holds it.
-	present bool
-	// current is true when the child carries the Website's current spec.
-	current bool
-	// blocker is set when the child could not be made to match.
-	blocker *cause
-}
 
 // conflictReasons names, per kind, the reason given when an object of the
 // Website's name is in the way.
@@ -38,129 +28,113 @@ var conflictReasons = map[string]string{
 	"Ingress":    websitev1.IngressConflictReason,
 }
 
-func isConflict(reason string) bool {
-	for _, r := range conflictReasons {
-		if r == reason {
-			return true
+// reconcileChildren ensures each child and observes the result. Children are
+// independent: a conflict on the Service does not stop the Deployment.
+func (r *WebsiteReconciler) reconcileChildren(ctx context.Context, w *websitev1.Website) (observation, error) {
+	var obs observation
+	var errs []error
+	note := func(kind string, result children.Result) {
+		switch result.Action {
+		case children.Conflict:
+			obs.blocker = firstCause(obs.blocker, &cause{conflictReasons[kind], result.Message})
+			obs.conflict = true
+		case children.Invalid:
+			obs.blocker = firstCause(obs.blocker, &cause{websitev1.InvalidSpecReason, truncate(result.Message)})
+			errs = append(errs, result.Err)
+		case children.Failed:
+			// A conflict with another writer passes with the retry; it is
+			// nothing for a person to look at.
+			if !errors.Is(result.Err, controller.ErrNotLeader) && !apierrors.IsConflict(result.Err) {
+				obs.blocker = firstCause(obs.blocker, &cause{websitev1.ApplyFailedReason, truncate(result.Message)})
+			}
+			obs.retry = true
+			errs = append(errs, result.Err)
 		}
 	}
-	return false
-}
 
-// reconcileChild makes the child of kind and w's name match desired, an apply
-// configuration, or removes it when desired is nil. current is an empty
-// object of the child's type; it receives the child as last seen.
-//
-// A child that exists but is not controlled by w is never written: w reports
-// the conflict instead. A child that already carries every desired value is
-// not written either, so that a reconcile with nothing to change makes no
-// write call.
-func (r *WebsiteReconciler) reconcileChild(ctx context.Context, w *websitev1.Website, kind string, desired runtime.ApplyConfiguration, current client.Object) (childResult, error) {
+	deployment := &appsv1.Deployment{}
+	result := r.Children.Ensure(ctx, w, DesiredDeployment(w), deployment)
+	note("Deployment", result)
+	if result.Exists {
+		obs.deployment = deployment
+		// A failed update leaves a Deployment of an older spec.
+		obs.deploymentCurrent = result.Action != children.Failed
+	}
+
+	service := &corev1.Service{}
+	result = r.Children.Ensure(ctx, w, DesiredService(w), service, children.WithoutCreateEvent())
+	note("Service", result)
+	obs.servicePresent = result.Exists
+
 	key := types.NamespacedName{Namespace: w.Namespace, Name: w.Name}
-	if desired == nil {
-		return childResult{}, r.removeChild(ctx, w, kind, key, current)
-	}
-	found, err := r.observe(ctx, key, current)
-	if err != nil {
-		return childResult{}, fmt.Errorf("get %s %s: %w", kind, key.Name, err)
-	}
-	if found && !metav1.IsControlledBy(current, w) {
-		return childResult{blocker: &cause{conflictReasons[kind], fmt.Sprintf(
-			"%s %s already exists and is not owned by this Website; the operator leaves it untouched. "+
-				"Delete or rename it, or give the Website another name", kind, key.Name)}}, nil
+	if desired := DesiredIngress(w); desired != nil {
+		result = r.Children.Ensure(ctx, w, desired, &networkingv1.Ingress{}, children.WithoutCreateEvent())
+		note("Ingress", result)
+		obs.ingressPresent = result.Exists
+	} else if _, err := r.Children.Delete(ctx, w, key, &networkingv1.Ingress{}); err != nil {
+		note("Ingress", children.Result{Action: children.Failed, Err: err, Message: err.Error()})
 	}
 
-	difference := ConfigChanged
-	if found {
-		difference, err = Compare(desired, current)
-		if err != nil {
-			return childResult{}, fmt.Errorf("compare %s %s with its desired state: %w", kind, key.Name, err)
-		}
-		if difference == NoDifference {
-			return childResult{present: true, current: true}, nil
+	if obs.deployment != nil {
+		if err := r.observePods(ctx, w, &obs); err != nil {
+			note("Deployment", children.Result{Action: children.Failed, Err: err, Message: err.Error()})
 		}
 	}
-
-	if err := r.apply(ctx, desired, current); err != nil {
-		if errors.Is(err, controller.ErrNotLeader) {
-			return childResult{present: found}, err
-		}
-		if apierrors.IsInvalid(err) {
-			// Retrying cannot help: the same spec builds the same child. The
-			// next change of the Website triggers a new attempt.
-			blocker := &cause{websitev1.InvalidSpecReason, truncate(fmt.Sprintf(
-				"The API server refused the %s built from the spec: %v", kind, err))}
-			return childResult{present: found, blocker: blocker}, fmt.Errorf("apply %s %s: %w", kind, key.Name, err)
-		}
-		blocker := &cause{websitev1.ApplyFailedReason, truncate(fmt.Sprintf("Could not apply %s %s: %v", kind, key.Name, err))}
-		return childResult{present: found, blocker: blocker}, fmt.Errorf("apply %s %s: %w", kind, key.Name, err)
+	if errs == nil {
+		return obs, nil
 	}
-
-	switch {
-	case !found:
-		r.Recorder.Eventf(w, current, corev1.EventTypeNormal, kind+"Created", "Create", "%s %s created", kind, key.Name)
-	case difference == ConfigChanged:
-		r.Recorder.Eventf(w, current, corev1.EventTypeNormal, kind+"Updated", "Update", "%s %s updated to the Website's spec", kind, key.Name)
-	default:
-		r.Recorder.Eventf(w, current, corev1.EventTypeNormal, kind+"Restored", "Update", "%s %s was changed by someone else; restored to the Website's spec", kind, key.Name)
-	}
-	ctrl.LoggerFrom(ctx).Info("Applied child", "kind", kind, "created", !found)
-	return childResult{present: true, current: true}, nil
+	return obs, errors.Join(errs...)
 }
 
-// observe reads the child named key into obj, first from the cache, then,
-// when the cache does not have it, from the API server: objects without the
-// operator's label are not cached, and one of them may be in the way.
-func (r *WebsiteReconciler) observe(ctx context.Context, key types.NamespacedName, obj client.Object) (bool, error) {
-	err := r.Client.Get(ctx, key, obj)
-	if apierrors.IsNotFound(err) {
-		err = r.APIReader.Get(ctx, key, obj)
+// observePods reads the Website's pods and the endpoints its Service routes
+// to, from the cache.
+func (r *WebsiteReconciler) observePods(ctx context.Context, w *websitev1.Website, obs *observation) error {
+	pods := &corev1.PodList{}
+	if err := r.Client.List(ctx, pods, client.InNamespace(w.Namespace), client.MatchingLabels(SelectorLabels(w))); err != nil {
+		return fmt.Errorf("list pods of Website: %w", err)
 	}
-	switch {
-	case apierrors.IsNotFound(err):
-		return false, nil
-	case err != nil:
-		return false, err
-	}
-	return true, nil
-}
+	// Sorted, so that the pod a message names does not change with the
+	// order of the cache.
+	slices.SortFunc(pods.Items, func(a, b corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
+	obs.pods = pods.Items
 
-// apply server-side applies config with the operator's field manager, taking
-// over fields that someone else changed, and decodes the result into into.
-func (r *WebsiteReconciler) apply(ctx context.Context, config runtime.ApplyConfiguration, into client.Object) error {
-	if err := r.Client.Apply(ctx, config, client.FieldOwner(ManagerName), client.ForceOwnership); err != nil {
-		return err
+	if !obs.servicePresent {
+		return nil
 	}
-	// Apply decodes the API server's answer into config itself.
-	data, err := json.Marshal(config)
-	if err != nil {
-		return fmt.Errorf("encode applied object: %w", err)
+	endpointSlices := &discoveryv1.EndpointSliceList{}
+	if err := r.Client.List(ctx, endpointSlices, client.InNamespace(w.Namespace),
+		client.MatchingLabels{discoveryv1.LabelServiceName: w.Name}); err != nil {
+		return fmt.Errorf("list EndpointSlices of Service: %w", err)
 	}
-	if err := json.Unmarshal(data, into); err != nil {
-		return fmt.Errorf("decode applied object: %w", err)
-	}
+	obs.routedPods = readyEndpointPods(endpointSlices.Items)
 	return nil
 }
 
-// removeChild deletes the child named key that the Website no longer asks
-// for. Only the cache is read: every child the operator made carries its
-// label, so an object missing from the cache is not one to remove, and a
-// Website without an Ingress costs no request to look for one.
-func (r *WebsiteReconciler) removeChild(ctx context.Context, w *websitev1.Website, kind string, key types.NamespacedName, child client.Object) error {
-	err := r.Client.Get(ctx, key, child)
-	switch {
-	case apierrors.IsNotFound(err):
-		return nil
-	case err != nil:
-		return fmt.Errorf("get %s %s: %w", kind, key.Name, err)
-	case !metav1.IsControlledBy(child, w):
-		return nil // someone else's, and not in the way of anything
+// readyEndpointPods counts the distinct pods that the slices list as ready.
+// A pod may appear in two slices while the EndpointSlice controller moves
+// it; the API documents a missing ready condition as ready.
+func readyEndpointPods(slices []discoveryv1.EndpointSlice) int32 {
+	seen := map[string]bool{}
+	for _, slice := range slices {
+		for _, endpoint := range slice.Endpoints {
+			if endpoint.Conditions.Ready != nil && !*endpoint.Conditions.Ready {
+				continue
+			}
+			id := strings.Join(endpoint.Addresses, ",")
+			if endpoint.TargetRef != nil {
+				id = endpoint.TargetRef.Name
+			}
+			seen[id] = true
+		}
 	}
-	uid := child.GetUID()
-	err = r.Client.Delete(ctx, child, client.Preconditions{UID: &uid})
-	if client.IgnoreNotFound(err) != nil {
-		return fmt.Errorf("delete %s %s: %w", kind, child.GetName(), err)
+	return int32(len(seen))
+}
+
+func firstCause(causes ...*cause) *cause {
+	for _, c := range causes {
+		if c != nil {
+			return c
+		}
 	}
-	r.Recorder.Eventf(w, child, corev1.EventTypeNormal, kind+"Deleted", "Delete", "%s %s deleted: the Website no longer asks for it", kind, child.GetName())
 	return nil
 }

@@ -5,11 +5,11 @@ import (
 	"fmt"
 
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	websitev1 "example.com/platform-operator/api/v1"
+	"example.com/platform-operator/internal/children"
 	"example.com/platform-operator/internal/controller"
 	"example.com/platform-operator/internal/metrics"
 	"example.com/platform-operator/internal/platform"
@@ -22,7 +22,7 @@ func Descriptor() controller.Descriptor {
 		Resource:     websitev1.GroupVersion.WithResource("websites"),
 		Subresources: []string{"status", "scale"},
 		AddToScheme:  websitev1.AddToScheme,
-		Cache:        func() map[client.Object]cache.ByObject { return CacheOptions(nil).ByObject },
+		Cache:        cacheObjects,
 		Setup:        setup,
 	}
 }
@@ -32,14 +32,22 @@ func setup(_ context.Context, mgr ctrl.Manager, opts controller.SetupOptions) er
 	if err != nil {
 		return fmt.Errorf("register Website metrics: %w", err)
 	}
-	reconciler := &WebsiteReconciler{
-		Client:                  mgr.GetClient(),
-		APIReader:               mgr.GetAPIReader(),
-		Recorder:                mgr.GetEventRecorder(platform.Name),
+	reconciler := NewReconciler(mgr, mgr.GetClient(), opts)
+	reconciler.Metrics = tracker
+	return reconciler.SetupWithManager(mgr)
+}
+
+// NewReconciler returns the Website reconciler of mgr, reading and writing
+// with c: the manager's client, or a wrapper of it in tests.
+func NewReconciler(mgr ctrl.Manager, c client.Client, opts controller.SetupOptions) *WebsiteReconciler {
+	recorder := mgr.GetEventRecorder(platform.Name)
+	return &WebsiteReconciler{
+		Client:                  c,
+		Children:                children.NewManagerWithClient(mgr, c, "Website", recorder),
+		Status:                  children.NewStatusWriter(c),
+		Recorder:                recorder,
 		Clock:                   opts.Clock,
 		ClusterDomain:           opts.ClusterDomain,
-		Metrics:                 tracker,
 		MaxConcurrentReconciles: opts.MaxConcurrentReconciles,
 	}
-	return reconciler.SetupWithManager(mgr)
 }

@@ -55,7 +55,7 @@ func DesiredDeployment(w *websitev1.Website) *appsv1ac.DeploymentApplyConfigurat
 		replicas = *w.Spec.Replicas
 	}
 
-	deployment := appsv1ac.Deployment(w.Name, w.Namespace).
+	return appsv1ac.Deployment(w.Name, w.Namespace).
 		WithLabels(labels).
 		WithOwnerReferences(ownerReference(w)).
 		WithSpec(appsv1ac.DeploymentSpec().
@@ -65,7 +65,6 @@ func DesiredDeployment(w *websitev1.Website) *appsv1ac.DeploymentApplyConfigurat
 			WithTemplate(corev1ac.PodTemplateSpec().
 				WithLabels(labels).
 				WithSpec(podSpec(w))))
-	return deployment.WithAnnotations(map[string]string{ConfigHashAnnotation: configHash(deployment)})
 }
 
 func podSpec(w *websitev1.Website) *corev1ac.PodSpecApplyConfiguration {

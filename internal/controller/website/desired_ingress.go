@@ -40,11 +40,10 @@ func DesiredIngress(w *websitev1.Website) *networkingv1ac.IngressApplyConfigurat
 			WithHosts(spec.Host).
 			WithSecretName(spec.TLSSecretName))
 	}
-	ingress := networkingv1ac.Ingress(w.Name, w.Namespace).
+	return networkingv1ac.Ingress(w.Name, w.Namespace).
 		WithLabels(Labels(w)).
 		WithOwnerReferences(ownerReference(w)).
 		WithSpec(ingressSpec)
-	return ingress.WithAnnotations(map[string]string{ConfigHashAnnotation: configHash(ingress)})
 }
 
 // IngressURL is the external URL of w's Ingress, or "" when w has no Ingress

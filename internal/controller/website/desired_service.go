@@ -17,7 +17,7 @@ const ServicePort int32 = 80
 // DesiredService is the desired ClusterIP Service of w: named like w, forwarding
 // port 80 to the container's port.
 func DesiredService(w *websitev1.Website) *corev1ac.ServiceApplyConfiguration {
-	service := corev1ac.Service(w.Name, w.Namespace).
+	return corev1ac.Service(w.Name, w.Namespace).
 		WithLabels(Labels(w)).
 		WithOwnerReferences(ownerReference(w)).
 		WithSpec(corev1ac.ServiceSpec().
@@ -28,7 +28,6 @@ func DesiredService(w *websitev1.Website) *corev1ac.ServiceApplyConfiguration {
 				WithProtocol(corev1.ProtocolTCP).
 				WithPort(ServicePort).
 				WithTargetPort(intstr.FromString(PortName))))
-	return service.WithAnnotations(map[string]string{ConfigHashAnnotation: configHash(service)})
 }
 
 // ServiceURL is the in-cluster URL of w's Service.

@@ -10,6 +10,7 @@ import (
 
 	websitev1 "example.com/platform-operator/api/v1"
 	"example.com/platform-operator/internal/controller/website"
+	"example.com/platform-operator/internal/platform"
 	"example.com/platform-operator/internal/testgen"
 )
 
@@ -61,7 +62,7 @@ func checkOwnedChild(t *testing.T, w *websitev1.Website, child metav1.Object) {
 	if len(refs) != 1 || refs[0].UID != w.UID || refs[0].Controller == nil || !*refs[0].Controller {
 		t.Errorf("child %s is not controlled by the Website alone: %+v", child.GetName(), refs)
 	}
-	if child.GetLabels()[website.ManagedByLabel] != website.ManagerName {
+	if child.GetLabels()[platform.ManagedByLabel] != platform.Name {
 		t.Errorf("child %s lacks the managed-by label", child.GetName())
 	}
 }

@@ -1,24 +1,23 @@
-// Package controller holds the reconcilers of the platform operator, one per
-// kind.
+// Package website is the controller of Websites (example.com/v1): each
+// Website becomes a Deployment, a Service and, when asked, an Ingress, and
+// its status tells whether the site is reachable as built.
 package website
 
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -28,9 +27,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	websitev1 "example.com/platform-operator/api/v1"
+	"example.com/platform-operator/internal/children"
 	"example.com/platform-operator/internal/controller"
 )
 
@@ -42,14 +41,12 @@ const defaultConflictRecheckInterval = 30 * time.Second
 // WebsiteReconciler makes each Website's Deployment, Service and Ingress
 // match its spec, and reports what it observed in the Website's status.
 type WebsiteReconciler struct {
-	// Client reads from the operator's cache and writes to the API server.
-	Client client.Client
-	// APIReader reads from the API server directly. It is used only when an
-	// object is missing from the cache, to find out whether an object that
-	// the operator does not manage stands in the way.
-	APIReader client.Reader
-	Recorder  recorder.EventRecorder
-	Clock     clock.PassiveClock
+	// Client reads from the operator's cache.
+	Client   client.Client
+	Children *children.Manager
+	Status   *children.StatusWriter
+	Recorder events.EventRecorder
+	Clock    clock.PassiveClock
 	// ClusterDomain is the DNS domain of the cluster's Services, used in
 	// status.url.
 	ClusterDomain string
@@ -73,10 +70,11 @@ type ReadinessObserver interface {
 // +kubebuilder:rbac:groups=example.com,resources=websites,verbs=get;list;watch
 // +kubebuilder:rbac:groups=example.com,resources=websites/status,verbs=patch
 // +kubebuilder:rbac:groups=example.com,resources=websites/finalizers,verbs=update
-// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;patch
-// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;patch
-// +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;update;patch
+// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;update;patch
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups=discovery.k8s.io,resources=endpointslices,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile brings one Website's children to the state its spec asks for and
@@ -92,98 +90,50 @@ func (r *WebsiteReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	if !website.DeletionTimestamp.IsZero() {
 		// The garbage collector removes the children through their owner
 		// references; recreating them now would only delay that.
+		r.Status.Forget(website)
 		return ctrl.Result{}, nil
 	}
 
-	obs, retry, applyErr := r.reconcileChildren(ctx, website)
-	if errors.Is(applyErr, controller.ErrNotLeader) {
-		return ctrl.Result{}, applyErr
+	obs, childErr := r.reconcileChildren(ctx, website)
+	if errors.Is(childErr, controller.ErrNotLeader) {
+		return controller.StandDown(ctx, childErr)
 	}
 	status := computeStatus(website, obs, r.ClusterDomain, metav1.NewTime(r.Clock.Now()))
 	r.recordBlockerEvent(website, obs.blocker)
 	if err := r.patchStatus(ctx, website, status); err != nil {
-		return ctrl.Result{}, errors.Join(applyErr, err)
+		return ctrl.Result{}, errors.Join(childErr, err)
 	}
 	if r.Metrics != nil {
 		r.Metrics.Observe(website, status)
 	}
 
 	switch {
-	case applyErr != nil && !retry:
+	case childErr != nil && !obs.retry:
 		// The API server refused what the spec builds: the same spec would
 		// fail again. A change of the Website brings the next attempt.
-		return ctrl.Result{}, reconcile.TerminalError(applyErr)
-	case applyErr != nil:
-		return ctrl.Result{}, applyErr
-	case obs.blocker != nil && isConflict(obs.blocker.reason):
+		return ctrl.Result{}, reconcile.TerminalError(childErr)
+	case childErr != nil:
+		return ctrl.Result{}, childErr
+	case obs.conflict:
 		return ctrl.Result{RequeueAfter: wait.Jitter(r.ConflictRecheckInterval, 0.2)}, nil
 	}
 	return ctrl.Result{}, nil
 }
 
-// reconcileChildren applies each child and observes the result. Children are
-// independent: a conflict on the Service does not stop the Deployment. retry
-// is false when every error is a refusal of the spec, which retrying cannot
-// cure.
-func (r *WebsiteReconciler) reconcileChildren(ctx context.Context, w *websitev1.Website) (obs observation, retry bool, err error) {
-	var errs []error
-	collect := func(result childResult, err error) {
-		obs.blocker = firstCause(obs.blocker, result.blocker)
-		if err != nil {
-			errs = append(errs, err)
-			retry = retry || result.blocker == nil || result.blocker.reason != websitev1.InvalidSpecReason
-		}
-	}
-
-	deployment := &appsv1.Deployment{}
-	dep, err := r.reconcileChild(ctx, w, "Deployment", DesiredDeployment(w), deployment)
-	collect(dep, err)
-	if dep.present {
-		obs.deployment = deployment
-		obs.deploymentCurrent = dep.current
-	}
-
-	service, err := r.reconcileChild(ctx, w, "Service", DesiredService(w), &corev1.Service{})
-	collect(service, err)
-
-	// A nil *IngressApplyConfiguration in an interface is not nil.
-	var ingressConfig runtime.ApplyConfiguration
-	if desired := DesiredIngress(w); desired != nil {
-		ingressConfig = desired
-	}
-	ingress, err := r.reconcileChild(ctx, w, "Ingress", ingressConfig, &networkingv1.Ingress{})
-	collect(ingress, err)
-	obs.ingressHost = ingress.present && w.Spec.Ingress != nil && w.Spec.Ingress.Host != ""
-
-	if obs.deployment != nil {
-		pods := &corev1.PodList{}
-		if err := r.Client.List(ctx, pods, client.InNamespace(w.Namespace),
-			client.MatchingLabels(SelectorLabels(w))); err != nil {
-			collect(childResult{}, fmt.Errorf("list pods of Website: %w", err))
-		}
-		obs.pods = pods.Items
-	}
-	return obs, retry, errors.Join(errs...)
-}
-
-// patchStatus writes status to w when it differs from what w has, with a
-// merge patch that needs no resourceVersion: the status describes what this
-// reconcile observed, so it may replace any earlier one.
+// patchStatus writes status to w when it differs from what w has, or from
+// what this process last wrote.
 func (r *WebsiteReconciler) patchStatus(ctx context.Context, w *websitev1.Website, status websitev1.WebsiteStatus) error {
-	if equality.Semantic.DeepEqual(w.Status, status) {
-		return nil
-	}
 	updated := w.DeepCopy()
 	updated.Status = status
-	if err := r.Client.Status().Patch(ctx, updated, client.MergeFrom(w)); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil // deleted meanwhile: nothing left to report on
-		}
-		return fmt.Errorf("patch status of Website: %w", err)
+	wrote, err := r.Status.Patch(ctx, w, updated, w.Status, status)
+	if err != nil {
+		return err
 	}
-	ctrl.LoggerFrom(ctx).V(1).Info("Status updated",
-		"ready", meta.FindStatusCondition(status.Conditions, websitev1.ReadyCondition).Reason,
-		"replicas", status.Ready)
+	if wrote {
+		ctrl.LoggerFrom(ctx).V(1).Info("Status updated",
+			"ready", meta.FindStatusCondition(status.Conditions, websitev1.ReadyCondition).Reason,
+			"replicas", status.Ready)
+	}
 	return nil
 }
 
@@ -200,10 +150,10 @@ func (r *WebsiteReconciler) recordBlockerEvent(w *websitev1.Website, blocker *ca
 	r.Recorder.Eventf(w, nil, corev1.EventTypeWarning, blocker.reason, "Reconcile", "%s", blocker.message)
 }
 
-// SetupWithManager registers the reconciler: it watches Websites and the
-// children it owns, so that a child edited or deleted by hand is put back at
-// once, and the Websites' pods, so that a pod that cannot start shows in the
-// Website's status.
+// SetupWithManager registers the reconciler: it watches Websites, the
+// children it owns (a child edited or deleted by hand is put back at once),
+// the Websites' pods (a pod that cannot start shows in the status) and the
+// EndpointSlices of their Services (a Service that routes to no pod does).
 func (r *WebsiteReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
@@ -219,6 +169,7 @@ func (r *WebsiteReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&corev1.Service{}).
 		Owns(&networkingv1.Ingress{}).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(websiteOfPod)).
+		Watches(&discoveryv1.EndpointSlice{}, handler.EnqueueRequestsFromMapFunc(websiteOfEndpointSlice)).
 		WithOptions(crcontroller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}).
 		WithLogConstructor(func(req *reconcile.Request) logr.Logger {
 			logger := mgr.GetLogger().WithValues("controller", "website")
@@ -241,11 +192,14 @@ func websiteOfPod(_ context.Context, pod client.Object) []reconcile.Request {
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: pod.GetNamespace(), Name: name}}}
 }
 
-func firstCause(causes ...*cause) *cause {
-	for _, c := range causes {
-		if c != nil {
-			return c
-		}
+// websiteOfEndpointSlice maps an EndpointSlice to the Website whose Service
+// it belongs to: the Service is named like the Website, and the slice
+// carries the Service's labels.
+func websiteOfEndpointSlice(_ context.Context, slice client.Object) []reconcile.Request {
+	labels := slice.GetLabels()
+	name := labels[discoveryv1.LabelServiceName]
+	if name == "" || labels[NameLabel] != AppName {
+		return nil
 	}
-	return nil
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: slice.GetNamespace(), Name: name}}}
 }

@@ -26,15 +26,25 @@ type observation struct {
 	// deploymentCurrent is true when deployment was applied from the
 	// Website's current spec.
 	deploymentCurrent bool
-	// ingressHost is true when the Website has an Ingress with a host, so
-	// that its URL is the Ingress URL.
-	ingressHost bool
-	// pods are the Website's pods, of any version.
+	// servicePresent and ingressPresent are true when the Website's own
+	// Service and Ingress exist.
+	servicePresent bool
+	ingressPresent bool
+	// pods are the Website's pods, of any version, sorted by name.
 	pods []corev1.Pod
+	// routedPods is the number of pods the Service's EndpointSlices list as
+	// ready: the pods a client of the Service reaches.
+	routedPods int32
 	// blocker, when set, is why the Website cannot serve whatever its pods
 	// do: a child in the way, a spec the API server refused, or a write
 	// that failed.
 	blocker *cause
+	// conflict is true when an object that is not the Website's is in the
+	// way of a child.
+	conflict bool
+	// retry is false when every failure was a refusal of the spec, which
+	// retrying cannot cure.
+	retry bool
 }
 
 // cause is a reason and a message for a condition.
@@ -53,7 +63,7 @@ func computeStatus(w *websitev1.Website, obs observation, clusterDomain string, 
 		Selector:           labels.SelectorFromSet(SelectorLabels(w)).String(),
 		URL:                ServiceURL(w, clusterDomain),
 	}
-	if obs.ingressHost {
+	if obs.ingressPresent && w.Spec.Ingress != nil && w.Spec.Ingress.Host != "" {
 		status.URL = IngressURL(w)
 	}
 	if d := obs.deployment; d != nil {
@@ -88,13 +98,16 @@ func conditionsFor(w *websitev1.Website, obs observation, desired int32) (ready,
 		problem = deploymentProblem(obs.deployment)
 	}
 
+	unrouted := routingGap(w, obs, desired)
 	switch {
+	case rollout.complete && unrouted != nil:
+		set(&ready, metav1.ConditionFalse, *unrouted)
 	case rollout.complete && desired == 0:
 		set(&ready, metav1.ConditionTrue, cause{websitev1.ScaledToZeroReason,
 			"spec.replicas is 0: no pod serves the site"})
 	case rollout.complete:
 		set(&ready, metav1.ConditionTrue, cause{websitev1.AvailableReason,
-			fmt.Sprintf("%d of %d replicas available", rollout.available, desired)})
+			fmt.Sprintf("%d of %d replicas available and routed by Service %s", rollout.available, desired, w.Name)})
 	case problem != nil:
 		set(&ready, metav1.ConditionFalse, *problem)
 	default:
@@ -117,6 +130,23 @@ func conditionsFor(w *websitev1.Website, obs observation, desired int32) (ready,
 		set(&degraded, metav1.ConditionFalse, cause{websitev1.AsExpectedReason, "Nothing is wrong"})
 	}
 	return ready, progressing, degraded
+}
+
+// routingGap says why a Website whose rollout is complete is still not
+// reachable as built: its Service or Ingress is missing, or the Service does
+// not route to every available pod (its selector was changed, or the
+// EndpointSlice controller has not caught up yet).
+func routingGap(w *websitev1.Website, obs observation, desired int32) *cause {
+	switch {
+	case !obs.servicePresent:
+		return &cause{websitev1.EndpointsNotReadyReason, fmt.Sprintf("Waiting for Service %s to be created", w.Name)}
+	case w.Spec.Ingress != nil && !obs.ingressPresent:
+		return &cause{websitev1.EndpointsNotReadyReason, fmt.Sprintf("Waiting for Ingress %s to be created", w.Name)}
+	case obs.routedPods < desired:
+		return &cause{websitev1.EndpointsNotReadyReason, fmt.Sprintf(
+			"Service %s routes to %d of %d available pods", w.Name, obs.routedPods, desired)}
+	}
+	return nil
 }
 
 type rolloutState struct {

@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -59,9 +60,9 @@ func TestComputeStatus(t *testing.T) {
 		message     string // a part of the Ready condition's message
 	}{
 		{
-			name:        "rolled out",
+			name:        "rolled out and routed",
 			replicas:    3,
-			obs:         observation{deployment: deployment(3, 3, 3, 3), deploymentCurrent: true},
+			obs:         observation{deployment: deployment(3, 3, 3, 3), deploymentCurrent: true, servicePresent: true, routedPods: 3},
 			ready:       wantCondition{metav1.ConditionTrue, websitev1.AvailableReason},
 			progressing: wantCondition{metav1.ConditionFalse, websitev1.RolloutCompleteReason},
 			degraded:    wantCondition{metav1.ConditionFalse, websitev1.AsExpectedReason},
@@ -108,11 +109,31 @@ func TestComputeStatus(t *testing.T) {
 		{
 			name:        "scaled to zero",
 			replicas:    0,
-			obs:         observation{deployment: deployment(0, 0, 0, 0), deploymentCurrent: true},
+			obs:         observation{deployment: deployment(0, 0, 0, 0), deploymentCurrent: true, servicePresent: true},
 			ready:       wantCondition{metav1.ConditionTrue, websitev1.ScaledToZeroReason},
 			progressing: wantCondition{metav1.ConditionFalse, websitev1.RolloutCompleteReason},
 			degraded:    wantCondition{metav1.ConditionFalse, websitev1.AsExpectedReason},
 			readyText:   "0/0",
+		},
+		{
+			name:        "rolled out, but the Service selects no pod",
+			replicas:    3,
+			obs:         observation{deployment: deployment(3, 3, 3, 3), deploymentCurrent: true, servicePresent: true, routedPods: 0},
+			ready:       wantCondition{metav1.ConditionFalse, websitev1.EndpointsNotReadyReason},
+			progressing: wantCondition{metav1.ConditionFalse, websitev1.RolloutCompleteReason},
+			degraded:    wantCondition{metav1.ConditionFalse, websitev1.AsExpectedReason},
+			readyText:   "3/3",
+			message:     "Service site routes to 0 of 3 available pods",
+		},
+		{
+			name:        "rolled out, but the Service is missing",
+			replicas:    1,
+			obs:         observation{deployment: deployment(1, 1, 1, 1), deploymentCurrent: true},
+			ready:       wantCondition{metav1.ConditionFalse, websitev1.EndpointsNotReadyReason},
+			progressing: wantCondition{metav1.ConditionFalse, websitev1.RolloutCompleteReason},
+			degraded:    wantCondition{metav1.ConditionFalse, websitev1.AsExpectedReason},
+			readyText:   "1/1",
+			message:     "Waiting for Service site to be created",
 		},
 		{
 			name:     "image cannot be pulled",
@@ -246,8 +267,51 @@ func TestComputeStatus(t *testing.T) {
 func TestStatusURLIsTheIngressURLWhenThereIsAHost(t *testing.T) {
 	g := NewWithT(t)
 	w := testgen.Website("site", "default", testgen.WithIngress("www.example.com", "/", "", "www-tls"))
-	status := computeStatus(w, observation{ingressHost: true}, "cluster.local", now)
+	status := computeStatus(w, observation{ingressPresent: true}, "cluster.local", now)
 	g.Expect(status.URL).To(Equal("https://www.example.com"))
+}
+
+func TestReadyWaitsForTheIngressItAsksFor(t *testing.T) {
+	g := NewWithT(t)
+	w := testgen.Website("site", "default", testgen.WithIngress("www.example.com", "/", "", ""))
+	obs := observation{deployment: deployment(1, 1, 1, 1), deploymentCurrent: true, servicePresent: true, routedPods: 1}
+	status := computeStatus(w, obs, "cluster.local", now)
+	g.Expect(meta.FindStatusCondition(status.Conditions, websitev1.ReadyCondition).Reason).To(Equal(websitev1.EndpointsNotReadyReason))
+	g.Expect(status.URL).To(Equal("http://site.default.svc.cluster.local"), "no Ingress, no Ingress URL")
+
+	obs.ingressPresent = true
+	status = computeStatus(w, obs, "cluster.local", now)
+	g.Expect(meta.FindStatusCondition(status.Conditions, websitev1.ReadyCondition).Status).To(Equal(metav1.ConditionTrue))
+	g.Expect(status.URL).To(Equal("http://www.example.com"))
+}
+
+func TestReadyEndpointPodsCountsEachReadyPodOnce(t *testing.T) {
+	ready, notReady := true, false
+	endpoint := func(pod string, isReady *bool) discoveryv1.Endpoint {
+		return discoveryv1.Endpoint{
+			Addresses:  []string{"10.0.0." + pod},
+			Conditions: discoveryv1.EndpointConditions{Ready: isReady},
+			TargetRef:  &corev1.ObjectReference{Kind: "Pod", Name: pod},
+		}
+	}
+	tests := []struct {
+		name   string
+		slices []discoveryv1.EndpointSlice
+		want   int32
+	}{
+		{"no slice", nil, 0},
+		{"an empty slice: the selector matches no pod", []discoveryv1.EndpointSlice{{}}, 0},
+		{"ready, unset (documented as ready) and not ready", []discoveryv1.EndpointSlice{{Endpoints: []discoveryv1.Endpoint{
+			endpoint("1", &ready), endpoint("2", nil), endpoint("3", &notReady)}}}, 2},
+		{"a pod in two slices while it moves", []discoveryv1.EndpointSlice{
+			{Endpoints: []discoveryv1.Endpoint{endpoint("1", &ready)}},
+			{Endpoints: []discoveryv1.Endpoint{endpoint("1", &ready), endpoint("2", &ready)}}}, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			NewWithT(t).Expect(readyEndpointPods(tt.slices)).To(Equal(tt.want))
+		})
+	}
 }
 
 func TestConditionsKeepTheirTransitionTimeWhileTheirStatusHolds(t *testing.T) {
@@ -258,7 +322,7 @@ func TestConditionsKeepTheirTransitionTimeWhileTheirStatusHolds(t *testing.T) {
 		metav1.Condition{Type: websitev1.DegradedCondition, Status: metav1.ConditionTrue, Reason: websitev1.CrashLoopingReason, LastTransitionTime: earlier},
 	))
 
-	status := computeStatus(w, observation{deployment: deployment(1, 1, 1, 1), deploymentCurrent: true}, "cluster.local", now)
+	status := computeStatus(w, observation{deployment: deployment(1, 1, 1, 1), deploymentCurrent: true, servicePresent: true, routedPods: 1}, "cluster.local", now)
 
 	g.Expect(meta.FindStatusCondition(status.Conditions, websitev1.ReadyCondition).LastTransitionTime).To(Equal(earlier))
 	g.Expect(meta.FindStatusCondition(status.Conditions, websitev1.DegradedCondition).LastTransitionTime).To(Equal(now),

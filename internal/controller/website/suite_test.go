@@ -2,11 +2,16 @@ package website_test
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/clock"
 	"os"
 	"path/filepath"
-	"sync/atomic"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,11 +22,13 @@ import (
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	websitev1 "example.com/platform-operator/api/v1"
+	"example.com/platform-operator/internal/controller"
 	"example.com/platform-operator/internal/controller/website"
 )
 
@@ -33,7 +40,7 @@ var (
 	testEnv    *envtest.Environment
 	restConfig *rest.Config
 	k8sClient  client.Client // the test's own client, uncached
-	writes     *writeCounter // the reconciler's writes
+	writes     *writeLog     // the reconciler's writes
 	reconciler *website.WebsiteReconciler
 	scheme     = runtime.NewScheme()
 )
@@ -57,7 +64,7 @@ func runSuite(m *testing.M) int {
 	}
 	testEnv = &envtest.Environment{
 		BinaryAssetsDirectory: assets,
-		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "deploy", "crd.yaml")},
+		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "..", "deploy", "components", "website")},
 		ErrorIfCRDPathMissing: true,
 	}
 	var err error
@@ -82,22 +89,20 @@ func runSuite(m *testing.M) int {
 	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
 		Scheme:  scheme,
 		Logger:  zap.New(zap.WriteTo(os.Stderr), zap.Level(zapLevel())),
-		Cache:   website.CacheOptions(nil),
+		Cache:   website.CacheOptions(),
 		Metrics: metricsserver.Options{BindAddress: "0"},
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "manager:", err)
 		return 1
 	}
-	writes = &writeCounter{Client: mgr.GetClient()}
-	reconciler = &website.WebsiteReconciler{
-		Client:                  writes,
-		APIReader:               mgr.GetAPIReader(),
-		Recorder:                mgr.GetEventRecorder(website.ManagerName),
+	writes = &writeLog{byNamespace: map[string]int{}, beforeCreate: map[string]func(context.Context, client.Object){}}
+	reconciler = website.NewReconciler(mgr, writes.wrap(asWithWatch(mgr.GetClient())), controller.SetupOptions{
 		ClusterDomain:           "cluster.local",
 		MaxConcurrentReconciles: 4,
-		ConflictRecheckInterval: time.Second,
-	}
+		Clock:                   clock.RealClock{},
+	})
+	reconciler.ConflictRecheckInterval = time.Second
 	if err := reconciler.SetupWithManager(mgr); err != nil {
 		fmt.Fprintln(os.Stderr, "set up reconciler:", err)
 		return 1
@@ -112,6 +117,18 @@ func runSuite(m *testing.M) int {
 	return code
 }
 
+// asWithWatch gives the manager's client the Watch method that the
+// interceptor's signature asks for; the reconciler never watches through it.
+func asWithWatch(c client.Client) client.WithWatch {
+	return withoutWatch{c}
+}
+
+type withoutWatch struct{ client.Client }
+
+func (withoutWatch) Watch(context.Context, client.ObjectList, ...client.ListOption) (watch.Interface, error) {
+	return nil, errors.New("the reconciler does not watch through its client")
+}
+
 // zapLevel shows the reconciler's logs with go test -v.
 func zapLevel() zapcore.Level {
 	if testing.Verbose() {
@@ -120,58 +137,83 @@ func zapLevel() zapcore.Level {
 	return zapcore.ErrorLevel
 }
 
-// writeCounter counts the write calls the reconciler makes, to check that a
-// reconcile with nothing to change makes none.
-type writeCounter struct {
-	client.Client
-	count atomic.Int64
+// writeLog counts the reconciler's write calls per namespace, status writes
+// included, and lets a test act just before the reconciler creates an
+// object.
+type writeLog struct {
+	mu           sync.Mutex
+	byNamespace  map[string]int
+	beforeCreate map[string]func(context.Context, client.Object)
 }
 
-func (c *writeCounter) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
-	c.count.Add(1)
-	return c.Client.Create(ctx, obj, opts...)
+func (l *writeLog) count(ns string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.byNamespace[ns]
 }
 
-func (c *writeCounter) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {
-	c.count.Add(1)
-	return c.Client.Update(ctx, obj, opts...)
+func (l *writeLog) add(obj client.Object) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.byNamespace[obj.GetNamespace()]++
 }
 
-func (c *writeCounter) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
-	c.count.Add(1)
-	return c.Client.Patch(ctx, obj, patch, opts...)
+// onCreate runs hook before each create the reconciler makes in ns.
+func (l *writeLog) onCreate(ns string, hook func(context.Context, client.Object)) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.beforeCreate[ns] = hook
 }
 
-func (c *writeCounter) Delete(ctx context.Context, obj client.Object, opts ...client.DeleteOption) error {
-	c.count.Add(1)
-	return c.Client.Delete(ctx, obj, opts...)
+func (l *writeLog) hook(ns string) func(context.Context, client.Object) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.beforeCreate[ns]
 }
 
-func (c *writeCounter) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
-	c.count.Add(1)
-	return c.Client.Apply(ctx, obj, opts...)
+// wrap returns c with every write counted.
+func (l *writeLog) wrap(c client.WithWatch) client.WithWatch {
+	return interceptor.NewClient(c, interceptor.Funcs{
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			if hook := l.hook(obj.GetNamespace()); hook != nil {
+				hook(ctx, obj)
+			}
+			l.add(obj)
+			return c.Create(ctx, obj, opts...)
+		},
+		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+			l.add(obj)
+			return c.Update(ctx, obj, opts...)
+		},
+		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			l.add(obj)
+			return c.Patch(ctx, obj, patch, opts...)
+		},
+		Apply: func(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+			l.add(applyTarget(obj))
+			return c.Apply(ctx, obj, opts...)
+		},
+		Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+			l.add(obj)
+			return c.Delete(ctx, obj, opts...)
+		},
+		SubResourcePatch: func(ctx context.Context, c client.Client, subResource string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+			l.add(obj)
+			return c.SubResource(subResource).Patch(ctx, obj, patch, opts...)
+		},
+		SubResourceUpdate: func(ctx context.Context, c client.Client, subResource string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+			l.add(obj)
+			return c.SubResource(subResource).Update(ctx, obj, opts...)
+		},
+	})
 }
 
-func (c *writeCounter) Status() client.SubResourceWriter {
-	return &statusWriteCounter{SubResourceWriter: c.Client.Status(), count: &c.count}
-}
-
-type statusWriteCounter struct {
-	client.SubResourceWriter
-	count *atomic.Int64
-}
-
-func (c *statusWriteCounter) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
-	c.count.Add(1)
-	return c.SubResourceWriter.Patch(ctx, obj, patch, opts...)
-}
-
-func (c *statusWriteCounter) Update(ctx context.Context, obj client.Object, opts ...client.SubResourceUpdateOption) error {
-	c.count.Add(1)
-	return c.SubResourceWriter.Update(ctx, obj, opts...)
-}
-
-func (c *statusWriteCounter) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.SubResourceApplyOption) error {
-	c.count.Add(1)
-	return c.SubResourceWriter.Apply(ctx, obj, opts...)
+// applyTarget finds the namespace of an apply configuration of any form.
+func applyTarget(obj runtime.ApplyConfiguration) client.Object {
+	target := &metav1.PartialObjectMetadata{}
+	data, err := json.Marshal(obj)
+	if err == nil {
+		_ = json.Unmarshal(data, target)
+	}
+	return target
 }

@@ -1,0 +1,66 @@
+package children
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+
+	"example.com/platform-operator/internal/platform"
+)
+
+// ManagedSelector selects the objects the operator manages: those labelled
+// with its name, or with its former name (children made before the rename,
+// relabelled by their next update).
+func ManagedSelector() labels.Selector {
+	managed, err := labels.NewRequirement(platform.ManagedByLabel, selection.In, []string{platform.Name, platform.LegacyName})
+	if err != nil {
+		panic(err) // constant input
+	}
+	return labels.NewSelector().Add(*managed)
+}
+
+// ManagedLabels are the labels every child carries.
+func ManagedLabels() map[string]string {
+	return map[string]string{platform.ManagedByLabel: platform.Name}
+}
+
+// CacheConfig is the cache setting of a child type: only managed objects,
+// with managed fields kept as who-owns-what without the field sets (see
+// TrimManagedFields). transform, when not nil, trims the object further.
+func CacheConfig(transform toolscache.TransformFunc) cache.ByObject {
+	trim := TrimManagedFields
+	if transform != nil {
+		trim = func(obj any) (any, error) {
+			obj, err := TrimManagedFields(obj)
+			if err != nil {
+				return nil, err
+			}
+			return transform(obj)
+		}
+	}
+	return cache.ByObject{Label: ManagedSelector(), Transform: trim}
+}
+
+// TrimManagedFields keeps of an object's managed fields only the manager,
+// operation and subresource of each entry: the field sets, a large part of
+// an object's size, are read from the API server on the rare occasions
+// they are needed (see upgradeOwnership).
+func TrimManagedFields(obj any) (any, error) {
+	accessor, ok := obj.(metav1.Object)
+	if !ok {
+		// Tombstones of deleted objects pass through untouched.
+		return obj, nil
+	}
+	entries := accessor.GetManagedFields()
+	if len(entries) == 0 {
+		return obj, nil
+	}
+	trimmed := make([]metav1.ManagedFieldsEntry, len(entries))
+	for i, e := range entries {
+		trimmed[i] = metav1.ManagedFieldsEntry{Manager: e.Manager, Operation: e.Operation, Subresource: e.Subresource, APIVersion: e.APIVersion}
+	}
+	accessor.SetManagedFields(trimmed)
+	return obj, nil
+}

@@ -1,0 +1,229 @@
+package children
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/managedfields"
+	"k8s.io/client-go/applyconfigurations"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+	"sigs.k8s.io/structured-merge-diff/v6/typed"
+	"sigs.k8s.io/structured-merge-diff/v6/value"
+)
+
+// ConfigHashAnnotation holds the hash of the apply configuration a child was
+// last applied with. A field the operator stops setting leaves no trace in
+// the new desired state, but it changes the hash, so the child is applied
+// again and server-side apply removes the field.
+const ConfigHashAnnotation = "example.com/config-hash"
+
+// differ compares children with their desired state by the merge schema of
+// their types: the structured-merge-diff schema that client-go ships for
+// the built-in types (the API server's own), and a deduced one, where every
+// map is granular and every list atomic, for types it does not know.
+type differ struct {
+	scheme  *runtime.Scheme
+	builtin managedfields.TypeConverter
+	deduced managedfields.TypeConverter
+}
+
+func newDiffer(scheme *runtime.Scheme) *differ {
+	return &differ{
+		scheme:  scheme,
+		builtin: applyconfigurations.NewTypeConverter(scheme),
+		deduced: managedfields.NewDeducedTypeConverter(),
+	}
+}
+
+// differs reports whether applying in to live would change live: whether
+// any field that in sets has another value in live, compared as the API
+// server merges it.
+//
+// The desired values are normalized first by decoding them into the typed
+// object, as the API server stores them: a field set to its zero value that
+// the type omits when empty (an env var's empty value) is absent from the
+// stored object, so it is compared as absent. Such a field still differs
+// when live has a value there.
+func (d *differ) differs(in *intent, live client.Object) (bool, error) {
+	drift, err := d.drift(in, live)
+	return len(drift) > 0, err
+}
+
+// drift lists the paths of the fields that in sets and live holds
+// differently, sorted.
+func (d *differ) drift(in *intent, live client.Object) ([]string, error) {
+	want, err := d.desired(in)
+	if err != nil {
+		return nil, err
+	}
+	liveTyped, err := toTyped(want.converter, live, in.gvk)
+	if err != nil {
+		return nil, fmt.Errorf("live: %w", err)
+	}
+	merged, err := liveTyped.Merge(want.value)
+	if err != nil {
+		return nil, fmt.Errorf("merge: %w", err)
+	}
+	changed := &fieldpath.Set{}
+	if !value.Equals(merged.AsValue(), liveTyped.AsValue()) {
+		comparison, err := liveTyped.Compare(merged)
+		if err != nil {
+			return nil, fmt.Errorf("compare: %w", err)
+		}
+		changed = comparison.Modified.Union(comparison.Added).Union(comparison.Removed)
+	}
+	// Fields set to a value that storage drops must be absent in live too.
+	if !want.dropped.Empty() {
+		// With their key fields, list items extract whole; what counts is
+		// whether a dropped leaf itself is present.
+		present, err := liveTyped.ExtractItems(want.dropped, typed.WithAppendKeyFields()).ToFieldSet()
+		if err != nil {
+			return nil, fmt.Errorf("live fields: %w", err)
+		}
+		changed = changed.Union(present.Leaves().Intersection(want.dropped))
+	}
+	var paths []string
+	changed.Leaves().Iterate(func(p fieldpath.Path) { paths = append(paths, p.String()) })
+	slices.Sort(paths)
+	return paths, nil
+}
+
+// Drift lists the fields that desired, an apply configuration, sets and
+// live holds differently, as the API server would merge desired into live:
+// what an apply of desired would change. It is empty when there is none.
+func Drift(scheme *runtime.Scheme, desired runtime.ApplyConfiguration, live client.Object) ([]string, error) {
+	in, err := newIntent(desired)
+	if err != nil {
+		return nil, err
+	}
+	// Compare desired as given, without the annotation Ensure adds.
+	annotations := in.object.GetAnnotations()
+	delete(annotations, ConfigHashAnnotation)
+	if len(annotations) == 0 {
+		annotations = nil // no empty map, which would be a field of its own
+	}
+	in.object.SetAnnotations(annotations)
+	return newDiffer(scheme).drift(in, live)
+}
+
+// desiredValue is a desired child as structured-merge-diff sees it.
+type desiredValue struct {
+	converter managedfields.TypeConverter
+	// value holds the fields the operator sets, with their values
+	// normalized as the API server stores them.
+	value *typed.TypedValue
+	// dropped are the fields the operator sets to a value that storage
+	// omits (an empty string, a zero number).
+	dropped *fieldpath.Set
+}
+
+func (d *differ) desired(in *intent) (*desiredValue, error) {
+	converter := d.converterFor(in)
+	// The fields the operator sets, as the apply configuration names them.
+	set, err := fieldSetOf(converter, in)
+	if err != nil {
+		return nil, err
+	}
+	desiredObj, err := in.newObject(d.scheme)
+	if err != nil {
+		return nil, err
+	}
+	normalized, err := toTyped(converter, desiredObj, in.gvk)
+	if err != nil {
+		return nil, fmt.Errorf("desired: %w", err)
+	}
+	value := normalized.ExtractItems(set)
+	kept, err := value.ToFieldSet()
+	if err != nil {
+		return nil, fmt.Errorf("desired fields: %w", err)
+	}
+	return &desiredValue{converter: converter, value: value, dropped: set.Leaves().Difference(kept)}, nil
+}
+
+// converterFor picks the schema of the child's type: client-go's for the
+// types it ships, else the deduced one.
+func (d *differ) converterFor(in *intent) managedfields.TypeConverter {
+	if _, err := d.builtin.ObjectToTyped(in.object, typed.AllowDuplicates); err == nil {
+		return d.builtin
+	}
+	return d.deduced
+}
+
+func fieldSetOf(converter managedfields.TypeConverter, in *intent) (*fieldpath.Set, error) {
+	tv, err := converter.ObjectToTyped(in.object, typed.AllowDuplicates)
+	if err != nil {
+		return nil, fmt.Errorf("desired fields: %w", err)
+	}
+	set, err := tv.ToFieldSet()
+	if err != nil {
+		return nil, fmt.Errorf("desired fields: %w", err)
+	}
+	return set, nil
+}
+
+func toTyped(converter managedfields.TypeConverter, obj runtime.Object, gvk schema.GroupVersionKind) (*typed.TypedValue, error) {
+	// A typed object read from the cache has no TypeMeta; the converter
+	// finds the schema by it.
+	if obj.GetObjectKind().GroupVersionKind().Empty() {
+		obj = obj.DeepCopyObject()
+		obj.GetObjectKind().SetGroupVersionKind(gvk)
+	}
+	return converter.ObjectToTyped(obj, typed.AllowDuplicates)
+}
+
+// hashOf digests an apply configuration's JSON. Apply configurations marshal
+// deterministically: struct fields in declaration order, map keys sorted.
+func hashOf(data []byte) string {
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:16])
+}
+
+func liveHash(live client.Object) string {
+	return live.GetAnnotations()[ConfigHashAnnotation]
+}
+
+// maxVerified bounds the verifiedCache.
+const maxVerified = 100_000
+
+// verifiedCache remembers, per child, the version found equal to its desired
+// state, so that the many reconciles that change nothing (a pod became
+// ready) do not compare the same two objects again.
+type verifiedCache struct {
+	mu      sync.Mutex
+	entries map[string]string
+}
+
+func newVerifiedCache() *verifiedCache {
+	return &verifiedCache{entries: map[string]string{}}
+}
+
+func (c *verifiedCache) key(live client.Object) string { return string(live.GetUID()) }
+
+func (c *verifiedCache) matches(live client.Object, hash string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.entries[c.key(live)] == live.GetResourceVersion()+"/"+hash
+}
+
+func (c *verifiedCache) remember(live client.Object, hash string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.entries) >= maxVerified {
+		// Children deleted by the garbage collector are never forgotten one
+		// by one; starting afresh costs one comparison per child.
+		clear(c.entries)
+	}
+	c.entries[c.key(live)] = live.GetResourceVersion() + "/" + hash
+}
+
+func (c *verifiedCache) forget(live client.Object) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.entries, c.key(live))
+}

@@ -1,0 +1,411 @@
+package children
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/retry"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"example.com/platform-operator/internal/controller"
+	"example.com/platform-operator/internal/platform"
+)
+
+// Action is what Ensure did to a child, or why it did nothing.
+type Action string
+
+const (
+	// Unchanged: the child already matched its desired state.
+	Unchanged Action = "Unchanged"
+	// Created: the child did not exist and was created.
+	Created Action = "Created"
+	// Adopted: an object that was not ours was taken over, as the caller's
+	// AdoptIf allowed.
+	Adopted Action = "Adopted"
+	// Updated: the desired state changed (the owner's spec did) and the
+	// child was updated to it.
+	Updated Action = "Updated"
+	// Restored: someone changed a field the operator sets; it was put back.
+	Restored Action = "Restored"
+	// Replaced: what someone else put into the child made an apply
+	// impossible; their fields were dropped from its spec.
+	Replaced Action = "Replaced"
+	// Conflict: an object of the child's name exists and is not ours. It was
+	// left untouched.
+	Conflict Action = "Conflict"
+	// Invalid: the API server refused the desired state itself. Retrying
+	// cannot help until the owner's spec changes.
+	Invalid Action = "Invalid"
+	// Failed: the child could not be read or written, for a reason that may
+	// pass (the API server is down, a webhook refused, RBAC is missing).
+	Failed Action = "Failed"
+)
+
+// Result is what Ensure saw and did.
+type Result struct {
+	Action Action
+	// Exists is true when the child exists and is ours; the object passed to
+	// Ensure then holds it as last seen.
+	Exists bool
+	// Message says what happened, for a condition or an event, when Action
+	// is Conflict, Invalid or Failed.
+	Message string
+	// Err is set when Action is Invalid or Failed, or when the write was
+	// refused because this replica may have lost its leadership
+	// (controller.ErrNotLeader).
+	Err error
+}
+
+// Wrote reports whether Ensure wrote the child.
+func (r Result) Wrote() bool {
+	switch r.Action {
+	case Created, Adopted, Updated, Restored, Replaced:
+		return true
+	}
+	return false
+}
+
+// Manager handles the children of the resources of one kind.
+type Manager struct {
+	// Client reads from the operator's cache and writes to the API server.
+	client client.Client
+	// apiReader reads from the API server, on the rare paths where the cache
+	// cannot answer: an object in the way that the cache does not hold, and
+	// the full field ownership of a child before it is converted or replaced.
+	apiReader client.Reader
+	scheme    *runtime.Scheme
+	recorder  events.EventRecorder
+	ownerKind string
+	differ    *differ
+	verified  *verifiedCache
+}
+
+// NewManager returns the children manager of a kind's controller. ownerKind
+// names the kind in metrics and messages.
+func NewManager(mgr ctrl.Manager, ownerKind string, recorder events.EventRecorder) *Manager {
+	return newManager(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetScheme(), recorder, ownerKind)
+}
+
+// NewManagerWithClient is NewManager with another client than the
+// manager's: a wrapper that counts writes in tests.
+func NewManagerWithClient(mgr ctrl.Manager, c client.Client, ownerKind string, recorder events.EventRecorder) *Manager {
+	return newManager(c, mgr.GetAPIReader(), mgr.GetScheme(), recorder, ownerKind)
+}
+
+func newManager(c client.Client, apiReader client.Reader, scheme *runtime.Scheme, recorder events.EventRecorder, ownerKind string) *Manager {
+	return &Manager{
+		client:    c,
+		apiReader: apiReader,
+		scheme:    scheme,
+		recorder:  recorder,
+		ownerKind: ownerKind,
+		differ:    newDiffer(scheme),
+		verified:  newVerifiedCache(),
+	}
+}
+
+// EnsureOption changes how Ensure treats one child.
+type EnsureOption func(*ensureOptions)
+
+type ensureOptions struct {
+	ownedBy         func(client.Object) bool
+	adoptIf         func(client.Object) bool
+	quietCreate     bool
+	eventsOnRelated bool
+}
+
+// OwnedBy replaces the default test of ownership (the owner is the child's
+// controller) for children that carry no owner reference because they hold
+// user data, such as a Tenant's namespaces.
+func OwnedBy(ours func(live client.Object) bool) EnsureOption {
+	return func(o *ensureOptions) { o.ownedBy = ours }
+}
+
+// AdoptIf lets Ensure take over an existing object that is not ours when
+// adopt says so. The object is then applied like any other child.
+func AdoptIf(adopt func(live client.Object) bool) EnsureOption {
+	return func(o *ensureOptions) { o.adoptIf = adopt }
+}
+
+// WithoutCreateEvent creates the child without a Normal event: for children
+// whose creation is no news to the user (a Website's Service).
+func WithoutCreateEvent() EnsureOption {
+	return func(o *ensureOptions) { o.quietCreate = true }
+}
+
+// Ensure makes the child described by desired exist and match it. desired
+// is an apply configuration that carries the child's name, namespace,
+// labels (including platform.ManagedByLabel) and, unless OwnedBy is given,
+// the owner's controller reference. live is an empty object of the child's
+// type; it receives the child as last seen.
+func (m *Manager) Ensure(ctx context.Context, owner client.Object, desired runtime.ApplyConfiguration, live client.Object, opts ...EnsureOption) Result {
+	o := ensureOptions{}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.ownedBy == nil {
+		o.ownedBy = func(obj client.Object) bool { return metav1.IsControlledBy(obj, owner) }
+	}
+
+	intent, err := newIntent(desired)
+	if err != nil {
+		return failed(fmt.Errorf("desired %T: %w", desired, err))
+	}
+	kind := intent.gvk.Kind
+
+	err = m.client.Get(ctx, intent.key, live)
+	switch {
+	case apierrors.IsNotFound(err):
+		return m.create(ctx, owner, intent, live, o)
+	case err != nil:
+		return failed(fmt.Errorf("get %s %s: %w", kind, intent.key.Name, err))
+	case !o.ownedBy(live):
+		return conflict(kind, intent.key.Name, live, m.ownerKind)
+	}
+	return m.update(ctx, owner, intent, live, o)
+}
+
+// create makes a child that the cache does not have. An AlreadyExists answer
+// means either that the cache lags behind the operator's own create, or that
+// someone else's object is in the way: a live read tells which.
+func (m *Manager) create(ctx context.Context, owner client.Object, in *intent, live client.Object, o ensureOptions) Result {
+	kind := in.gvk.Kind
+	if err := in.decodeInto(live); err != nil {
+		return failed(err)
+	}
+	err := m.client.Create(ctx, live, client.FieldOwner(platform.Name))
+	if err == nil {
+		countWrite(m.ownerKind, kind, "create")
+		if !o.quietCreate {
+			m.recorder.Eventf(owner, live, corev1.EventTypeNormal, kind+"Created", "Create", "%s %s created", kind, in.key.Name)
+		}
+		return Result{Action: Created, Exists: true}
+	}
+	switch {
+	case errors.Is(err, controller.ErrNotLeader):
+		return Result{Action: Failed, Err: err}
+	case apierrors.IsInvalid(err):
+		return invalid(kind, in.key.Name, err)
+	case !apierrors.IsAlreadyExists(err):
+		return failed(fmt.Errorf("create %s %s: %w", kind, in.key.Name, err))
+	}
+
+	resetObject(live)
+	if err := m.apiReader.Get(ctx, in.key, live); err != nil {
+		return failed(fmt.Errorf("get %s %s, which exists but is not in the cache: %w", kind, in.key.Name, err))
+	}
+	switch {
+	case o.ownedBy(live):
+		// The cache had not yet seen the operator's own earlier create.
+		return m.update(ctx, owner, in, live, o)
+	case o.adoptIf != nil && o.adoptIf(live):
+		return m.adopt(ctx, owner, in, live)
+	}
+	return conflict(kind, in.key.Name, live, m.ownerKind)
+}
+
+// update applies in when live differs from it.
+func (m *Manager) update(ctx context.Context, owner client.Object, in *intent, live client.Object, o ensureOptions) Result {
+	kind := in.gvk.Kind
+	if m.verified.matches(live, in.hash) {
+		return Result{Action: Unchanged, Exists: true}
+	}
+	action := Updated
+	if liveHash(live) == in.hash {
+		differs, err := m.differ.differs(in, live)
+		if err != nil {
+			return failed(fmt.Errorf("compare %s %s with its desired state: %w", kind, in.key.Name, err))
+		}
+		if !differs {
+			m.verified.remember(live, in.hash)
+			return Result{Action: Unchanged, Exists: true}
+		}
+		action = Restored
+	}
+
+	// The conversion is guarded by the resourceVersion it read: a write
+	// in between (the Deployment controller's) makes it read again.
+	if err := retry.RetryOnConflict(retry.DefaultBackoff, func() error { return m.upgradeOwnership(ctx, in, live) }); err != nil {
+		return writeFailed(fmt.Errorf("convert the field ownership of %s %s to server-side apply: %w", kind, in.key.Name, err))
+	}
+	err := m.apply(ctx, in, live)
+	if apierrors.IsInvalid(err) {
+		return m.repairInvalid(ctx, owner, in, live, err)
+	}
+	if err != nil {
+		return writeFailed(fmt.Errorf("apply %s %s: %w", kind, in.key.Name, err))
+	}
+	m.verified.remember(live, in.hash)
+	if action == Updated {
+		countWrite(m.ownerKind, kind, "update")
+		m.recorder.Eventf(owner, live, corev1.EventTypeNormal, kind+"Updated", "Update", "%s %s updated to the %s's spec", kind, in.key.Name, m.ownerKind)
+	} else {
+		countWrite(m.ownerKind, kind, "repair")
+		m.recorder.Eventf(owner, live, corev1.EventTypeNormal, kind+"Restored", "Update", "%s %s was changed by someone else; restored to the %s's spec", kind, in.key.Name, m.ownerKind)
+	}
+	return Result{Action: action, Exists: true}
+}
+
+// adopt takes over an object that the caller allowed to adopt.
+func (m *Manager) adopt(ctx context.Context, owner client.Object, in *intent, live client.Object) Result {
+	kind := in.gvk.Kind
+	if err := m.apply(ctx, in, live); err != nil {
+		if apierrors.IsInvalid(err) {
+			return invalid(kind, in.key.Name, err)
+		}
+		return writeFailed(fmt.Errorf("adopt %s %s: %w", kind, in.key.Name, err))
+	}
+	countWrite(m.ownerKind, kind, "adopt")
+	m.recorder.Eventf(owner, live, corev1.EventTypeNormal, kind+"Adopted", "Adopt", "%s %s adopted", kind, in.key.Name)
+	return Result{Action: Adopted, Exists: true}
+}
+
+// repairInvalid handles an apply the API server refused as invalid. A
+// dry-run create of the desired state alone tells whether the spec is at
+// fault; if it is not, what others put into the child is.
+func (m *Manager) repairInvalid(ctx context.Context, owner client.Object, in *intent, live client.Object, applyErr error) Result {
+	kind := in.gvk.Kind
+	probe, err := in.newObject(m.scheme)
+	if err != nil {
+		return failed(err)
+	}
+	err = m.client.Create(ctx, probe, client.DryRunAll, client.FieldOwner(platform.Name))
+	switch {
+	case apierrors.IsInvalid(err):
+		return invalid(kind, in.key.Name, err)
+	case !apierrors.IsAlreadyExists(err) && err != nil:
+		return writeFailed(fmt.Errorf("apply %s %s: %w; and a dry-run create failed: %w", kind, in.key.Name, applyErr, err))
+	}
+	managers, err := m.replaceForeignSpec(ctx, in, live)
+	if err != nil {
+		return writeFailed(fmt.Errorf("apply %s %s was refused (%w), and replacing its spec failed: %w", kind, in.key.Name, applyErr, err))
+	}
+	m.verified.forget(live)
+	countWrite(m.ownerKind, kind, "replace")
+	m.recorder.Eventf(owner, live, corev1.EventTypeWarning, kind+"Replaced", "Update",
+		"%s %s could not be restored by an apply because of fields set by %v; their fields were removed from its spec", kind, in.key.Name, managers)
+	return Result{Action: Replaced, Exists: true}
+}
+
+// apply server-side applies in with the operator's field manager, taking
+// over fields that others changed, and decodes the answer into live.
+func (m *Manager) apply(ctx context.Context, in *intent, live client.Object) error {
+	u := in.object.DeepCopy()
+	if err := m.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(platform.Name), client.ForceOwnership); err != nil {
+		return err
+	}
+	resetObject(live)
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, live); err != nil {
+		return fmt.Errorf("decode the applied %s: %w", in.gvk.Kind, err)
+	}
+	return nil
+}
+
+func failed(err error) Result {
+	return Result{Action: Failed, Err: err, Message: err.Error()}
+}
+
+// writeFailed is failed, except for a write refused for want of
+// leadership, which is nobody's failure and is reported by nobody.
+func writeFailed(err error) Result {
+	if errors.Is(err, controller.ErrNotLeader) {
+		return Result{Action: Failed, Err: err, Exists: true}
+	}
+	r := failed(err)
+	r.Exists = true
+	return r
+}
+
+func invalid(kind, name string, err error) Result {
+	return Result{
+		Action:  Invalid,
+		Err:     fmt.Errorf("the API server refused %s %s as built from the spec: %w", kind, name, err),
+		Message: fmt.Sprintf("The API server refused the %s built from the spec: %v", kind, err),
+	}
+}
+
+func conflict(kind, name string, live client.Object, ownerKind string) Result {
+	holder := "is not owned by this " + ownerKind
+	if ref := metav1.GetControllerOf(live); ref != nil {
+		holder = fmt.Sprintf("is controlled by %s %s", ref.Kind, ref.Name)
+	}
+	return Result{Action: Conflict, Message: fmt.Sprintf(
+		"%s %s already exists and %s; the operator leaves it untouched. Delete or rename it, or give the %s another name",
+		kind, name, holder, ownerKind)}
+}
+
+// resetObject empties obj, so that decoding into it leaves nothing of what
+// it held before (a field the answer omits must not keep an old value).
+func resetObject(obj client.Object) {
+	v := reflect.ValueOf(obj).Elem()
+	v.Set(reflect.Zero(v.Type()))
+}
+
+// intent is a desired child in the forms Ensure needs.
+type intent struct {
+	gvk schema.GroupVersionKind
+	key types.NamespacedName
+	// object is the apply configuration as unstructured, with the hash
+	// annotation set.
+	object *unstructured.Unstructured
+	// hash digests the apply configuration.
+	hash string
+}
+
+func newIntent(desired runtime.ApplyConfiguration) (*intent, error) {
+	data, err := json.Marshal(desired)
+	if err != nil {
+		return nil, fmt.Errorf("encode: %w", err)
+	}
+	u := &unstructured.Unstructured{}
+	if err := json.Unmarshal(data, &u.Object); err != nil {
+		return nil, fmt.Errorf("decode: %w", err)
+	}
+	gvk := u.GroupVersionKind()
+	if gvk.Kind == "" || gvk.Version == "" || u.GetName() == "" {
+		return nil, errors.New("an apply configuration needs apiVersion, kind and name")
+	}
+	in := &intent{gvk: gvk, key: types.NamespacedName{Namespace: u.GetNamespace(), Name: u.GetName()}, object: u}
+	in.hash = hashOf(data)
+	annotations := u.GetAnnotations()
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	annotations[ConfigHashAnnotation] = in.hash
+	u.SetAnnotations(annotations)
+	return in, nil
+}
+
+// decodeInto fills obj, a typed object, with the desired child.
+func (in *intent) decodeInto(obj client.Object) error {
+	resetObject(obj)
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(in.object.Object, obj); err != nil {
+		return fmt.Errorf("decode desired %s: %w", in.gvk.Kind, err)
+	}
+	return nil
+}
+
+// newObject is the desired child as a new typed object of its kind.
+func (in *intent) newObject(scheme *runtime.Scheme) (client.Object, error) {
+	obj, err := scheme.New(in.gvk)
+	if err != nil {
+		return nil, fmt.Errorf("type of %s: %w", in.gvk, err)
+	}
+	typed, ok := obj.(client.Object)
+	if !ok {
+		return nil, fmt.Errorf("%s is not an object type", in.gvk)
+	}
+	return typed, in.decodeInto(typed)
+}

@@ -1,0 +1,28 @@
+package children
+
+import (
+	"bytes"
+	"io"
+
+	"github.com/prometheus/client_golang/prometheus"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+// childWrites counts what the operator writes to children, by the kind of
+// their owner, their own kind and the operation: create, update (the
+// owner's spec changed), repair (someone changed the child), replace (a
+// repair that had to drop someone else's fields), adopt and delete.
+var childWrites = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "platform_operator_child_writes_total",
+	Help: "Writes to owned children, by owner kind, child kind and operation (create, update, repair, replace, adopt, delete).",
+}, []string{"owner_kind", "child_kind", "operation"})
+
+func init() {
+	ctrlmetrics.Registry.MustRegister(childWrites)
+}
+
+func countWrite(ownerKind, childKind, operation string) {
+	childWrites.WithLabelValues(ownerKind, childKind, operation).Inc()
+}
+
+func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }
