@@ -47,6 +47,7 @@ func run() error {
 	flag.IntVar(&cfg.cluster.Nodes, "nodes", 1, "number of kwok nodes")
 	flag.IntVar(&cfg.cluster.NodePods, "node-pods", 1000, "pods each node can run")
 	flag.IntVar(&cfg.cluster.APIServerPort, "port", 0, "API server port on 127.0.0.1 (default: a free port)")
+	flag.BoolVar(&cfg.cluster.Simulations, "simulations", true, "run the simulation parts: a volume provisioner for the StorageClass local, the VolumeSnapshot API with a snapshot simulator")
 	flag.StringVar(&cfg.operator, "operator", "", "operator binary to install and run with its own ServiceAccount")
 	flag.StringVar(&cfg.apply, "apply", "", "with -operator: a file or folder of manifests to apply once the operator runs")
 	flag.Parse()
@@ -59,7 +60,8 @@ func run() error {
 	defer stop()
 	envOpts := devenv.EnvironmentOptions{Cluster: cfg.cluster, Manifests: []string{}}
 	if cfg.operator != "" {
-		say("Installing %s, then the operator", strings.Join(devenv.DefaultManifests, ", "))
+		say("Installing the kustomization of %s (but the operator's Deployment: it runs here as a process), then the operator",
+			strings.Join(devenv.DefaultManifests, ", "))
 		envOpts.Manifests = devenv.DefaultManifests
 		envOpts.OperatorBinary = cfg.operator
 	}

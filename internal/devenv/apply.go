@@ -1,8 +1,10 @@
 // Package devenv sets up the operator on a local cluster the way a user
-// would on a real one: it applies the manifests of deploy/ and examples/,
-// obtains a token of the operator's own ServiceAccount, and runs the
-// operator binary with it, so that RBAC is what deploy/rbac.yaml grants.
-// `make run` and the end-to-end tests share it.
+// would on a real one: it installs the kustomization of deploy/ (all of it
+// but the operator's own Deployment, PodDisruptionBudget and metrics
+// Service) and applies examples/, obtains a token of the operator's own
+// ServiceAccount, and runs the operator binary with it as a local process,
+// so that RBAC and the admission policy are those that deploy/ installs.
+// `make run`, the end-to-end, reliability and benchmark tests share it.
 package devenv
 
 import (
@@ -21,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -58,13 +61,27 @@ func NewApplier(config *rest.Config) (*Applier, error) {
 	}, nil
 }
 
-// ApplyPaths applies every object of the given YAML files, and of the .yaml
-// files of the given folders (not recursively, kustomization.yaml aside), in
-// order. An object whose kind is not known yet, such as a Website right
-// after its CRD, is retried until the API serves it.
+// ApplyPaths applies, in order, every object of the given YAML files, of the
+// kustomizations of the given folders that have a kustomization.yaml
+// (rendered as kubectl apply -k would, less the operator's own workload:
+// see RenderKustomization), and of the .yaml files of the other folders (not
+// recursively). An object whose kind is not known yet, such as a Website
+// right after its CRD, is retried until the API serves it.
 func (a *Applier) ApplyPaths(ctx context.Context, paths ...string) ([]*unstructured.Unstructured, error) {
 	var applied []*unstructured.Unstructured
 	for _, path := range paths {
+		if _, err := os.Stat(filepath.Join(path, "kustomization.yaml")); err == nil {
+			data, err := RenderKustomization(path)
+			if err != nil {
+				return applied, err
+			}
+			objs, err := a.Apply(ctx, data)
+			applied = append(applied, objs...)
+			if err != nil {
+				return applied, fmt.Errorf("%s: %w", path, err)
+			}
+			continue
+		}
 		files, err := yamlFiles(path)
 		if err != nil {
 			return applied, err
@@ -96,14 +113,8 @@ func yamlFiles(path string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	var files []string
-	for _, m := range matches {
-		if filepath.Base(m) != "kustomization.yaml" {
-			files = append(files, m)
-		}
-	}
-	sort.Strings(files)
-	return files, nil
+	sort.Strings(matches)
+	return matches, nil
 }
 
 // Apply applies every object of a multi-document YAML.
@@ -113,7 +124,7 @@ func (a *Applier) Apply(ctx context.Context, data []byte) ([]*unstructured.Unstr
 	for {
 		doc, err := reader.Read()
 		if errors.Is(err, io.EOF) {
-			return applied, nil
+			return applied, a.waitServed(ctx, applied)
 		}
 		if err != nil {
 			return applied, fmt.Errorf("read YAML: %w", err)
@@ -134,19 +145,9 @@ func (a *Applier) Apply(ctx context.Context, data []byte) ([]*unstructured.Unstr
 }
 
 func (a *Applier) applyObject(ctx context.Context, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-	gvk := obj.GroupVersionKind()
-	var mapping *meta.RESTMapping
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		var err error
-		mapping, err = a.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-		if meta.IsNoMatchError(err) {
-			a.mapper.Reset() // a CRD applied just before may be served by now
-			return false, nil
-		}
-		return err == nil, err
-	})
+	mapping, err := a.restMapping(ctx, obj.GroupVersionKind())
 	if err != nil {
-		return nil, fmt.Errorf("the API server does not serve %s: %w", gvk, err)
+		return nil, err
 	}
 	resource := a.dynamic.Resource(mapping.Resource)
 	var client dynamic.ResourceInterface = resource
@@ -168,4 +169,49 @@ func (a *Applier) applyObject(ctx context.Context, obj *unstructured.Unstructure
 // Describe names an object as kubectl does: kind/name.
 func Describe(obj *unstructured.Unstructured) string {
 	return strings.ToLower(obj.GetKind()) + "/" + obj.GetName()
+}
+
+// restMapping waits until the API server serves gvk, for up to 30 s: a CRD
+// applied just before takes a moment to be served.
+func (a *Applier) restMapping(ctx context.Context, gvk schema.GroupVersionKind) (*meta.RESTMapping, error) {
+	var mapping *meta.RESTMapping
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		var err error
+		mapping, err = a.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		if meta.IsNoMatchError(err) {
+			a.mapper.Reset()
+			return false, nil
+		}
+		return err == nil, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("the API server does not serve %s: %w", gvk, err)
+	}
+	return mapping, nil
+}
+
+// waitServed waits until the API server's discovery lists the kinds of the
+// CRDs among objs, as kubectl wait --for condition=established would: an
+// operator started right after the CRDs are applied would otherwise find
+// its kinds missing.
+func (a *Applier) waitServed(ctx context.Context, objs []*unstructured.Unstructured) error {
+	for _, obj := range objs {
+		if obj.GroupVersionKind().GroupKind() != (schema.GroupKind{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"}) {
+			continue
+		}
+		group, _, _ := unstructured.NestedString(obj.Object, "spec", "group")
+		kind, _, _ := unstructured.NestedString(obj.Object, "spec", "names", "kind")
+		versions, _, _ := unstructured.NestedSlice(obj.Object, "spec", "versions")
+		for _, v := range versions {
+			version, _ := v.(map[string]any)
+			if served, _ := version["served"].(bool); !served {
+				continue
+			}
+			name, _ := version["name"].(string)
+			if _, err := a.restMapping(ctx, schema.GroupVersionKind{Group: group, Version: name, Kind: kind}); err != nil {
+				return fmt.Errorf("CRD %s: %w", obj.GetName(), err)
+			}
+		}
+	}
+	return nil
 }

@@ -19,9 +19,11 @@ import (
 	"example.com/platform-operator/internal/localcluster"
 )
 
-// DefaultManifests install the operator's namespace, CRD and cluster-wide
-// RBAC, as a user would before running the operator.
-var DefaultManifests = []string{"deploy/namespace.yaml", "deploy/crd.yaml", "deploy/rbac.yaml"}
+// DefaultManifests install the kustomization of deploy/ (the base and every
+// component: namespace, CRDs, RBAC, admission policy) as kubectl apply -k
+// would, but for the operator's own Deployment, PodDisruptionBudget and
+// metrics Service: the environment runs the operator as a local process.
+var DefaultManifests = []string{"deploy"}
 
 // EnvironmentOptions configure StartEnvironment.
 type EnvironmentOptions struct {
@@ -29,8 +31,13 @@ type EnvironmentOptions struct {
 	RepoRoot string
 	// Scheme of Client.
 	Scheme *runtime.Scheme
-	// Manifests to apply, relative to RepoRoot (default DefaultManifests).
+	// Manifests to apply, relative to RepoRoot (default DefaultManifests),
+	// with Applier.ApplyPaths.
 	Manifests []string
+	// Components, when not nil and Manifests is nil, installs deploy/base
+	// and only these components of deploy/components (such as "website")
+	// instead of DefaultManifests.
+	Components []string
 	// OperatorBinary is started with OperatorArgs (default
 	// --all-namespaces) once the manifests are applied, unless
 	// DeferOperator is set; StartOperator starts more.
@@ -60,9 +67,6 @@ type Environment struct {
 // StartEnvironment starts a cluster, applies the manifests and, if asked,
 // runs the operator until it is ready. On error it stops what it started.
 func StartEnvironment(ctx context.Context, opts EnvironmentOptions) (env *Environment, err error) {
-	if opts.Manifests == nil {
-		opts.Manifests = DefaultManifests
-	}
 	cluster, err := localcluster.Start(ctx, opts.Cluster)
 	if err != nil {
 		return nil, err
@@ -82,10 +86,8 @@ func StartEnvironment(ctx context.Context, opts EnvironmentOptions) (env *Enviro
 	if env.Applier, err = NewApplier(cluster.RESTConfig()); err != nil {
 		return env, err
 	}
-	for _, m := range opts.Manifests {
-		if _, err := env.Applier.ApplyPaths(ctx, filepath.Join(opts.RepoRoot, m)); err != nil {
-			return env, err
-		}
+	if err := env.install(ctx); err != nil {
+		return env, err
 	}
 	if opts.OperatorBinary == "" || opts.DeferOperator {
 		return env, nil

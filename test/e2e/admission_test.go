@@ -1,0 +1,160 @@
+package e2e
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"example.com/platform-operator/internal/devenv"
+	"example.com/platform-operator/internal/platform"
+)
+
+// policyName is the ValidatingAdmissionPolicy of deploy/base.
+const policyName = "platform-operator-guardrails"
+
+// asOperator returns a client that impersonates the operator's
+// ServiceAccount, with the groups the API server gives its tokens.
+func asOperator(t *testing.T) client.Client {
+	t.Helper()
+	config := rest.CopyConfig(shared.Cluster.RESTConfig())
+	config.Impersonate = rest.ImpersonationConfig{
+		UserName: "system:serviceaccount:" + devenv.OperatorNamespace + ":" + devenv.OperatorServiceAccount,
+		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:" + devenv.OperatorNamespace, "system:authenticated"},
+	}
+	c, err := client.New(config, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// testDeployment is a Deployment labelled as the operator's, changed by
+// opts.
+func testDeployment(ns, name string, opts ...func(*appsv1.Deployment)) *appsv1.Deployment {
+	labels := map[string]string{"app": name}
+	d := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: name, Namespace: ns,
+			Labels: map[string]string{platform.ManagedByLabel: platform.Name},
+		},
+		Spec: appsv1.DeploymentSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					Containers: []corev1.Container{{Name: "web", Image: "nginx:1.25"}},
+				},
+			},
+		},
+	}
+	for _, opt := range opts {
+		opt(d)
+	}
+	return d
+}
+
+func unlabelled(d *appsv1.Deployment) { d.Labels = nil }
+
+func privileged(d *appsv1.Deployment) {
+	d.Spec.Template.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: ptr.To(true)}
+}
+
+func privilegedInit(d *appsv1.Deployment) {
+	d.Spec.Template.Spec.InitContainers = []corev1.Container{{
+		Name: "init", Image: "busybox:1.36",
+		SecurityContext: &corev1.SecurityContext{Privileged: ptr.To(true)},
+	}}
+}
+
+func hostPath(d *appsv1.Deployment) {
+	d.Spec.Template.Spec.Volumes = []corev1.Volume{{
+		Name:         "host",
+		VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/"}},
+	}}
+}
+
+func hostNetwork(d *appsv1.Deployment) { d.Spec.Template.Spec.HostNetwork = true }
+
+func otherServiceAccount(d *appsv1.Deployment) { d.Spec.Template.Spec.ServiceAccountName = "admin" }
+
+// The admission policy of deploy/base refuses what a compromised operator
+// could do with the rights it has: write objects that are not its own, and
+// pods that escape to their node or borrow another identity. The cluster's
+// administrator is not affected.
+func TestAdmissionPolicyLimitsTheOperator(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns := shared.newNamespace(t, nil)
+	operator := asOperator(t)
+
+	// The API server enforces a policy shortly after it is created.
+	g.Eventually(func() error {
+		return operator.Create(ctx, testDeployment(ns, "probe", unlabelled), client.DryRunAll)
+	}).WithTimeout(30*time.Second).Should(MatchError(ContainSubstring(policyName)), "the policy is in force")
+
+	// An API server started without --allow-privileged (as the local
+	// cluster's is) refuses privileged containers to everyone, before any
+	// admission policy sees them; most clusters allow them, and there the
+	// policy refuses them to the operator.
+	privilegedRefusal := "rule no-privileged"
+	err := shared.Client.Create(ctx, testDeployment(ns, "admin-probe", privileged), client.DryRunAll)
+	if err != nil {
+		g.Expect(err).To(MatchError(ContainSubstring("disallowed by cluster policy")))
+		t.Log("This API server refuses privileged containers to everyone; the operator's are refused by that rule first")
+		privilegedRefusal = "disallowed by cluster policy"
+	}
+
+	for _, refused := range []struct {
+		name string
+		opt  func(*appsv1.Deployment)
+		rule string
+	}{
+		{"unlabelled", unlabelled, "rule managed-by-label"},
+		{"host-path", hostPath, "rule no-host-path"},
+		{"host-network", hostNetwork, "rule no-host-namespaces"},
+		{"other-service-account", otherServiceAccount, "rule default-service-account"},
+		{"privileged", privileged, privilegedRefusal},
+		{"privileged-init", privilegedInit, privilegedRefusal},
+	} {
+		err := operator.Create(ctx, testDeployment(ns, refused.name, refused.opt))
+		g.Expect(err).To(HaveOccurred(), refused.name)
+		g.Expect(apierrors.IsForbidden(err) || apierrors.IsInvalid(err)).To(BeTrue(), "%s: %v", refused.name, err)
+		g.Expect(err).To(MatchError(ContainSubstring(refused.rule)), refused.name)
+		if strings.HasPrefix(refused.rule, "rule ") {
+			g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "%s: %v", refused.name, err)
+			g.Expect(err).To(MatchError(ContainSubstring(policyName)), refused.name)
+		}
+	}
+
+	// An ordinary Deployment with the operator's label is allowed, and so
+	// are its updates, but not one that mounts the host.
+	// (Patches, since the deployment controller writes its status
+	// meanwhile.)
+	ordinary := testDeployment(ns, "ordinary")
+	g.Expect(operator.Create(ctx, ordinary)).To(Succeed())
+	scaled := ordinary.DeepCopy()
+	scaled.Spec.Replicas = ptr.To(int32(2))
+	g.Expect(operator.Patch(ctx, scaled, client.MergeFrom(ordinary))).To(Succeed())
+	mounted := scaled.DeepCopy()
+	hostPath(mounted)
+	g.Expect(operator.Patch(ctx, mounted, client.MergeFrom(scaled))).To(MatchError(ContainSubstring("rule no-host-path")))
+
+	// The administrator may create what the operator may not; the operator
+	// may then not take it over by adding its label.
+	admin := testDeployment(ns, "admins", unlabelled, hostPath, hostNetwork)
+	g.Expect(shared.Client.Create(ctx, admin)).To(Succeed())
+	takeOver := admin.DeepCopy()
+	takeOver.Spec.Template.Spec = testDeployment(ns, "x").Spec.Template.Spec
+	takeOver.Labels = map[string]string{platform.ManagedByLabel: platform.Name}
+	err = operator.Patch(ctx, takeOver, client.MergeFrom(admin))
+	g.Expect(err).To(MatchError(ContainSubstring("rule managed-by-label")))
+}
