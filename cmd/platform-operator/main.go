@@ -1,6 +1,6 @@
-// Command platform-operator runs the controller of Websites (example.com/v1):
-// each Website becomes a Deployment, a Service and, when asked, an Ingress,
-// and its status tells whether the site serves.
+// Command platform-operator runs the controllers of the platform's kinds
+// (Website, and the others of --controllers): each turns its resources into
+// the Kubernetes objects they stand for, and reports in their status.
 package main
 
 import (
@@ -10,23 +10,26 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"slices"
 	"syscall"
 
 	"example.com/platform-operator/internal/operator"
+	"example.com/platform-operator/internal/platform"
 )
 
 func main() {
 	os.Exit(run())
 }
 
+// run returns the exit code: 2 for a bad command line, 1 for any other
+// failure, including a lost leader election lease, after which the pod
+// restarts and the process rejoins the election afresh.
 func run() int {
 	opts, err := operator.ParseOptions(os.Args[1:], os.Getenv, os.Stdout)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
 	}
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "platform-operator: %v (see --help)\n", err)
+		fmt.Fprintf(os.Stderr, "%s: %v (see --help)\n", platform.Name, err)
 		return 2
 	}
 	if opts.ShowVersion {
@@ -36,34 +39,14 @@ func run() int {
 
 	config, err := operator.RESTConfig(opts)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "platform-operator: %v\n", err)
+		fmt.Fprintf(os.Stderr, "%s: %v\n", platform.Name, err)
 		return 1
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	err = operator.Run(ctx, opts, config, operator.NewLogger(opts, os.Stderr))
-	if errors.Is(err, operator.ErrLeaseLost) && ctx.Err() == nil {
-		restartInPlace(err)
-	}
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "platform-operator: %v\n", err)
+	if err := operator.Run(ctx, opts, config, operator.NewLogger(opts, os.Stderr)); err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", platform.Name, err)
 		return 1
 	}
 	return 0
-}
-
-// restartInPlace replaces the process with a fresh copy of itself after it
-// lost its lease (for instance during an API server outage longer than the
-// renew deadline): a new manager, with empty caches, rejoins the election.
-// The pod does not restart, so no crash-loop back-off delays the recovery,
-// and --wait-for-api-server makes the new copy wait for the API server
-// instead of exiting while it is still down.
-func restartInPlace(cause error) {
-	args := os.Args
-	if !slices.Contains(args, "--wait-for-api-server") {
-		args = append(args, "--wait-for-api-server")
-	}
-	fmt.Fprintf(os.Stderr, "platform-operator: %v; restarting in place to rejoin the election\n", cause)
-	err := syscall.Exec("/proc/self/exe", args, os.Environ())
-	fmt.Fprintf(os.Stderr, "platform-operator: restart in place: %v\n", err)
 }

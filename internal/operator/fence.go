@@ -3,55 +3,71 @@ package operator
 import (
 	"context"
 	"fmt"
-	"os"
+	"net/http"
+	"net/url"
 	"strings"
-	"sync/atomic"
+	"sync"
 	"time"
 
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/uuid"
-	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
-	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	corev1 "k8s.io/api/core/v1"
 
 	"example.com/platform-operator/internal/controller"
 )
 
 // The leader election timing, controller-runtime's defaults: a standby takes
-// over a lease that was not renewed for leaseDuration; the leader gives up
-// when it could not renew for renewDeadline.
+// over a lease that it has not seen renewed for leaseDuration; the leader
+// retries a renewal every retryPeriod and gives up (and exits) when it could
+// not renew within renewDeadline.
 const (
 	leaseDuration = 15 * time.Second
 	renewDeadline = 10 * time.Second
+	retryPeriod   = 2 * time.Second
 )
 
 // LeaseGuard wraps the leader election lock and remembers when this process
-// last renewed its lease. A process frozen (a long GC pause, a stopped VM, a
-// network partition) may resume believing it leads while a standby has
-// taken over; the guard tells it, by the clock, that its lease may be gone,
-// so that it stops writing before a standby can have started.
+// last sent a renewal that succeeded. A leader frozen (a long pause, a
+// stopped VM) or cut off may resume believing it leads while a standby has
+// taken over; until the leader elector notices, the guard's transport
+// refuses its writes.
 //
-// A standby acquires only after leaseDuration without renewal, as it
-// observes it; the guard stops the old leader's writes after renewDeadline,
-// five seconds earlier.
+// Why this is sound: a standby takes over only after it has seen no renewal
+// for leaseDuration, measured from when it observed the last one, which is
+// after this process sent it. The guard stops writes renewDeadline after
+// sending, five seconds earlier. Both durations are measured on monotonic
+// clocks (time.Now carries Go's monotonic reading, and the standby measures
+// with its own), so wall-clock jumps do not matter; a frozen process sees
+// the whole pause as elapsed when it wakes up.
+//
+// What it cannot stop: a write that passed the check and was then held on
+// its way, by a freeze in the instant between the check and the socket, or
+// by a network that splits right then. Such a late write repeats what the
+// old leader computed from the spec it saw; server-side apply under one
+// field manager, creates that fail on names already taken, and the new
+// leader's reconcile of the watch event that the write causes put things
+// back at once.
 type LeaseGuard struct {
 	resourcelock.Interface
 	clock    clock.PassiveClock
 	validFor time.Duration
-	// renewedAt is when the last successful renewal was sent, in Unix
-	// nanoseconds; 0 when this process does not hold the lease.
-	renewedAt atomic.Int64
+
+	mu sync.Mutex
+	// renewedAt is when the last successful acquisition or renewal was
+	// sent; zero while this process does not hold the lease.
+	renewedAt time.Time
 }
 
-// NewLeaseGuard wraps lock.
-func NewLeaseGuard(lock resourcelock.Interface, clk clock.PassiveClock) *LeaseGuard {
-	return &LeaseGuard{Interface: lock, clock: clk, validFor: renewDeadline}
+// NewLeaseGuard returns a guard that holds nothing until Guard gives it the
+// lock (which may be built with its Fence). clk must keep a monotonic
+// reading, as clock.RealClock does.
+func NewLeaseGuard(clk clock.PassiveClock) *LeaseGuard {
+	return &LeaseGuard{clock: clk, validFor: renewDeadline}
+}
+
+// Guard makes g wrap lock; call it before the leader election starts.
+func (g *LeaseGuard) Guard(lock resourcelock.Interface) {
+	g.Interface = lock
 }
 
 // Create records the acquisition of a new lease.
@@ -71,159 +87,100 @@ func (g *LeaseGuard) Update(ctx context.Context, record resourcelock.LeaderElect
 }
 
 func (g *LeaseGuard) record(err error, record resourcelock.LeaderElectionRecord, sent time.Time) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
 	switch {
 	case err != nil:
 		// A failed renewal proves nothing either way; the deadline decides.
 	case record.HolderIdentity == g.Identity():
-		g.renewedAt.Store(sent.UnixNano())
+		g.renewedAt = sent
 	default:
-		g.renewedAt.Store(0)
+		g.renewedAt = time.Time{}
 	}
 }
 
 // Holding returns nil while this process holds a lease that no standby can
-// have taken, else an error that says why it must not write.
+// have taken, else an error wrapping controller.ErrNotLeader that says why.
 func (g *LeaseGuard) Holding() error {
-	renewed := g.renewedAt.Load()
-	if renewed == 0 {
+	g.mu.Lock()
+	renewed := g.renewedAt
+	g.mu.Unlock()
+	if renewed.IsZero() {
 		return fmt.Errorf("%w: this replica does not hold the leader election lease", controller.ErrNotLeader)
 	}
-	if age := g.clock.Since(time.Unix(0, renewed)); age > g.validFor {
+	if age := g.clock.Since(renewed); age > g.validFor {
 		return fmt.Errorf("%w: the leader election lease was last renewed %s ago, more than %s", controller.ErrNotLeader, age.Round(time.Millisecond), g.validFor)
 	}
 	return nil
 }
 
-// LeaseIdentityEnv carries the leader election identity across a restart in
-// place (see cmd/platform-operator): the new image of the same process may
-// renew the lease its former image held, instead of waiting for it to
-// expire. Nothing else sets it.
-const LeaseIdentityEnv = "WEBSITE_OPERATOR_LEASE_IDENTITY"
-
-// newLeaseLock builds the Lease lock as controller-runtime would, with an
-// identity unique to this process and events about leadership in the
-// Lease's namespace.
-func newLeaseLock(config *rest.Config, scheme *runtime.Scheme, namespace, name string) (resourcelock.Interface, error) {
-	if namespace == "" {
-		data, err := os.ReadFile("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
-		if err != nil {
-			return nil, fmt.Errorf("no --leader-election-namespace and not in a pod: %w", err)
-		}
-		namespace = strings.TrimSpace(string(data))
-	}
-	id := os.Getenv(LeaseIdentityEnv)
-	if id == "" {
-		host, err := os.Hostname()
-		if err != nil {
-			return nil, err
-		}
-		id = host + "_" + string(uuid.NewUUID())
-		// A restart in place inherits it.
-		if err := os.Setenv(LeaseIdentityEnv, id); err != nil {
-			return nil, err
-		}
-	}
-	config = rest.CopyConfig(config)
-	config.UserAgent += " leader-election"
-	// A hung request must not outlast the renew deadline.
-	config.Timeout = renewDeadline / 2
-	core, err := typedcorev1.NewForConfig(config)
+// Fence returns a copy of config whose requests that change state are
+// refused while the guard says this process may not write. The check runs
+// in the HTTP transport, after client-go's client-side rate limiter and
+// retry back-off (rest.Request waits for both before it calls the
+// transport), so a write held back by throttling is checked when it is
+// sent, not when it was queued. It covers every client made from the
+// config: the manager's cached client and API reader, and its event
+// recorder. The lease lock's own client must be made from the unfenced
+// config, or a leader could never renew.
+func (g *LeaseGuard) Fence(config *rest.Config) (*rest.Config, error) {
+	host, err := url.Parse(config.Host)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("parse the API server address %q: %w", config.Host, err)
 	}
-	coordination, err := coordinationv1client.NewForConfig(config)
-	if err != nil {
-		return nil, err
+	base := strings.TrimSuffix(host.Path, "/")
+	fenced := rest.CopyConfig(config)
+	fenced.Wrap(func(next http.RoundTripper) http.RoundTripper {
+		return &fencedTransport{
+			next:  next,
+			guard: g,
+			// Token and access reviews (the metrics endpoint's
+			// authentication and authorization of each scrape) are
+			// questions, not state: the API server stores nothing.
+			exempt: []string{base + "/apis/authentication.k8s.io/", base + "/apis/authorization.k8s.io/"},
+		}
+	})
+	return fenced, nil
+}
+
+// fencedTransport refuses POST, PUT, PATCH and DELETE requests, other than
+// to the exempt path prefixes, while the guard refuses.
+type fencedTransport struct {
+	next   http.RoundTripper
+	guard  interface{ Holding() error }
+	exempt []string
+}
+
+func (t *fencedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if changesState(req.Method) && !t.isExempt(req.URL.Path) {
+		if err := t.guard.Holding(); err != nil {
+			// A RoundTripper must close the body, even when it fails.
+			if req.Body != nil {
+				req.Body.Close()
+			}
+			return nil, fmt.Errorf("refused %s %s: %w", req.Method, req.URL.Path, err)
+		}
 	}
-	broadcaster := record.NewBroadcaster()
-	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: core.Events(namespace)})
-	recorder := broadcaster.NewRecorder(scheme, corev1.EventSource{Component: "platform-operator"})
-	return resourcelock.New(resourcelock.LeasesResourceLock, namespace, name, core, coordination,
-		resourcelock.ResourceLockConfig{Identity: id, EventRecorder: recorder})
+	return t.next.RoundTrip(req)
 }
 
-// fencedClient refuses writes unless the guard says this process holds the
-// lease. Reads pass through.
-type fencedClient struct {
-	client.Client
-	guard interface{ Holding() error }
-}
+// WrappedRoundTripper lets client-go reach the transport underneath, for
+// instance to close idle connections.
+func (t *fencedTransport) WrappedRoundTripper() http.RoundTripper { return t.next }
 
-func (c *fencedClient) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
-	if err := c.guard.Holding(); err != nil {
-		return err
+func (t *fencedTransport) isExempt(path string) bool {
+	for _, prefix := range t.exempt {
+		if strings.HasPrefix(path, prefix) {
+			return true
+		}
 	}
-	return c.Client.Create(ctx, obj, opts...)
+	return false
 }
 
-func (c *fencedClient) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {
-	if err := c.guard.Holding(); err != nil {
-		return err
+func changesState(method string) bool {
+	switch method {
+	case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
+		return true
 	}
-	return c.Client.Update(ctx, obj, opts...)
-}
-
-func (c *fencedClient) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
-	if err := c.guard.Holding(); err != nil {
-		return err
-	}
-	return c.Client.Patch(ctx, obj, patch, opts...)
-}
-
-func (c *fencedClient) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
-	if err := c.guard.Holding(); err != nil {
-		return err
-	}
-	return c.Client.Apply(ctx, obj, opts...)
-}
-
-func (c *fencedClient) Delete(ctx context.Context, obj client.Object, opts ...client.DeleteOption) error {
-	if err := c.guard.Holding(); err != nil {
-		return err
-	}
-	return c.Client.Delete(ctx, obj, opts...)
-}
-
-func (c *fencedClient) DeleteAllOf(ctx context.Context, obj client.Object, opts ...client.DeleteAllOfOption) error {
-	if err := c.guard.Holding(); err != nil {
-		return err
-	}
-	return c.Client.DeleteAllOf(ctx, obj, opts...)
-}
-
-func (c *fencedClient) Status() client.SubResourceWriter {
-	return &fencedStatusWriter{SubResourceWriter: c.Client.Status(), guard: c.guard}
-}
-
-type fencedStatusWriter struct {
-	client.SubResourceWriter
-	guard interface{ Holding() error }
-}
-
-func (w *fencedStatusWriter) Create(ctx context.Context, obj client.Object, sub client.Object, opts ...client.SubResourceCreateOption) error {
-	if err := w.guard.Holding(); err != nil {
-		return err
-	}
-	return w.SubResourceWriter.Create(ctx, obj, sub, opts...)
-}
-
-func (w *fencedStatusWriter) Update(ctx context.Context, obj client.Object, opts ...client.SubResourceUpdateOption) error {
-	if err := w.guard.Holding(); err != nil {
-		return err
-	}
-	return w.SubResourceWriter.Update(ctx, obj, opts...)
-}
-
-func (w *fencedStatusWriter) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
-	if err := w.guard.Holding(); err != nil {
-		return err
-	}
-	return w.SubResourceWriter.Patch(ctx, obj, patch, opts...)
-}
-
-func (w *fencedStatusWriter) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.SubResourceApplyOption) error {
-	if err := w.guard.Holding(); err != nil {
-		return err
-	}
-	return w.SubResourceWriter.Apply(ctx, obj, opts...)
+	return false
 }

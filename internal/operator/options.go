@@ -1,6 +1,9 @@
 // Package operator wires the platform operator together: command-line
-// options, logging, preflight checks, and the controller manager with its
-// cache, metrics, health probes and leader election.
+// options, logging, the registry of controllers and the choice among them
+// (--controllers), health probes served from the start, the start-up checks
+// (the API server, the served APIs, the permissions of the generated
+// roles), and the controller manager with its merged cache, metrics and
+// leader election fenced on the lease.
 package operator
 
 import (
@@ -13,6 +16,8 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"example.com/platform-operator/internal/platform"
 )
 
 // Options are the settings of one run of the operator.
@@ -31,15 +36,17 @@ type Options struct {
 
 	MetricsBindAddress     string
 	HealthProbeBindAddress string
+	// PprofBindAddress serves net/http/pprof when set; "" or "0" is off.
+	PprofBindAddress string
+
+	// Controllers is --controllers as given: names, "*" and "-name",
+	// resolved against the registry by selectControllers.
+	Controllers []string
 
 	MaxConcurrentReconciles int
 	KubeAPIQPS              float64
 	KubeAPIBurst            int
 	ClusterDomain           string
-
-	// WaitForAPIServer makes the start wait, with backoff, for an API
-	// server that cannot be reached, instead of failing at once.
-	WaitForAPIServer bool
 
 	ShowVersion bool
 }
@@ -78,23 +85,30 @@ func ParseOptions(args []string, getenv func(string) string, usage io.Writer) (O
 	var opts Options
 	var namespaces namespaceList
 	var allNamespaces bool
-	fs := flag.NewFlagSet("platform-operator", flag.ContinueOnError)
+	var controllers []string
+	fs := flag.NewFlagSet(platform.Name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&opts.Kubeconfig, "kubeconfig", "", "path of a kubeconfig; default: in-cluster configuration when $KUBERNETES_SERVICE_HOST is set, else $KUBECONFIG or ~/.kube/config")
 	fs.Var(&namespaces, "namespace", "watch only this namespace; repeat the flag, or separate names with commas, for several")
 	fs.BoolVar(&allNamespaces, "all-namespaces", false, "watch every namespace (the default when no --namespace is given)")
 	fs.BoolVar(&opts.Verbose, "verbose", false, "log the detail of every reconcile")
 	fs.StringVar(&opts.LogFormat, "log-format", defaultFormat, "log format: json or text (default json in a cluster, else text)")
-	fs.BoolVar(&opts.LeaderElect, "leader-elect", false, "run as one of several replicas: only the holder of a Lease reconciles, and it releases the Lease on shutdown")
-	fs.StringVar(&opts.LeaderElectionID, "leader-election-id", "platform-operator.example.com", "name of the leader election Lease")
+	fs.BoolVar(&opts.LeaderElect, "leader-elect", false, "run as one of several replicas: only the holder of a Lease reconciles; it releases the Lease on shutdown, and exits (for its pod to restart) when it loses it")
+	fs.StringVar(&opts.LeaderElectionID, "leader-election-id", platform.LeaseName, "name of the leader election Lease")
 	fs.StringVar(&opts.LeaderElectionNamespace, "leader-election-namespace", getenv("POD_NAMESPACE"), "namespace of the leader election Lease (default $POD_NAMESPACE, or the pod's own namespace in a cluster)")
 	fs.StringVar(&opts.MetricsBindAddress, "metrics-bind-address", ":8443", "address of the HTTPS /metrics endpoint, which requires a token allowed to get /metrics; 0 disables it")
-	fs.StringVar(&opts.HealthProbeBindAddress, "health-probe-bind-address", ":8081", "address of /healthz and /readyz; 0 disables them")
-	fs.IntVar(&opts.MaxConcurrentReconciles, "max-concurrent-reconciles", 4, "Websites reconciled at once")
+	fs.StringVar(&opts.HealthProbeBindAddress, "health-probe-bind-address", ":8081", "address of /healthz (alive) and /readyz (ready, or why not), served from the start; 0 disables them")
+	fs.StringVar(&opts.PprofBindAddress, "pprof-bind-address", "", "address of Go's /debug/pprof/ profiles, for example 127.0.0.1:8082; off when empty or 0 (the default)")
+	fs.Func("controllers", "controllers to run, comma-separated: * for every known one (the default), a name to require one, -name to leave one out; known: "+strings.Join(controllerNames(registry), ", "), func(value string) error {
+		controllers = append(controllers, strings.Split(value, ",")...)
+		return nil
+	})
+	fs.IntVar(&opts.MaxConcurrentReconciles, "max-concurrent-reconciles", 4, "objects reconciled at once by each controller")
 	fs.Float64Var(&opts.KubeAPIQPS, "kube-api-qps", 50, "sustained requests a second to the API server")
 	fs.IntVar(&opts.KubeAPIBurst, "kube-api-burst", 100, "requests allowed above --kube-api-qps in a burst")
 	fs.StringVar(&opts.ClusterDomain, "cluster-domain", "cluster.local", "DNS domain of the cluster, for the in-cluster URLs in status.url")
-	fs.BoolVar(&opts.WaitForAPIServer, "wait-for-api-server", false, "at start, wait for an API server that cannot be reached instead of exiting (the operator sets it itself when it restarts after losing its lease)")
+	// Kept so that command lines written for earlier versions still start.
+	fs.Bool("wait-for-api-server", true, "deprecated, no effect: the operator always waits for the API server")
 	fs.BoolVar(&opts.ShowVersion, "version", false, "print the version and exit")
 	// The flag package prints the usage on every error; a bad flag gets one
 	// line instead, and --help the whole usage.
@@ -102,7 +116,7 @@ func ParseOptions(args []string, getenv func(string) string, usage io.Writer) (O
 
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(usage, "Usage: platform-operator [flags]\n\nRuns the controller of Websites (example.com/v1).\n\nFlags:")
+			fmt.Fprintln(usage, "Usage: "+platform.Name+" [flags]\n\nRuns the controllers of the platform's kinds (see --controllers).\n\nFlags:")
 			fs.SetOutput(usage)
 			fs.PrintDefaults()
 		}
@@ -112,6 +126,13 @@ func ParseOptions(args []string, getenv func(string) string, usage io.Writer) (O
 		return opts, fmt.Errorf("unexpected argument %q: this command takes only flags", fs.Arg(0))
 	}
 	opts.Namespaces = namespaces
+	opts.Controllers = controllers
+	if opts.Controllers == nil {
+		opts.Controllers = []string{"*"}
+	}
+	if _, err := selectControllers(registry, opts.Controllers); err != nil {
+		return opts, err
+	}
 	if allNamespaces && len(opts.Namespaces) > 0 {
 		return opts, errors.New("--all-namespaces and --namespace exclude each other: choose one")
 	}

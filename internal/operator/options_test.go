@@ -30,8 +30,31 @@ func TestParseOptions(t *testing.T) {
 				g.Expect(o.MetricsBindAddress).To(Equal(":8443"))
 				g.Expect(o.HealthProbeBindAddress).To(Equal(":8081"))
 				g.Expect(o.ClusterDomain).To(Equal("cluster.local"))
+				g.Expect(o.Controllers).To(Equal([]string{"*"}), "every known controller")
+				g.Expect(o.PprofBindAddress).To(BeEmpty(), "no profiling unless asked")
 			},
 		},
+		{
+			name: "controllers, repeated and comma-separated",
+			args: []string{"--controllers=*,website", "--controllers", "-website"},
+			check: func(g Gomega, o Options) {
+				g.Expect(o.Controllers).To(Equal([]string{"*", "website", "-website"}))
+			},
+		},
+		{
+			name: "profiling on request",
+			args: []string{"--pprof-bind-address=127.0.0.1:8082"},
+			check: func(g Gomega, o Options) {
+				g.Expect(o.PprofBindAddress).To(Equal("127.0.0.1:8082"))
+			},
+		},
+		{
+			name:  "the former --wait-for-api-server is accepted",
+			args:  []string{"--wait-for-api-server"},
+			check: func(g Gomega, o Options) {},
+		},
+		{name: "an unknown controller", args: []string{"--controllers=nope"}, wantErr: `--controllers: unknown controller "nope"; known controllers: website`},
+		{name: "no controller left", args: []string{"--controllers=-website"}, wantErr: "--controllers=-website leaves no controller to run"},
 		{
 			name: "JSON logs and the pod's namespace in a cluster",
 			args: []string{"--leader-elect"},
@@ -77,4 +100,5 @@ func TestHelpPrintsUsage(t *testing.T) {
 	g.Expect(errors.Is(err, flag.ErrHelp)).To(BeTrue())
 	g.Expect(out.String()).To(ContainSubstring("Usage: platform-operator"))
 	g.Expect(out.String()).To(ContainSubstring("-leader-elect"))
+	g.Expect(out.String()).To(ContainSubstring("known: website"), "--controllers lists the known controllers")
 }

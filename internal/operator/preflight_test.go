@@ -1,108 +1,107 @@
 package operator
 
 import (
-	"os"
-	"slices"
+	"context"
 	"strings"
+	"sync"
 	"testing"
 
-	rbacv1 "k8s.io/api/rbac/v1"
-	"sigs.k8s.io/yaml"
+	"github.com/go-logr/logr/funcr"
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	fakediscovery "k8s.io/client-go/discovery/fake"
+	clienttesting "k8s.io/client-go/testing"
+
+	"example.com/platform-operator/internal/controller/website"
 )
 
-// rulesOf reads the ClusterRole and the Role named platform-operator from
-// deploy/rbac.yaml, which controller-gen generates from the RBAC markers.
-func rulesOf(t *testing.T) (cluster, namespaced []rbacv1.PolicyRule) {
-	t.Helper()
-	data, err := os.ReadFile("../../deploy/rbac.yaml")
-	if err != nil {
-		t.Fatal(err)
+// fakeCluster serves the built-in resources that the roles name, and the
+// given custom resources.
+func fakeCluster(custom ...*metav1.APIResourceList) *fakediscovery.FakeDiscovery {
+	builtIn := []*metav1.APIResourceList{
+		{GroupVersion: "v1", APIResources: []metav1.APIResource{
+			{Name: "pods", Namespaced: true}, {Name: "services", Namespaced: true},
+			{Name: "events", Namespaced: true}, {Name: "namespaces"},
+		}},
+		{GroupVersion: "apps/v1", APIResources: []metav1.APIResource{{Name: "deployments", Namespaced: true}}},
+		{GroupVersion: "networking.k8s.io/v1", APIResources: []metav1.APIResource{{Name: "ingresses", Namespaced: true}}},
+		{GroupVersion: "discovery.k8s.io/v1", APIResources: []metav1.APIResource{{Name: "endpointslices", Namespaced: true}}},
+		{GroupVersion: "events.k8s.io/v1", APIResources: []metav1.APIResource{{Name: "events", Namespaced: true}}},
+		{GroupVersion: "coordination.k8s.io/v1", APIResources: []metav1.APIResource{{Name: "leases", Namespaced: true}}},
+		{GroupVersion: "authentication.k8s.io/v1", APIResources: []metav1.APIResource{{Name: "tokenreviews"}}},
+		{GroupVersion: "authorization.k8s.io/v1", APIResources: []metav1.APIResource{{Name: "subjectaccessreviews"}}},
 	}
-	for _, doc := range strings.Split(string(data), "\n---\n") {
-		var obj struct {
-			Kind     string `json:"kind"`
-			Metadata struct {
-				Name string `json:"name"`
-			} `json:"metadata"`
-			Rules []rbacv1.PolicyRule `json:"rules"`
-		}
-		if err := yaml.Unmarshal([]byte(doc), &obj); err != nil {
-			t.Fatal(err)
-		}
-		if obj.Metadata.Name != "platform-operator" {
-			continue
-		}
-		switch obj.Kind {
-		case "ClusterRole":
-			cluster = obj.Rules
-		case "Role":
-			namespaced = obj.Rules
-		}
-	}
-	return cluster, namespaced
+	return &fakediscovery.FakeDiscovery{Fake: &clienttesting.Fake{Resources: append(builtIn, custom...)}}
 }
 
-func grants(rules []rbacv1.PolicyRule, p permission, verb string) bool {
-	resource := p.resource
-	if p.subresource != "" {
-		resource += "/" + p.subresource
-	}
-	for _, r := range rules {
-		if slices.Contains(r.APIGroups, p.group) && slices.Contains(r.Resources, resource) && slices.Contains(r.Verbs, verb) {
-			return true
-		}
-	}
-	return false
-}
+var websiteCRD = &metav1.APIResourceList{GroupVersion: "example.com/v1", APIResources: []metav1.APIResource{
+	{Name: "websites", Namespaced: true, Kind: "Website"},
+	{Name: "websites/status", Namespaced: true, Kind: "Website"},
+	{Name: "websites/scale", Namespaced: true, Kind: "Scale"},
+}}
 
-// The permissions the preflight check asks for are exactly those that
-// deploy/rbac.yaml grants: none missing (the operator would fail to start),
-// none extra (least privilege).
-func TestPreflightPermissionsMatchTheGeneratedRBAC(t *testing.T) {
-	cluster, namespaced := rulesOf(t)
-	if len(cluster) == 0 || len(namespaced) == 0 {
-		t.Fatal("deploy/rbac.yaml has no platform-operator ClusterRole or Role")
+// The start-up checks with the real registry and roles, on a cluster that
+// has only the Website component installed.
+func TestPreflight(t *testing.T) {
+	tests := []struct {
+		name     string
+		args     []string
+		cluster  *fakediscovery.FakeDiscovery
+		denied   []string
+		wantErr  string
+		wantLogs []string
+	}{
+		{
+			name:     "only the Website component installed: the others are skipped, saying why",
+			cluster:  fakeCluster(websiteCRD),
+			wantLogs: []string{`"msg"="Skipping controller" "controller"="tenant" "reason"="tenants (example.com/v1alpha1) is not installed in this cluster`},
+		},
+		{
+			name:    "a controller asked for by name cannot run",
+			args:    []string{"--controllers=website,tenant"},
+			cluster: fakeCluster(websiteCRD),
+			wantErr: "controller tenant, named in --controllers, cannot run: tenants (example.com/v1alpha1) is not installed in this cluster",
+		},
+		{
+			name:    "no CRD installed",
+			cluster: fakeCluster(),
+			wantErr: "no controller to run: website: websites (example.com/v1) is not installed in this cluster",
+		},
+		{
+			name:    "a permission missing",
+			args:    []string{"--leader-elect", "--leader-election-namespace=ops"},
+			cluster: fakeCluster(websiteCRD),
+			denied:  []string{"update coordination.k8s.io/leases/ ops"},
+			wantErr: "RBAC (403 Forbidden): the operator may not update leases.coordination.k8s.io in namespace ops; grant it what deploy/base/role.yaml grant",
+		},
 	}
-	required := 0
-	for _, p := range requiredPermissions {
-		for _, verb := range p.verbs {
-			required++
-			if !grants(cluster, p, verb) {
-				t.Errorf("deploy/rbac.yaml does not grant %s", describePermission(verb, p, ""))
-			}
-		}
-	}
-	for _, verb := range leaderElectionPermission.verbs {
-		if !grants(namespaced, leaderElectionPermission, verb) {
-			t.Errorf("the leader election Role does not grant %s leases", verb)
-		}
-	}
-	granted := 0
-	for _, r := range cluster {
-		granted += len(r.APIGroups) * len(r.Resources) * len(r.Verbs)
-	}
-	if granted != required {
-		t.Errorf("deploy/rbac.yaml grants %d (group, resource, verb) triples, the operator checks %d: keep requiredPermissions and the RBAC markers in step", granted, required)
-	}
-}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			opts, err := ParseOptions(tt.args, env(nil), nil)
+			g.Expect(err).NotTo(HaveOccurred())
+			var mu sync.Mutex
+			var logs []string
+			log := funcr.New(func(_, args string) {
+				mu.Lock()
+				defer mu.Unlock()
+				logs = append(logs, args)
+			}, funcr.Options{})
+			reviewer := &fakeReviewer{denied: tt.denied}
+			probes := &probes{}
 
-// Least privilege: never Secrets, never writes to pods, never the verbs that
-// lift privileges.
-func TestRBACGrantsNothingDangerous(t *testing.T) {
-	cluster, namespaced := rulesOf(t)
-	for _, r := range append(cluster, namespaced...) {
-		for _, res := range r.Resources {
-			if res == "secrets" || res == "*" {
-				t.Errorf("grants access to %s: %+v", res, r)
+			p, _, err := preflight(context.Background(), opts, "https://10.0.0.1:6443", tt.cluster, reviewer, probes, log)
+			if tt.wantErr != "" {
+				g.Expect(err).To(MatchError(ContainSubstring(tt.wantErr)))
+				return
 			}
-			if res == "pods" && slices.ContainsFunc(r.Verbs, func(v string) bool { return v != "get" && v != "list" && v != "watch" }) {
-				t.Errorf("grants writes to pods: %+v", r)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(controllerNames(p.run)).To(Equal([]string{website.Descriptor().Name}))
+			g.Expect(reviewer.reviews).To(BeNumerically(">", 0))
+			for _, want := range tt.wantLogs {
+				g.Expect(strings.Join(logs, "\n")).To(ContainSubstring(want))
 			}
-		}
-		for _, verb := range r.Verbs {
-			if slices.Contains([]string{"escalate", "bind", "impersonate", "*"}, verb) {
-				t.Errorf("grants %s: %+v", verb, r)
-			}
-		}
+			g.Expect(probes.notReady(nil)).To(Equal("checking permissions"), "the last stage it went through")
+		})
 	}
 }

@@ -1,11 +1,14 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
+	"net/http"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -50,6 +53,8 @@ func TestBadFlagsGetOneLine(t *testing.T) {
 		{[]string{"--log-format", "xml"}, `--log-format must be json or text, not "xml"`},
 		{[]string{"--kubeconfig", "/nonexistent/kubeconfig"}, "load --kubeconfig /nonexistent/kubeconfig"},
 		{[]string{}, "no cluster to talk to: pass --kubeconfig, set $KUBECONFIG, or run in a cluster"},
+		{[]string{"--controllers=nope"}, `platform-operator: --controllers: unknown controller "nope"; known controllers: website`},
+		{[]string{"--controllers=-website"}, "leaves no controller to run"},
 	} {
 		g := NewWithT(t)
 		code, out := runOperator(t, tt.args...)
@@ -59,31 +64,70 @@ func TestBadFlagsGetOneLine(t *testing.T) {
 	}
 }
 
-func TestAPIServerUnreachableGetsOneLine(t *testing.T) {
+// An operator whose API server cannot be reached waits for it, however
+// long, alive and saying why it is not ready, and stops cleanly on SIGTERM.
+func TestOperatorWaitsForAnUnreachableAPIServer(t *testing.T) {
 	g := NewWithT(t)
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	ports, err := devenv.FreePorts(1)
+	ports, err := devenv.FreePorts(2)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(shared.Cluster.WriteKubeconfig(kubeconfig, "nobody", "token")).To(Succeed())
 	// Point it at a port where nothing listens.
-	data := strings.Replace(readFile(t, kubeconfig), shared.Cluster.Server(),
-		"https://127.0.0.1:"+strconv.Itoa(ports[0]), 1)
-	writeFile(t, kubeconfig, data)
+	server := "https://127.0.0.1:" + strconv.Itoa(ports[0])
+	writeFile(t, kubeconfig, strings.Replace(readFile(t, kubeconfig), shared.Cluster.Server(), server, 1))
+	probes := "http://127.0.0.1:" + strconv.Itoa(ports[1])
 
-	code, out := runOperator(t, "--kubeconfig", kubeconfig)
+	var out bytes.Buffer
+	cmd := exec.Command(operatorBinary, "--kubeconfig", kubeconfig, "--metrics-bind-address=0",
+		"--health-probe-bind-address=127.0.0.1:"+strconv.Itoa(ports[1]))
+	cmd.Env = []string{"KUBERNETES_SERVICE_HOST=", "HOME=" + t.TempDir()}
+	cmd.Stdout, cmd.Stderr = &out, &out
+	g.Expect(cmd.Start()).To(Succeed())
+	began := time.Now()
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	defer cmd.Process.Kill()
+
+	g.Eventually(func(g Gomega) {
+		status, body := devenv.HTTPGet(t.Context(), probes+"/readyz", "")
+		g.Expect(status).To(Equal(http.StatusServiceUnavailable))
+		g.Expect(body).To(Equal("not ready: waiting for the API server at " + server + ": dial tcp 127.0.0.1:" + strconv.Itoa(ports[0]) + ": connect: connection refused\n"))
+	}).WithTimeout(10 * time.Second).Should(Succeed())
+	// Still waiting after several tries: alive, not ready.
+	g.Consistently(func(g Gomega) {
+		status, _ := devenv.HTTPGet(t.Context(), probes+"/healthz", "")
+		g.Expect(status).To(Equal(http.StatusOK))
+		status, _ = devenv.HTTPGet(t.Context(), probes+"/readyz", "")
+		g.Expect(status).To(Equal(http.StatusServiceUnavailable))
+	}).WithTimeout(8 * time.Second).WithPolling(500 * time.Millisecond).Should(Succeed())
+	waited := time.Since(began)
+	g.Expect(cmd.Process.Signal(syscall.SIGTERM)).To(Succeed())
+	g.Eventually(exited).WithTimeout(5*time.Second).Should(Receive(BeNil()), "a clean exit: %s", &out)
+	g.Expect(out.String()).To(ContainSubstring(`Waiting for the API server	{"apiServer": "` + server + `", "error": "dial tcp 127.0.0.1:` + strconv.Itoa(ports[0]) + `: connect: connection refused"`))
+	g.Expect(strings.Count(out.String(), "Waiting for the API server")).To(BeNumerically("<=", int(waited/(5*time.Second))+1),
+		"a line every 5 s, not one per try, in %s: %s", waited, &out)
+}
+
+// Credentials that the API server rejects end the wait at once, with one
+// line: no retry can cure them.
+func TestRejectedCredentialsGetOneLine(t *testing.T) {
+	g := NewWithT(t)
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	g.Expect(shared.Cluster.WriteKubeconfig(kubeconfig, "nobody", "not-a-token")).To(Succeed())
+	code, out := runOperator(t, "--kubeconfig", kubeconfig, "--metrics-bind-address=0", "--health-probe-bind-address=0")
 	g.Expect(code).To(Equal(1))
-	g.Expect(out).To(ContainSubstring("cannot reach the API server at https://127.0.0.1:" + strconv.Itoa(ports[0])))
-	g.Expect(out).To(ContainSubstring("connection refused"))
+	g.Expect(out).To(HaveSuffix("rejected the operator's credentials (401 Unauthorized): check the token or certificate of the kubeconfig\n"))
+	g.Expect(strings.Count(strings.TrimSpace(out), "\n")).To(BeZero(), "one line: %q", out)
 }
 
 // On a cluster without the CRD, or with the tutorial's CRD, the operator
-// says what to apply; after deploy/crd.yaml is applied over the tutorial's,
+// says what to apply; after deploy/components/website/crd.yaml is applied over the tutorial's,
 // the Websites created under the tutorial's CRD become Ready.
 func TestMissingAndTutorialCRD(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
 	e, err := newEnvironment(ctx, envOptions{
-		manifests:  []string{"deploy/namespace.yaml", "deploy/rbac.yaml"},
+		manifests:  []string{"deploy/base", "deploy/components/website/role.yaml", "deploy/components/website/role_binding.yaml"},
 		noOperator: true,
 	})
 	g.Expect(err).NotTo(HaveOccurred())
@@ -93,7 +137,11 @@ func TestMissingAndTutorialCRD(t *testing.T) {
 
 	code, out := runOperator(t, "--kubeconfig", kubeconfig, "--metrics-bind-address=0", "--health-probe-bind-address=0")
 	g.Expect(code).To(Equal(1))
-	g.Expect(out).To(ContainSubstring("is not installed in this cluster: apply deploy/crd.yaml first"))
+	g.Expect(out).To(ContainSubstring("no controller to run: website: websites (example.com/v1) is not installed in this cluster: " +
+		"apply the website component of deploy/ (deploy/components/website) first"))
+	code, out = runOperator(t, "--kubeconfig", kubeconfig, "--metrics-bind-address=0", "--health-probe-bind-address=0", "--controllers=website")
+	g.Expect(code).To(Equal(1))
+	g.Expect(out).To(ContainSubstring("controller website, named in --controllers, cannot run: websites (example.com/v1) is not installed"))
 
 	// The tutorial's CRD and website.yaml, exactly as the tutorial has them.
 	for _, file := range []string{"testdata/tutorial/crd.yaml", "testdata/tutorial/website.yaml"} {
@@ -104,9 +152,10 @@ func TestMissingAndTutorialCRD(t *testing.T) {
 	}
 	code, out = runOperator(t, "--kubeconfig", kubeconfig, "--metrics-bind-address=0", "--health-probe-bind-address=0")
 	g.Expect(code).To(Equal(1))
-	g.Expect(out).To(ContainSubstring("has no status subresource (is it the tutorial's crd.yaml?): apply deploy/crd.yaml"))
+	g.Expect(out).To(ContainSubstring("the installed websites.example.com CRD has no status subresource (is it an older or foreign CRD, such as the tutorial's crd.yaml?): " +
+		"apply the website component of deploy/ (deploy/components/website), which keeps every existing Website"))
 
-	out, err = e.Kubectl(ctx, "apply", "-f", filepath.Join(repoRoot, "deploy/crd.yaml"))
+	out, err = e.Kubectl(ctx, "apply", "-f", filepath.Join(repoRoot, "deploy/components/website/crd.yaml"))
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	_, err = e.StartOperator(ctx, "--all-namespaces")
 	g.Expect(err).NotTo(HaveOccurred())
@@ -124,7 +173,7 @@ func TestNamespaceScopedOperator(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
 	e, err := newEnvironment(ctx, envOptions{
-		manifests:    []string{"deploy/namespace.yaml", "deploy/crd.yaml", "deploy/namespaced/rbac.yaml"},
+		manifests:    []string{"deploy/overlays/namespaced"},
 		operatorArgs: []string{"--namespace=websites", "--verbose"},
 	})
 	g.Expect(err).NotTo(HaveOccurred())
@@ -165,9 +214,16 @@ func TestMissingRBACRuleIsNamed(t *testing.T) {
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
 	g.Expect(e.Cluster.WriteKubeconfig(kubeconfig, "weak", token)).To(Succeed())
 
-	code, out := runOperator(t, "--kubeconfig", kubeconfig, "--metrics-bind-address=0", "--health-probe-bind-address=0")
+	// The checks follow the controllers that run: here the Website's only.
+	code, out := runOperator(t, "--kubeconfig", kubeconfig, "--metrics-bind-address=0", "--health-probe-bind-address=0", "--controllers=website")
 	g.Expect(code).To(Equal(1))
-	g.Expect(out).To(ContainSubstring("RBAC (403 Forbidden): the operator may not"))
-	g.Expect(out).To(ContainSubstring("list deployments.apps in all namespaces"))
-	g.Expect(out).To(ContainSubstring("patch websites/status.example.com"))
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	last := lines[len(lines)-1]
+	g.Expect(last).To(HavePrefix("platform-operator: RBAC (403 Forbidden): the operator may not "))
+	g.Expect(last).To(ContainSubstring("create tokenreviews.authentication.k8s.io (cluster-wide)"))
+	g.Expect(last).To(ContainSubstring("list deployments.apps in all namespaces"))
+	g.Expect(last).To(ContainSubstring("patch websites/status.example.com in all namespaces"))
+	g.Expect(last).NotTo(ContainSubstring("watch pods"), "what the role grants is not named")
+	g.Expect(last).NotTo(ContainSubstring("tenants"), "nor what other controllers need")
+	g.Expect(last).To(HaveSuffix("; grant it what deploy/base/role.yaml and deploy/components/website/role.yaml grant"))
 }

@@ -16,33 +16,40 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	websitev1 "example.com/platform-operator/api/v1"
 	"example.com/platform-operator/internal/devenv"
 	"example.com/platform-operator/internal/localcluster"
+	"example.com/platform-operator/internal/operator"
 	"example.com/platform-operator/internal/testgen"
 )
 
 const repoRoot = "../.."
 
 var (
-	scheme         = runtime.NewScheme()
+	// scheme is the operator's, with the types of every kind it serves.
+	scheme         *runtime.Scheme
 	operatorBinary string
 )
 
 func TestMain(m *testing.M) {
 	flag.Parse()
-	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
-	utilruntime.Must(websitev1.AddToScheme(scheme))
+	// The tests' own clients have nothing to log.
+	ctrllog.SetLogger(logr.Discard())
+	var err error
+	if scheme, err = operator.NewScheme(operator.Controllers()...); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	if testing.Short() {
 		fmt.Println("reliability tests skipped in -short mode")
 		os.Exit(0)

@@ -1,0 +1,110 @@
+package operator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"example.com/platform-operator/internal/controller"
+)
+
+// newManager builds the controller manager for the controllers of p: one
+// scheme and one cache for all of them, the metrics endpoint, leader
+// election with its write fence, and each controller set up. It serves no
+// probes of its own: the operator's probe server answers from the start.
+// stop releases what it holds outside the manager.
+func newManager(ctx context.Context, config *rest.Config, opts Options, leaseNS string, p plan, logger logr.Logger) (mgr manager.Manager, stop func(), err error) {
+	scheme, err := NewScheme(p.run...)
+	if err != nil {
+		return nil, nil, err
+	}
+	cacheOpts, err := cacheOptions(scheme, p.run, opts.Namespaces)
+	if err != nil {
+		return nil, nil, err
+	}
+
+	stop = func() {}
+	var lock resourcelock.Interface
+	if opts.LeaderElect {
+		// Every client of the manager writes through the fence, and so do
+		// the lock's events; the lock's own client keeps config as given.
+		guard := NewLeaseGuard(clock.RealClock{})
+		fenced, err := guard.Fence(config)
+		if err != nil {
+			return nil, nil, err
+		}
+		inner, stopEvents, err := newLeaseLock(config, fenced, scheme, leaseNS, opts.LeaderElectionID)
+		if err != nil {
+			return nil, nil, err
+		}
+		guard.Guard(inner)
+		config, lock, stop = fenced, guard, stopEvents
+	}
+
+	mgr, err = ctrl.NewManager(config, ctrl.Options{
+		Scheme: scheme,
+		Logger: logger,
+		Cache:  cacheOpts,
+		Metrics: metricsserver.Options{
+			BindAddress:    opts.MetricsBindAddress,
+			SecureServing:  true,
+			FilterProvider: filters.WithAuthenticationAndAuthorization,
+		},
+		HealthProbeBindAddress:              "0",
+		PprofBindAddress:                    opts.PprofBindAddress,
+		LeaderElection:                      opts.LeaderElect,
+		LeaderElectionResourceLockInterface: lock,
+		LeaderElectionID:                    opts.LeaderElectionID,
+		LeaseDuration:                       ptr.To(leaseDuration),
+		RenewDeadline:                       ptr.To(renewDeadline),
+		RetryPeriod:                         ptr.To(retryPeriod),
+		// The standby takes over at once after a clean shutdown. A lost
+		// lease makes Start return an error, and the process exit.
+		LeaderElectionReleaseOnCancel: true,
+		GracefulShutdownTimeout:       ptr.To(20 * time.Second),
+	})
+	if err != nil {
+		stop()
+		return nil, nil, fmt.Errorf("create controller manager: %w", err)
+	}
+
+	for _, d := range p.run {
+		err := d.Setup(ctx, mgr, controller.SetupOptions{
+			MaxConcurrentReconciles: opts.MaxConcurrentReconciles,
+			ClusterDomain:           opts.ClusterDomain,
+			Clock:                   clock.RealClock{},
+			ServedOptionalAPIs:      p.servedOptional[d.Name],
+		})
+		if err != nil {
+			stop()
+			return nil, nil, fmt.Errorf("set up controller %s: %w", d.Name, err)
+		}
+	}
+	return mgr, stop, nil
+}
+
+// cachesSynced is ready once the informers have listed everything, so that
+// a rollout of the operator waits for a replica that knows the cluster.
+func cachesSynced(c cache.Cache) func(*http.Request) error {
+	return func(req *http.Request) error {
+		ctx, cancel := context.WithTimeout(req.Context(), 200*time.Millisecond)
+		defer cancel()
+		if !c.WaitForCacheSync(ctx) {
+			return errors.New("caches not synced yet")
+		}
+		return nil
+	}
+}
