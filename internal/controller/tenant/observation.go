@@ -1,0 +1,70 @@
+package tenant
+
+import (
+	corev1 "k8s.io/api/core/v1"
+
+	tenantv1 "example.com/platform-operator/api/v1alpha1"
+)
+
+// observation is what one reconcile saw of a Tenant's children after it
+// ensured them. Status is computed from it alone.
+type observation struct {
+	// namespaces are those of spec.namespaces, in its order.
+	namespaces []namespaceObservation
+	// roleNotAllowed is true when spec.ownerRole is not among the roles the
+	// operator may bind.
+	roleNotAllowed bool
+	// serviceAccount is why the ServiceAccount could not be made, if so.
+	serviceAccount *cause
+	credentials    credentialObservation
+	// quotas are the Tenant's ResourceQuotas, one per namespace it holds.
+	quotas []corev1.ResourceQuota
+}
+
+// namespaceObservation is one namespace of the Tenant.
+type namespaceObservation struct {
+	name string
+	// phase is Active, Conflict, Terminating or Failed; status turns Active
+	// into Failed when access could not be granted in it.
+	phase   tenantv1.TenantNamespacePhase
+	message string
+	// conditions are the namespace's own, while it terminates.
+	conditions []corev1.NamespaceCondition
+	// role and subjects are what its RoleBinding binds, as observed.
+	role     string
+	subjects []tenantv1.TenantSubject
+	// access is why an access object in it could not be made, if so.
+	access *cause
+}
+
+// held tells whether the Tenant holds the namespace and may grant access in
+// it.
+func (n namespaceObservation) held() bool {
+	return n.phase == tenantv1.NamespaceActive
+}
+
+// credentialObservation is what was seen of the credentials.
+type credentialObservation struct {
+	// requested is true when the spec asks for credentials (suspended or
+	// not).
+	requested  bool
+	secretName string
+	// token is the record of the token the Secret holds, when it holds one.
+	token *issuedToken
+	// problem is why the Secret could not be made or filled, if so.
+	problem *cause
+	// waitingForHome is true when the home namespace is not held yet.
+	waitingForHome bool
+}
+
+// cause is a reason and a message for a condition.
+type cause struct {
+	reason  string
+	message string
+	// degrading causes need a person and set Degraded.
+	degrading bool
+}
+
+func problem(reason, message string) *cause {
+	return &cause{reason: reason, message: truncate(message), degrading: true}
+}
