@@ -59,6 +59,11 @@ type Options struct {
 	StartTimeout time.Duration
 	// Logf receives progress messages; nil discards them.
 	Logf func(format string, args ...any)
+	// Simulations runs, in this process, the simulation parts that stand in
+	// for a real cluster's storage (see simulation.go): a provisioner for
+	// the StorageClass "local", the VolumeSnapshot CRDs with a snapshot
+	// simulator, and a kwok stage that fails Job pods on request.
+	Simulations bool
 }
 
 // Component names, for StopComponent and StartComponent.
@@ -82,6 +87,7 @@ type Cluster struct {
 
 	mu    sync.Mutex
 	procs []*process // in start order
+	sims  *simulations
 }
 
 // Start runs a cluster and returns once it can run pods: the API server is
@@ -197,6 +203,13 @@ func (c *Cluster) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if c.opts.Simulations {
+		stages, err := writeSimulationStages(filepath.Join(c.dir, "kwok-stages"))
+		if err != nil {
+			return err
+		}
+		kwokConfigs = append(kwokConfigs, stages...)
+	}
 	for _, p := range []*process{c.controllerManager(kcmPort), c.scheduler(schedulerPort, schedulerConfig), c.kwok(kwokPort, kwokConfigs)} {
 		if err := c.run(p); err != nil {
 			return err
@@ -215,6 +228,11 @@ func (c *Cluster) start(ctx context.Context) error {
 		return err
 	}); err != nil {
 		return err
+	}
+	if c.opts.Simulations {
+		if err := c.startSimulations(ctx); err != nil {
+			return err
+		}
 	}
 	c.opts.Logf("Cluster ready after %s; state and logs in %s", time.Since(began).Round(100*time.Millisecond), c.dir)
 	return nil
@@ -307,6 +325,7 @@ func (c *Cluster) Err() error {
 // Stop ends every component, newest first, and removes the state folder if
 // Start created it. It is safe to call more than once.
 func (c *Cluster) Stop() error {
+	c.stopSimulations()
 	c.mu.Lock()
 	procs := append([]*process(nil), c.procs...)
 	c.mu.Unlock()

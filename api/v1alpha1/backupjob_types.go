@@ -1,0 +1,574 @@
+package v1alpha1
+
+import (
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Labels that people and tools use on a BackupJob's backups (the claims or
+// snapshots its runs made). Backups carry labels rather than owner
+// references, so that no garbage-collector cascade can delete them.
+const (
+	// BackupJobLabel names the BackupJob that made an object: a run's Job, a
+	// backup volume or snapshot, a restore drill's claim.
+	// `kubectl get pvc,volumesnapshots -l example.com/backupjob=NAME` lists a
+	// BackupJob's backups, also after the BackupJob was deleted.
+	BackupJobLabel = "example.com/backupjob"
+
+	// PinnedLabel, set to "true" on a backup, keeps it whatever the
+	// retention policy says. Remove the label to let retention delete it.
+	PinnedLabel = "example.com/pinned"
+)
+
+// BackupJobSpec is the desired state of a BackupJob: what to back up, when,
+// where the copies go, and how many of them to keep.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.target) || !has(self.target.volume) || has(self.jobTemplate)",message="jobTemplate is required with a volume target: its Job copies /source into /backup",fieldPath=".jobTemplate",reason=FieldValueRequired
+// +kubebuilder:validation:XValidation:rule="!has(self.target) || !has(self.target.snapshot) || !has(self.jobTemplate)",message="a snapshot target takes no jobTemplate: the snapshot is the copy",fieldPath=".jobTemplate",reason=FieldValueForbidden
+type BackupJobSpec struct {
+	// schedule says when runs start: five cron fields (minute, hour, day of
+	// month, month, day of week; names such as MON or JAN allowed), or one of
+	// @yearly, @monthly, @weekly, @daily, @hourly, or @every with whole
+	// hours, minutes and seconds (such as @every 6h or @every 1h30m; at least
+	// 1s), counted from the BackupJob's creation.
+	// Times are read in spec.timeZone. The API server checks the shape only:
+	// a value that is well formed but not a valid schedule (such as minute 61
+	// or February 30) is reported by the operator with Ready=False, reason
+	// InvalidSchedule, and no run starts until it is fixed.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=128
+	// +kubebuilder:validation:XValidation:rule="!self.startsWith('TZ=') && !self.startsWith('CRON_TZ=')",message="set the time zone in spec.timeZone, not in spec.schedule",reason=FieldValueForbidden
+	// +kubebuilder:validation:XValidation:rule="self.matches('^(@(yearly|annually|monthly|weekly|daily|midnight|hourly)|@every ([0-9]+[hms])+|[0-9A-Za-z*/,?-]+( +[0-9A-Za-z*/,?-]+){4})$')",message="schedule must be five cron fields (minute hour day-of-month month day-of-week) separated by spaces, or @yearly, @monthly, @weekly, @daily, @hourly, or @every with whole hours, minutes and seconds such as @every 10s or @every 1h30m"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^@every ([0-9]+[hms])+$') || duration(self.substring(7)) >= duration('1s')",message="@every needs a duration of at least 1s"
+	Schedule string `json:"schedule"`
+
+	// timeZone is the IANA time zone, such as Europe/Berlin, in which
+	// schedule and the daily, weekly and monthly retention buckets are read.
+	// Defaults to UTC. The operator carries its own copy of the time zone
+	// database. Times that a daylight saving change skips or repeats: see the
+	// README ("Schedule semantics").
+	// +optional
+	// +kubebuilder:default=UTC
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[A-Za-z0-9_+-][A-Za-z0-9._+-]{0,13}(/[A-Za-z0-9_+-][A-Za-z0-9._+-]{0,13})*$') && self != 'Local'",message="timeZone must be an IANA time zone name such as Europe/Berlin or UTC"
+	TimeZone string `json:"timeZone,omitempty"`
+
+	// suspend, when true, starts no new run. Runs already started go on, and
+	// retention keeps being applied. Scheduled times that pass while
+	// suspended are skipped: they are not caught up after resuming and not
+	// counted in status.missedRuns. Set runNow for a run at once.
+	// +optional
+	// +kubebuilder:default=false
+	Suspend *bool `json:"suspend,omitempty"`
+
+	// concurrencyPolicy says what happens when a run is due while another is
+	// still running (a Job whose pods are still pending counts as running):
+	// Forbid (the default) skips the new run, Allow starts it alongside,
+	// Replace stops the running one first (its backup is marked Failed).
+	// +optional
+	// +kubebuilder:default=Forbid
+	ConcurrencyPolicy ConcurrencyPolicy `json:"concurrencyPolicy,omitempty"`
+
+	// startingDeadlineSeconds is how late a run may start after its scheduled
+	// time, for example after the operator was down or while Forbid held it
+	// back. A run later than that is not started and counts as missed. When
+	// unset, the most recent missed run is always caught up, once.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=31622400
+	StartingDeadlineSeconds *int64 `json:"startingDeadlineSeconds,omitempty"`
+
+	// runNow starts one run at once, outside the schedule, each time it is
+	// set to a new value (for example the current date and time), including
+	// when the BackupJob is created with it; the value itself has no meaning.
+	// The run obeys concurrencyPolicy, and does not move the schedule.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=64
+	RunNow string `json:"runNow,omitempty"`
+
+	// source is the volume to back up.
+	// +required
+	Source BackupSource `json:"source"`
+
+	// target says where each run's copy goes: a new volume (the default) or a
+	// volume snapshot.
+	// +optional
+	// +kubebuilder:default={volume: {}}
+	Target *BackupTarget `json:"target,omitempty"`
+
+	// jobTemplate is the Job that copies the data, for a volume target
+	// (required there; a snapshot target takes none). The operator adds to
+	// its pod the volumes "source" (spec.source, read-only, at /source) and
+	// "backup" (the run's new claim, at /backup), its labels, an owner
+	// reference and the restricted security context defaults. The API
+	// server refuses a template whose pod could leave the BackupJob's
+	// namespace or reach into its node: hostNetwork, hostPID, hostIPC,
+	// hostPath volumes, privileged or Windows host-process containers,
+	// ephemeral containers, a serviceAccountName other than default, or
+	// volumes named source or backup.
+	// +optional
+	JobTemplate *BackupJobTemplate `json:"jobTemplate,omitempty"`
+
+	// retention says which backups to keep; the operator deletes the others.
+	// Whatever it says, the newest successful backup and every backup
+	// labelled example.com/pinned=true are kept. Defaults to keepLast: 7
+	// (and keepFailed: 1).
+	// +optional
+	// +kubebuilder:default={keepLast: 7}
+	Retention *BackupRetention `json:"retention,omitempty"`
+
+	// verify, when set, runs a restore drill after every Nth successful
+	// backup: a new claim is made from the backup, the verify Job checks it,
+	// and the result is recorded on the backup and in the Verified
+	// condition.
+	// +optional
+	Verify *BackupVerify `json:"verify,omitempty"`
+
+	// deletionPolicy says what happens to the backups when the BackupJob is
+	// deleted: Retain (the default) keeps them, labelled with the
+	// BackupJob's name; Delete deletes them, except pinned ones. Backups
+	// never carry an owner reference, so only the operator, following this
+	// policy, deletes them.
+	// +optional
+	// +kubebuilder:default=Retain
+	DeletionPolicy BackupDeletionPolicy `json:"deletionPolicy,omitempty"`
+
+	// successfulJobsHistoryLimit is how many finished successful run Jobs
+	// (with their pods and logs) are kept. It does not limit the backups
+	// themselves: retention does. Defaults to 3.
+	// +optional
+	// +kubebuilder:default=3
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	SuccessfulJobsHistoryLimit *int32 `json:"successfulJobsHistoryLimit,omitempty"`
+
+	// failedJobsHistoryLimit is how many finished failed run Jobs are kept,
+	// for their logs. Defaults to 3.
+	// +optional
+	// +kubebuilder:default=3
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	FailedJobsHistoryLimit *int32 `json:"failedJobsHistoryLimit,omitempty"`
+}
+
+// ConcurrencyPolicy says what happens when a run is due while another runs.
+//
+// +kubebuilder:validation:Enum=Forbid;Allow;Replace
+type ConcurrencyPolicy string
+
+const (
+	// ForbidConcurrent skips a run that is due while another runs. It counts
+	// as missed unless it can still start, within startingDeadlineSeconds,
+	// once the other run ends.
+	ForbidConcurrent ConcurrencyPolicy = "Forbid"
+	// AllowConcurrent starts every run when it is due.
+	AllowConcurrent ConcurrencyPolicy = "Allow"
+	// ReplaceConcurrent stops the running run and starts the new one.
+	ReplaceConcurrent ConcurrencyPolicy = "Replace"
+)
+
+// BackupDeletionPolicy says what happens to a BackupJob's backups when the
+// BackupJob is deleted.
+//
+// +kubebuilder:validation:Enum=Retain;Delete
+type BackupDeletionPolicy string
+
+const (
+	// RetainBackups keeps the backups: they stay, labelled, without an owner.
+	RetainBackups BackupDeletionPolicy = "Retain"
+	// DeleteBackups deletes the backups with the BackupJob, except pinned
+	// ones.
+	DeleteBackups BackupDeletionPolicy = "Delete"
+)
+
+// BackupSource is the volume a BackupJob backs up.
+type BackupSource struct {
+	// persistentVolumeClaimName names the claim to back up, in the
+	// BackupJob's namespace.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	PersistentVolumeClaimName string `json:"persistentVolumeClaimName"`
+}
+
+// BackupTarget is where each run's copy goes: exactly one of volume and
+// snapshot.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.volume) != has(self.snapshot)",message="set exactly one of volume and snapshot"
+type BackupTarget struct {
+	// volume makes a new PersistentVolumeClaim per run, mounted at /backup
+	// in the run's Job, for the Job to copy /source into.
+	// +optional
+	Volume *BackupVolumeTarget `json:"volume,omitempty"`
+
+	// snapshot takes a VolumeSnapshot of the source per run. It needs the
+	// VolumeSnapshot API (the external-snapshotter CRDs) and a CSI driver
+	// that supports snapshots; without them the operator says so in the
+	// Degraded condition.
+	// +optional
+	Snapshot *BackupSnapshotTarget `json:"snapshot,omitempty"`
+}
+
+// BackupVolumeTarget describes the claim made for each run.
+type BackupVolumeTarget struct {
+	// storageClassName is the StorageClass of the new claims. When empty, the
+	// cluster's default StorageClass is used.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	StorageClassName string `json:"storageClassName,omitempty"`
+
+	// size is the storage requested for each new claim, such as 10Gi. When
+	// unset, the source claim's requested storage.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="isQuantity(string(self)) && quantity(string(self)).isGreaterThan(quantity('0'))",message="size must be greater than zero"
+	Size *resource.Quantity `json:"size,omitempty"`
+}
+
+// BackupSnapshotTarget describes the VolumeSnapshot taken for each run.
+type BackupSnapshotTarget struct {
+	// volumeSnapshotClassName is the VolumeSnapshotClass of the snapshots.
+	// When empty, the default class of the source's CSI driver is used.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	VolumeSnapshotClassName string `json:"volumeSnapshotClassName,omitempty"`
+}
+
+// The rules of BackupJobTemplate read the pod spec with optional field
+// selection (.?), so that a template that leaves a field out passes. Each
+// rule walks one list, never two nested ones, and compares strings for
+// equality rather than with regular expressions: the lists and strings of
+// the Job's pod have no maxItems or maxLength of their own, so the API
+// server estimates their cost from its request size limit, and refuses a
+// CRD whose estimated cost is over its budget.
+
+// BackupJobTemplate is a batch/v1 JobTemplateSpec (metadata and spec of a
+// Job) from which the operator makes a run's or a restore drill's Job. The
+// API server refuses a template whose pod could leave the BackupJob's
+// namespace or reach into its node: host network, PID or IPC namespaces,
+// hostPath volumes, privileged or Windows host-process containers,
+// ephemeral containers, or a ServiceAccount other than "default". Volumes
+// named "source" and "backup" are the operator's to add.
+//
+// +kubebuilder:validation:XValidation:rule="self.?spec.?template.?spec.hasValue()",message="jobTemplate.spec.template.spec is required: it holds the containers that copy the data",reason=FieldValueRequired
+// +kubebuilder:validation:XValidation:rule="!self.?spec.?template.?spec.?hostNetwork.orValue(false)",message="may not be true: the pod would use the node's network",fieldPath=".spec.template.spec.hostNetwork",reason=FieldValueForbidden
+// +kubebuilder:validation:XValidation:rule="!self.?spec.?template.?spec.?hostPID.orValue(false)",message="may not be true: the pod would see the node's processes",fieldPath=".spec.template.spec.hostPID",reason=FieldValueForbidden
+// +kubebuilder:validation:XValidation:rule="!self.?spec.?template.?spec.?hostIPC.orValue(false)",message="may not be true: the pod would share the node's IPC namespace",fieldPath=".spec.template.spec.hostIPC",reason=FieldValueForbidden
+// +kubebuilder:validation:XValidation:rule="(self.?spec.?template.?spec.?serviceAccountName.orValue('default') == 'default' || self.?spec.?template.?spec.?serviceAccountName.orValue('default').size() == 0) && (self.?spec.?template.?spec.?serviceAccount.orValue('default') == 'default' || self.?spec.?template.?spec.?serviceAccount.orValue('default').size() == 0)",message="may only be default: the pod may not act with another ServiceAccount's rights",fieldPath=".spec.template.spec.serviceAccountName",reason=FieldValueForbidden
+// +kubebuilder:validation:XValidation:rule="!self.?spec.?template.?spec.?volumes.hasValue() || self.spec.template.spec.volumes.all(v, !has(v.hostPath))",message="may not contain hostPath volumes: the pod would read or write the node's files",fieldPath=".spec.template.spec.volumes",reason=FieldValueForbidden
+// +kubebuilder:validation:XValidation:rule="!self.?spec.?template.?spec.?volumes.hasValue() || self.spec.template.spec.volumes.all(v, v.name != 'source' && v.name != 'backup')",message="may not contain volumes named source or backup: the operator adds them",fieldPath=".spec.template.spec.volumes",reason=FieldValueForbidden
+// +kubebuilder:validation:XValidation:rule="!self.?spec.?template.?spec.?containers.hasValue() || self.spec.template.spec.containers.all(c, !c.?securityContext.?privileged.orValue(false) && !c.?securityContext.?windowsOptions.?hostProcess.orValue(false))",message="may not be privileged or Windows host-process containers: they control the node",fieldPath=".spec.template.spec.containers",reason=FieldValueForbidden
+// +kubebuilder:validation:XValidation:rule="!self.?spec.?template.?spec.?initContainers.hasValue() || self.spec.template.spec.initContainers.all(c, !c.?securityContext.?privileged.orValue(false) && !c.?securityContext.?windowsOptions.?hostProcess.orValue(false))",message="may not be privileged or Windows host-process containers: they control the node",fieldPath=".spec.template.spec.initContainers",reason=FieldValueForbidden
+// +kubebuilder:validation:XValidation:rule="!self.?spec.?template.?spec.?securityContext.?windowsOptions.?hostProcess.orValue(false)",message="may not be true: host-process pods control the node",fieldPath=".spec.template.spec.securityContext.windowsOptions.hostProcess",reason=FieldValueForbidden
+// +kubebuilder:validation:XValidation:rule="!self.?spec.?template.?spec.?ephemeralContainers.hasValue()",message="may not be set: ephemeral containers are for debugging running pods",fieldPath=".spec.template.spec.ephemeralContainers",reason=FieldValueForbidden
+type BackupJobTemplate batchv1.JobTemplateSpec
+
+// BackupRetention says which backups to keep. A backup is kept when any
+// rule keeps it; the others are deleted. The daily, weekly and monthly rules
+// group successful backups by their scheduled time in spec.timeZone (weeks
+// are ISO weeks, starting on Monday) and keep the newest backup of each of
+// the N most recent days, weeks or months that have one, as restic and k8up
+// do. Failed runs never count towards these rules: only keepFailed keeps
+// them. Together the rules keep at most 400 backups, so that status can list
+// them all.
+//
+// +kubebuilder:validation:XValidation:rule="self.?keepLast.orValue(0) + self.?keepDaily.orValue(0) + self.?keepWeekly.orValue(0) + self.?keepMonthly.orValue(0) + self.?keepFailed.orValue(0) <= 400",message="keepLast, keepDaily, keepWeekly, keepMonthly and keepFailed may add up to at most 400"
+type BackupRetention struct {
+	// keepLast keeps the N newest successful backups.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=400
+	KeepLast *int32 `json:"keepLast,omitempty"`
+
+	// keepDaily keeps the newest successful backup of each of the N most
+	// recent days that have one.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=400
+	KeepDaily *int32 `json:"keepDaily,omitempty"`
+
+	// keepWeekly keeps the newest successful backup of each of the N most
+	// recent ISO weeks that have one.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=260
+	KeepWeekly *int32 `json:"keepWeekly,omitempty"`
+
+	// keepMonthly keeps the newest successful backup of each of the N most
+	// recent months that have one.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=240
+	KeepMonthly *int32 `json:"keepMonthly,omitempty"`
+
+	// keepFailed keeps the volumes of the N newest failed runs, for
+	// inspection. Failed runs are kept by this rule only, so they never
+	// displace a successful backup. Defaults to 1.
+	// +optional
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	KeepFailed *int32 `json:"keepFailed,omitempty"`
+}
+
+// BackupVerify configures restore drills.
+type BackupVerify struct {
+	// everyNth runs a drill after every Nth successful backup: 1 checks
+	// every backup. Defaults to 1.
+	// +optional
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000
+	EveryNth int32 `json:"everyNth,omitempty"`
+
+	// jobTemplate is the Job that checks a restored copy. The operator
+	// mounts a new claim made from the backup at /backup, read-only, and
+	// records the Job's result on the backup. The API server refuses the
+	// same templates as for spec.jobTemplate.
+	// +required
+	JobTemplate BackupJobTemplate `json:"jobTemplate"`
+}
+
+// BackupKind is what a backup is.
+//
+// +kubebuilder:validation:Enum=Volume;Snapshot
+type BackupKind string
+
+const (
+	// VolumeBackup is a PersistentVolumeClaim that a run's Job filled.
+	VolumeBackup BackupKind = "Volume"
+	// SnapshotBackup is a VolumeSnapshot of the source.
+	SnapshotBackup BackupKind = "Snapshot"
+)
+
+// BackupResult is the outcome of the run that made a backup.
+//
+// +kubebuilder:validation:Enum=Running;Succeeded;Failed
+type BackupResult string
+
+const (
+	// BackupRunning: the run has not finished. Retention never deletes it.
+	BackupRunning BackupResult = "Running"
+	// BackupSucceeded: the run's Job succeeded (and, for a snapshot, the
+	// snapshot is ready to use).
+	BackupSucceeded BackupResult = "Succeeded"
+	// BackupFailed: the run's Job failed, was replaced, or its snapshot
+	// failed.
+	BackupFailed BackupResult = "Failed"
+)
+
+// VerificationResult is the outcome of a restore drill of a backup.
+//
+// +kubebuilder:validation:Enum=Running;Passed;Failed
+type VerificationResult string
+
+const (
+	// VerificationRunning: the drill has not finished.
+	VerificationRunning VerificationResult = "Running"
+	// VerificationPassed: the verify Job succeeded on the restored copy.
+	VerificationPassed VerificationResult = "Passed"
+	// VerificationFailed: the copy could not be restored or the verify Job
+	// failed.
+	VerificationFailed VerificationResult = "Failed"
+)
+
+// RetentionRule names why a backup is kept.
+//
+// +kubebuilder:validation:Enum=NewestSuccessful;Pinned;Last;Daily;Weekly;Monthly;Failed
+type RetentionRule string
+
+const (
+	// KeptAsNewestSuccessful: the newest successful backup, never deleted,
+	// whatever the policy says.
+	KeptAsNewestSuccessful RetentionRule = "NewestSuccessful"
+	// KeptAsPinned: the backup is labelled example.com/pinned=true.
+	KeptAsPinned RetentionRule = "Pinned"
+	// KeptByLast: one of the keepLast newest successful backups.
+	KeptByLast RetentionRule = "Last"
+	// KeptByDaily: the newest successful backup of one of the keepDaily most
+	// recent days that have one.
+	KeptByDaily RetentionRule = "Daily"
+	// KeptByWeekly: the same for ISO weeks and keepWeekly.
+	KeptByWeekly RetentionRule = "Weekly"
+	// KeptByMonthly: the same for months and keepMonthly.
+	KeptByMonthly RetentionRule = "Monthly"
+	// KeptByFailed: one of the keepFailed newest failed runs.
+	KeptByFailed RetentionRule = "Failed"
+)
+
+// Backup is one backup of a BackupJob, as status lists it.
+type Backup struct {
+	// name of the PersistentVolumeClaim or VolumeSnapshot, in the
+	// BackupJob's namespace. It is also the name of the run's Job.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Name string `json:"name"`
+
+	// kind is Volume (a PersistentVolumeClaim) or Snapshot (a
+	// VolumeSnapshot).
+	// +required
+	Kind BackupKind `json:"kind"`
+
+	// scheduledTime is the time the run was scheduled for (for runs started
+	// by spec.runNow, when it was asked for). Retention buckets backups by
+	// it.
+	// +required
+	ScheduledTime metav1.Time `json:"scheduledTime"`
+
+	// result of the run that made the backup.
+	// +required
+	Result BackupResult `json:"result"`
+
+	// size of the backup: the claim's capacity or the snapshot's restore
+	// size, once known.
+	// +optional
+	Size *resource.Quantity `json:"size,omitempty"`
+
+	// verified is the result of the restore drill of this backup, when one
+	// ran.
+	// +optional
+	Verified VerificationResult `json:"verified,omitempty"`
+
+	// keptBy lists the retention rules that keep the backup. It is empty for
+	// a run in progress, which retention never deletes, and for a backup
+	// the operator is deleting: one that stays listed so could not be
+	// deleted, and the RetentionApplied condition says why.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=7
+	KeptBy []RetentionRule `json:"keptBy,omitempty"`
+}
+
+// BackupJobStatus is what the operator last observed of a BackupJob's runs
+// and backups.
+type BackupJobStatus struct {
+	// observedGeneration is the metadata.generation of the BackupJob that
+	// this status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// conditions tell whether the BackupJob is Ready, whether its last run
+	// succeeded, whether retention was applied, whether the last restore
+	// drill passed, and whether it is Degraded.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=8
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// lastScheduleTime is the scheduled time of the most recent scheduled
+	// run the operator started (runs asked for by spec.runNow do not move
+	// it). The schedule resumes from it after a restart.
+	// +optional
+	LastScheduleTime *metav1.Time `json:"lastScheduleTime,omitempty"`
+
+	// lastMissedTime is the most recent scheduled time that got no run and
+	// no later run was started for: it was past startingDeadlineSeconds, or
+	// the BackupJob was suspended. The schedule resumes from the later of it
+	// and lastScheduleTime, so that a miss is counted once.
+	// +optional
+	LastMissedTime *metav1.Time `json:"lastMissedTime,omitempty"`
+
+	// nextScheduleTime is when the next run is due.
+	// +optional
+	NextScheduleTime *metav1.Time `json:"nextScheduleTime,omitempty"`
+
+	// lastSuccessfulTime is when the most recent successful run finished.
+	// +optional
+	LastSuccessfulTime *metav1.Time `json:"lastSuccessfulTime,omitempty"`
+
+	// missedRuns counts the scheduled times, since the BackupJob was
+	// created, that got no run: when several passed without a run (the
+	// operator was down, or concurrencyPolicy Forbid held them back), only
+	// the most recent is caught up and the others are missed; one past
+	// startingDeadlineSeconds is missed too. A run started late is not
+	// missed. Times skipped while suspended are not counted. Above 100 at
+	// once the count is estimated, as the built-in CronJob does.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	MissedRuns int64 `json:"missedRuns,omitempty"`
+
+	// lastRunNow is the spec.runNow value of the most recent run started on
+	// request, so that each new value starts exactly one run.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	LastRunNow string `json:"lastRunNow,omitempty"`
+
+	// active lists the Jobs of the runs in progress.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	Active []corev1.ObjectReference `json:"active,omitempty"`
+
+	// backupCount is the number of backups that exist, successful or not.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	BackupCount int32 `json:"backupCount,omitempty"`
+
+	// backups lists the backups that exist, newest first. Retention keeps
+	// at most 400 plus the pinned ones; beyond 500 the oldest are not listed.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=500
+	Backups []Backup `json:"backups,omitempty"`
+}
+
+// BackupJob backs up a PersistentVolumeClaim on a schedule, like a CronJob
+// whose every run makes a new volume (or snapshot), and deletes the backups
+// that its retention policy no longer keeps, never the newest successful
+// one. Its schedule state lives in status, so that a restart or a failover
+// neither loses nor repeats a run.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:shortName=bj,categories={all,backup}
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Schedule",type=string,JSONPath=`.spec.schedule`
+// +kubebuilder:printcolumn:name="Last Success",type=date,JSONPath=`.status.lastSuccessfulTime`
+// +kubebuilder:printcolumn:name="Backups",type=integer,JSONPath=`.status.backupCount`
+// +kubebuilder:printcolumn:name="Next Run",type=string,JSONPath=`.status.nextScheduleTime`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="Suspend",type=boolean,priority=1,JSONPath=`.spec.suspend`
+// +kubebuilder:printcolumn:name="Missed",type=integer,priority=1,JSONPath=`.status.missedRuns`
+// +kubebuilder:printcolumn:name="Status",type=string,priority=1,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
+// +kubebuilder:printcolumn:name="Message",type=string,priority=1,JSONPath=`.status.conditions[?(@.type=="Ready")].message`
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 52 && self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must be at most 52 characters of lower-case letters, digits and '-', starting with a letter and ending with a letter or digit, because each run is named NAME-UNIXTIME and must fit in 63 characters"
+type BackupJob struct {
+	metav1.TypeMeta `json:",inline"`
+
+	// metadata is the standard object metadata.
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec is the desired state of the BackupJob.
+	// +required
+	Spec BackupJobSpec `json:"spec"`
+
+	// status is the observed state of the BackupJob, written by the
+	// operator.
+	// +optional
+	Status BackupJobStatus `json:"status,omitempty"`
+}
+
+// BackupJobList is a list of BackupJobs.
+//
+// +kubebuilder:object:root=true
+type BackupJobList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []BackupJob `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&BackupJob{}, &BackupJobList{})
+}

@@ -1,0 +1,258 @@
+package backupjob
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	snapshotv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"example.com/platform-operator/api/v1alpha1"
+)
+
+// observation is what one reconcile saw of a BackupJob's world, and, once
+// the reconcile has acted, what it made of it: runs it started are added
+// as running backups, results it recorded are set. Status is computed from
+// it alone.
+type observation struct {
+	// source is spec.source's claim, nil when it does not exist.
+	source *corev1.PersistentVolumeClaim
+	// snapshotsServed tells whether the cluster serves VolumeSnapshots.
+	snapshotsServed bool
+	// backups are the claims or snapshots that runs made, newest first.
+	backups []*backup
+	// runJobs are the runs' Jobs, by run name.
+	runJobs map[string]*batchv1.Job
+	// drillJobs and drillClaims are the restore drills' objects, by the
+	// name of the backup they restore.
+	drillJobs   map[string]*batchv1.Job
+	drillClaims map[string]*corev1.PersistentVolumeClaim
+}
+
+// backup is a run's claim or snapshot as status and retention see it.
+type backup struct {
+	name      string
+	kind      v1alpha1.BackupKind
+	scheduled time.Time
+	// result is Running until the run ends.
+	result          v1alpha1.BackupResult
+	reason, message string
+	// finished is when the run ended, when known.
+	finished time.Time
+	// recorded tells whether result is written on the object (a claim's
+	// ResultLabel); a snapshot's result is its own status.
+	recorded bool
+	// size is the claim's capacity or the snapshot's restore size;
+	// requested is the storage a backup claim asked for.
+	size         *resource.Quantity
+	requested    resource.Quantity
+	storageClass *string
+	pinned       bool
+	runNow       string
+	// verified is the result of its drill, empty when none finished.
+	verified        v1alpha1.VerificationResult
+	verifiedMessage string
+	// object is the claim or snapshot as last seen, for writes.
+	object client.Object
+}
+
+func (b *backup) deleting() bool { return b.object.GetDeletionTimestamp() != nil }
+
+// observe reads the source claim from the API server (it carries none of
+// the operator's labels, so the cache does not hold it) and the
+// BackupJob's own objects from the cache.
+func (r *Reconciler) observe(ctx context.Context, bj *v1alpha1.BackupJob) (*observation, error) {
+	obs := &observation{
+		snapshotsServed: r.SnapshotsServed,
+		runJobs:         map[string]*batchv1.Job{},
+		drillJobs:       map[string]*batchv1.Job{},
+		drillClaims:     map[string]*corev1.PersistentVolumeClaim{},
+	}
+	source := &corev1.PersistentVolumeClaim{}
+	err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: bj.Namespace, Name: bj.Spec.Source.PersistentVolumeClaimName}, source)
+	switch {
+	case err == nil:
+		obs.source = source
+	case !apierrors.IsNotFound(err):
+		return nil, fmt.Errorf("get the source claim %s: %w", bj.Spec.Source.PersistentVolumeClaimName, err)
+	}
+
+	selector := client.MatchingLabelsSelector{Selector: objectsOf(bj.Name)}
+	jobs := &batchv1.JobList{}
+	if err := r.Client.List(ctx, jobs, client.InNamespace(bj.Namespace), selector); err != nil {
+		return nil, fmt.Errorf("list the runs' Jobs: %w", err)
+	}
+	for i := range jobs.Items {
+		j := &jobs.Items[i]
+		if name := j.Labels[DrillLabel]; name != "" {
+			obs.drillJobs[name] = j
+		} else if name := j.Labels[RunLabel]; name != "" {
+			obs.runJobs[name] = j
+		}
+	}
+
+	claims := &corev1.PersistentVolumeClaimList{}
+	if err := r.Client.List(ctx, claims, client.InNamespace(bj.Namespace), selector); err != nil {
+		return nil, fmt.Errorf("list the backup claims: %w", err)
+	}
+	for i := range claims.Items {
+		c := &claims.Items[i]
+		if name := c.Labels[DrillLabel]; name != "" {
+			obs.drillClaims[name] = c
+		} else if c.Labels[RunLabel] != "" {
+			obs.backups = append(obs.backups, claimBackup(c))
+		}
+	}
+
+	if obs.snapshotsServed {
+		snapshots := &snapshotv1.VolumeSnapshotList{}
+		if err := r.Client.List(ctx, snapshots, client.InNamespace(bj.Namespace), selector); err != nil {
+			return nil, fmt.Errorf("list the backup snapshots: %w", err)
+		}
+		for i := range snapshots.Items {
+			if s := &snapshots.Items[i]; s.Labels[RunLabel] != "" {
+				obs.backups = append(obs.backups, snapshotBackup(s))
+			}
+		}
+	}
+	sortBackups(obs.backups)
+	return obs, nil
+}
+
+// sortBackups orders backups newest first, as retention does.
+func sortBackups(backups []*backup) {
+	slices.SortFunc(backups, func(a, b *backup) int {
+		return cmp.Or(b.scheduled.Compare(a.scheduled), cmp.Compare(b.name, a.name))
+	})
+}
+
+func claimBackup(c *corev1.PersistentVolumeClaim) *backup {
+	b := commonBackup(c)
+	b.kind = v1alpha1.VolumeBackup
+	b.requested = c.Spec.Resources.Requests[corev1.ResourceStorage]
+	b.storageClass = c.Spec.StorageClassName
+	if capacity, ok := c.Status.Capacity[corev1.ResourceStorage]; ok {
+		b.size = &capacity
+	}
+	switch result := v1alpha1.BackupResult(c.Labels[ResultLabel]); result {
+	case v1alpha1.BackupSucceeded, v1alpha1.BackupFailed:
+		b.result, b.recorded = result, true
+	default:
+		b.result = v1alpha1.BackupRunning
+	}
+	return b
+}
+
+func snapshotBackup(s *snapshotv1.VolumeSnapshot) *backup {
+	b := commonBackup(s)
+	b.kind = v1alpha1.SnapshotBackup
+	b.result = v1alpha1.BackupRunning
+	b.recorded = true // the snapshot's status is its record
+	st := s.Status
+	if st == nil {
+		return b
+	}
+	if st.RestoreSize != nil {
+		size := st.RestoreSize.DeepCopy()
+		b.size = &size
+	}
+	switch {
+	case st.ReadyToUse != nil && *st.ReadyToUse:
+		b.result = v1alpha1.BackupSucceeded
+		if st.CreationTime != nil {
+			b.finished = st.CreationTime.Time
+		}
+	case st.Error != nil:
+		b.result = v1alpha1.BackupFailed
+		b.reason = v1alpha1.BackupJobSnapshotFailedReason
+		if st.Error.Message != nil {
+			b.message = fmt.Sprintf("VolumeSnapshot %s failed: %s", s.Name, *st.Error.Message)
+		} else {
+			b.message = fmt.Sprintf("VolumeSnapshot %s failed", s.Name)
+		}
+		if st.Error.Time != nil {
+			b.finished = st.Error.Time.Time
+		}
+	}
+	return b
+}
+
+func commonBackup(obj client.Object) *backup {
+	a := obj.GetAnnotations()
+	b := &backup{
+		name:            obj.GetName(),
+		pinned:          obj.GetLabels()[v1alpha1.PinnedLabel] == "true",
+		runNow:          a[RunNowAnnotation],
+		reason:          a[ResultReasonAnnotation],
+		message:         a[ResultMessageAnnotation],
+		verified:        v1alpha1.VerificationResult(a[VerifiedAnnotation]),
+		verifiedMessage: a[VerifiedMessageAnnotation],
+		object:          obj,
+	}
+	if t, err := time.Parse(time.RFC3339, a[ScheduledTimeAnnotation]); err == nil {
+		b.scheduled = t
+	} else {
+		// Without the annotation (removed by hand), the object's creation
+		// is the closest time there is.
+		b.scheduled = obj.GetCreationTimestamp().Time
+	}
+	if t, err := time.Parse(time.RFC3339, a[finishedAnnotation]); err == nil {
+		b.finished = t
+	}
+	return b
+}
+
+// finishedAnnotation, on a backup claim, is when its run's Job finished.
+const finishedAnnotation = "example.com/finished-time"
+
+// jobOutcome tells whether a Job finished, and how.
+func jobOutcome(j *batchv1.Job) (finished, succeeded bool, message string, at time.Time) {
+	for _, c := range j.Status.Conditions {
+		if c.Status != corev1.ConditionTrue {
+			continue
+		}
+		switch c.Type {
+		case batchv1.JobComplete:
+			return true, true, "", c.LastTransitionTime.Time
+		case batchv1.JobFailed:
+			msg := fmt.Sprintf("Job %s failed", j.Name)
+			if c.Reason != "" {
+				msg += " (" + c.Reason + ")"
+			}
+			if c.Message != "" {
+				msg += ": " + c.Message
+			}
+			return true, false, msg, c.LastTransitionTime.Time
+		}
+	}
+	return false, false, "", time.Time{}
+}
+
+// backupNamed returns the backup of that name, or nil.
+func (o *observation) backupNamed(name string) *backup {
+	for _, b := range o.backups {
+		if b.name == name {
+			return b
+		}
+	}
+	return nil
+}
+
+// running are the runs in progress: backups without a result.
+func (o *observation) running() []*backup {
+	var out []*backup
+	for _, b := range o.backups {
+		if b.result == v1alpha1.BackupRunning && !b.deleting() {
+			out = append(out, b)
+		}
+	}
+	return out
+}

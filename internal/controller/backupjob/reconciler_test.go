@@ -1,0 +1,465 @@
+package backupjob_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"example.com/platform-operator/api/v1alpha1"
+	"example.com/platform-operator/internal/controller/backupjob"
+)
+
+var namespaceCounter atomic.Int32
+
+// fixture is one test's namespace with a source claim and a BackupJob
+// scheduled @every 10s, and a reconciler whose fake clock starts at the
+// BackupJob's creation.
+type fixture struct {
+	t     *testing.T
+	g     Gomega
+	ns    string
+	bj    *v1alpha1.BackupJob
+	r     *backupjob.Reconciler
+	clock *clocktesting.FakeClock
+	// created is the BackupJob's creation time: @every counts from it.
+	created time.Time
+}
+
+type bjOption func(*v1alpha1.BackupJob)
+
+func newFixture(t *testing.T, snapshotsServed bool, opts ...bjOption) *fixture {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("needs an API server (envtest)")
+	}
+	g := NewWithT(t)
+	ns := fmt.Sprintf("bj-%d", namespaceCounter.Add(1))
+	g.Expect(k8sClient.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+	g.Expect(k8sClient.Create(t.Context(), &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "data", Namespace: ns},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+		},
+	})).To(Succeed())
+	bj := &v1alpha1.BackupJob{
+		ObjectMeta: metav1.ObjectMeta{Name: "nightly", Namespace: ns},
+		Spec: v1alpha1.BackupJobSpec{
+			Schedule: "@every 10s",
+			Source:   v1alpha1.BackupSource{PersistentVolumeClaimName: "data"},
+			JobTemplate: &v1alpha1.BackupJobTemplate{Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+				Containers: []corev1.Container{{Name: "copy", Image: "busybox:1.36", Command: []string{"cp", "-a", "/source/.", "/backup/"}}},
+			}}}},
+		},
+	}
+	for _, o := range opts {
+		o(bj)
+	}
+	g.Expect(k8sClient.Create(t.Context(), bj)).To(Succeed())
+	r, clock := newReconciler(bj.CreationTimestamp.Time, snapshotsServed)
+	return &fixture{t: t, g: g, ns: ns, bj: bj, r: r, clock: clock, created: bj.CreationTimestamp.Time}
+}
+
+// at sets the clock to the BackupJob's creation plus d and reconciles.
+func (f *fixture) at(d time.Duration) ctrl.Result {
+	f.t.Helper()
+	f.clock.SetTime(f.created.Add(d))
+	return f.reconcile()
+}
+
+func (f *fixture) reconcile() ctrl.Result {
+	f.t.Helper()
+	res, err := f.r.Reconcile(f.t.Context(), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: f.ns, Name: f.bj.Name}})
+	f.g.Expect(err).NotTo(HaveOccurred())
+	return res
+}
+
+func (f *fixture) get() *v1alpha1.BackupJob {
+	f.t.Helper()
+	bj := &v1alpha1.BackupJob{}
+	f.g.Expect(k8sClient.Get(f.t.Context(), client.ObjectKeyFromObject(f.bj), bj)).To(Succeed())
+	return bj
+}
+
+// runName is the name of the run scheduled d after the creation.
+func (f *fixture) runName(d time.Duration) string {
+	return backupjob.RunName(f.bj.Name, f.created.Add(d))
+}
+
+func (f *fixture) jobs() []batchv1.Job {
+	f.t.Helper()
+	list := &batchv1.JobList{}
+	f.g.Expect(k8sClient.List(f.t.Context(), list, client.InNamespace(f.ns))).To(Succeed())
+	return list.Items
+}
+
+func (f *fixture) claims() map[string]corev1.PersistentVolumeClaim {
+	f.t.Helper()
+	list := &corev1.PersistentVolumeClaimList{}
+	f.g.Expect(k8sClient.List(f.t.Context(), list, client.InNamespace(f.ns), client.HasLabels{backupjob.RunLabel})).To(Succeed())
+	out := map[string]corev1.PersistentVolumeClaim{}
+	for _, c := range list.Items {
+		out[c.Name] = c
+	}
+	return out
+}
+
+// liveClaims are the backup claims not being deleted.
+func (f *fixture) liveClaims() []string {
+	var names []string
+	for name, c := range f.claims() {
+		if c.DeletionTimestamp == nil {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+func (f *fixture) unfinishedJobs() []string {
+	var names []string
+	for _, j := range f.jobs() {
+		if !finished(&j) {
+			names = append(names, j.Name)
+		}
+	}
+	return names
+}
+
+func finished(j *batchv1.Job) bool {
+	for _, c := range j.Status.Conditions {
+		if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}
+
+// finishJob writes the status the Job controller would write when the Job
+// of run name succeeded or failed.
+func (f *fixture) finishJob(name string, succeeded bool) {
+	f.t.Helper()
+	job := &batchv1.Job{}
+	f.g.Expect(k8sClient.Get(f.t.Context(), types.NamespacedName{Namespace: f.ns, Name: name}, job)).To(Succeed())
+	now := metav1.Now()
+	job.Status.StartTime = &now
+	if succeeded {
+		job.Status.CompletionTime = &now
+		job.Status.Succeeded = 1
+		job.Status.Conditions = []batchv1.JobCondition{
+			{Type: batchv1.JobSuccessCriteriaMet, Status: corev1.ConditionTrue, LastTransitionTime: now, LastProbeTime: now},
+			{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, LastTransitionTime: now, LastProbeTime: now},
+		}
+	} else {
+		job.Status.Failed = 1
+		job.Status.Conditions = []batchv1.JobCondition{
+			{Type: batchv1.JobFailureTarget, Status: corev1.ConditionTrue, Reason: "BackoffLimitExceeded", LastTransitionTime: now, LastProbeTime: now},
+			{Type: batchv1.JobFailed, Status: corev1.ConditionTrue, Reason: "BackoffLimitExceeded", Message: "Job has reached the specified backoff limit", LastTransitionTime: now, LastProbeTime: now},
+		}
+	}
+	f.g.Expect(k8sClient.Status().Update(f.t.Context(), job)).To(Succeed())
+}
+
+func (f *fixture) condition(conditionType string) *metav1.Condition {
+	return meta.FindStatusCondition(f.get().Status.Conditions, conditionType)
+}
+
+// A run starts at each scheduled time, not before, with a claim and a Job
+// named after its time; reconciling again at the same time starts nothing.
+func TestRunsStartAtTheirScheduledTimes(t *testing.T) {
+	f := newFixture(t, false)
+	res := f.at(5 * time.Second)
+	f.g.Expect(f.jobs()).To(BeEmpty())
+	f.g.Expect(res.RequeueAfter).To(BeNumerically("~", 5*time.Second, 100*time.Millisecond))
+	f.g.Expect(f.get().Status.NextScheduleTime.Time).To(BeTemporally("==", f.created.Add(10*time.Second).Truncate(time.Second)))
+
+	f.at(10 * time.Second)
+	first := f.runName(10 * time.Second)
+	f.g.Expect(f.unfinishedJobs()).To(Equal([]string{first}))
+	f.g.Expect(f.liveClaims()).To(Equal([]string{first}))
+	f.reconcile()
+	f.g.Expect(f.jobs()).To(HaveLen(1))
+
+	status := f.get().Status
+	f.g.Expect(status.LastScheduleTime.Time).To(BeTemporally("==", f.created.Add(10*time.Second).Truncate(time.Second)))
+	f.g.Expect(status.Active).To(HaveLen(1))
+	f.g.Expect(status.MissedRuns).To(BeZero())
+	f.g.Expect(status.Backups).To(HaveLen(1))
+	f.g.Expect(status.Backups[0].Result).To(Equal(v1alpha1.BackupRunning))
+	f.g.Expect(f.condition(v1alpha1.BackupJobReadyCondition).Reason).To(Equal(v1alpha1.BackupJobRunningReason))
+
+	// The run's Job mounts the source read-only and the new claim, and
+	// carries the run's labels and the BackupJob as its owner; the claim
+	// has the labels and no owner.
+	job := &batchv1.Job{}
+	f.g.Expect(k8sClient.Get(t.Context(), types.NamespacedName{Namespace: f.ns, Name: first}, job)).To(Succeed())
+	f.g.Expect(job.Labels).To(HaveKeyWithValue(v1alpha1.BackupJobLabel, "nightly"))
+	f.g.Expect(job.Labels).To(HaveKeyWithValue(backupjob.RunLabel, first))
+	f.g.Expect(job.OwnerReferences).To(HaveLen(1))
+	f.g.Expect(job.Spec.Template.Spec.Volumes).To(ContainElement(HaveField("VolumeSource.PersistentVolumeClaim.ClaimName", "data")))
+	claim := f.claims()[first]
+	f.g.Expect(claim.OwnerReferences).To(BeEmpty())
+	f.g.Expect(claim.Spec.Resources.Requests.Storage().String()).To(Equal("1Gi"))
+
+	f.finishJob(first, true)
+	f.at(12 * time.Second)
+	status = f.get().Status
+	f.g.Expect(status.Backups[0].Result).To(Equal(v1alpha1.BackupSucceeded))
+	f.g.Expect(status.LastSuccessfulTime).NotTo(BeNil())
+	f.g.Expect(f.condition(v1alpha1.BackupJobLastRunSucceededCondition).Status).To(Equal(metav1.ConditionTrue))
+	f.g.Expect(f.condition(v1alpha1.BackupJobReadyCondition).Reason).To(Equal(v1alpha1.BackupJobScheduledReason))
+	f.g.Expect(f.claims()[first].Labels).To(HaveKeyWithValue(backupjob.ResultLabel, "Succeeded"))
+}
+
+// After an outage across four scheduled times, exactly one catch-up run
+// starts, for the latest, and the three before it are counted as missed,
+// once: reconciling again does not count them again.
+func TestExactlyOneCatchUpAfterAnOutage(t *testing.T) {
+	f := newFixture(t, false)
+	f.at(45 * time.Second)
+	f.g.Expect(f.unfinishedJobs()).To(Equal([]string{f.runName(40 * time.Second)}))
+	f.g.Expect(f.get().Status.MissedRuns).To(Equal(int64(3)))
+	f.reconcile()
+	f.g.Expect(f.jobs()).To(HaveLen(1))
+	f.g.Expect(f.get().Status.MissedRuns).To(Equal(int64(3)))
+}
+
+// With startingDeadlineSeconds, a catch-up later than the deadline is not
+// started: all the times are missed.
+func TestNoCatchUpPastTheStartingDeadline(t *testing.T) {
+	f := newFixture(t, false, func(bj *v1alpha1.BackupJob) { bj.Spec.StartingDeadlineSeconds = ptr.To(int64(3)) })
+	f.at(45 * time.Second)
+	f.g.Expect(f.jobs()).To(BeEmpty())
+	status := f.get().Status
+	f.g.Expect(status.MissedRuns).To(Equal(int64(4)))
+	f.g.Expect(status.LastMissedTime).NotTo(BeNil())
+	f.at(50 * time.Second)
+	f.g.Expect(f.jobs()).To(HaveLen(1))
+	f.g.Expect(f.get().Status.MissedRuns).To(Equal(int64(4)))
+}
+
+// Forbid never has two unfinished Jobs: a run due while another runs waits,
+// and starts (late) once the other finished.
+func TestForbidNeverRunsTwoJobs(t *testing.T) {
+	f := newFixture(t, false)
+	f.at(10 * time.Second)
+	for _, d := range []time.Duration{20, 25, 30} {
+		f.at(d * time.Second)
+		f.g.Expect(f.unfinishedJobs()).To(HaveLen(1), "at +%ds", d)
+	}
+	f.finishJob(f.runName(10*time.Second), true)
+	f.at(31 * time.Second)
+	f.g.Expect(f.unfinishedJobs()).To(Equal([]string{f.runName(30 * time.Second)}))
+	f.g.Expect(f.get().Status.MissedRuns).To(Equal(int64(1)), "the run at +20s was held back and then superseded")
+}
+
+// Replace stops the running run: its Job is deleted, its backup marked
+// Failed (Replaced) and kept per keepFailed; the new run starts.
+func TestReplaceStopsTheRunningRun(t *testing.T) {
+	f := newFixture(t, false, func(bj *v1alpha1.BackupJob) { bj.Spec.ConcurrencyPolicy = v1alpha1.ReplaceConcurrent })
+	f.at(10 * time.Second)
+	f.at(20 * time.Second)
+	f.g.Expect(f.unfinishedJobs()).To(Equal([]string{f.runName(20 * time.Second)}))
+	claims := f.claims()
+	f.g.Expect(claims).To(HaveKey(f.runName(10 * time.Second)))
+	f.g.Expect(claims[f.runName(10*time.Second)].Labels).To(HaveKeyWithValue(backupjob.ResultLabel, "Failed"))
+	c := f.condition(v1alpha1.BackupJobLastRunSucceededCondition)
+	f.g.Expect(c.Reason).To(Equal(v1alpha1.BackupJobReplacedReason))
+}
+
+// A failed run keeps its claim (keepFailed 1) and sets LastRunSucceeded and
+// Ready to False; the schedule goes on.
+func TestFailedRunKeepsItsVolume(t *testing.T) {
+	f := newFixture(t, false)
+	f.at(10 * time.Second)
+	f.finishJob(f.runName(10*time.Second), false)
+	f.at(11 * time.Second)
+	f.g.Expect(f.liveClaims()).To(Equal([]string{f.runName(10 * time.Second)}))
+	last := f.condition(v1alpha1.BackupJobLastRunSucceededCondition)
+	f.g.Expect(last.Status).To(Equal(metav1.ConditionFalse))
+	f.g.Expect(last.Reason).To(Equal(v1alpha1.BackupJobJobFailedReason))
+	f.g.Expect(last.Message).To(ContainSubstring("backoff limit"))
+	f.g.Expect(f.condition(v1alpha1.BackupJobReadyCondition).Reason).To(Equal(v1alpha1.BackupJobLastRunFailedReason))
+	f.g.Expect(f.get().Status.Backups[0].KeptBy).To(Equal([]v1alpha1.RetentionRule{v1alpha1.KeptByFailed}))
+}
+
+// Retention deletes exactly the backups the policy drops: with keepLast 2
+// and keepFailed 0, of five successful runs the three oldest go, except the
+// pinned one; a failed run goes at once.
+func TestRetentionDeletesExactlyTheDroppedBackups(t *testing.T) {
+	f := newFixture(t, false, func(bj *v1alpha1.BackupJob) {
+		bj.Spec.Retention = &v1alpha1.BackupRetention{KeepLast: ptr.To(int32(2)), KeepFailed: ptr.To(int32(0))}
+	})
+	var runs []string
+	for i := 1; i <= 5; i++ {
+		d := time.Duration(i) * 10 * time.Second
+		f.at(d)
+		runs = append(runs, f.runName(d))
+		f.finishJob(f.runName(d), true)
+		if i == 1 {
+			pinned := f.claims()[runs[0]]
+			pinned.Labels[v1alpha1.PinnedLabel] = "true"
+			f.g.Expect(k8sClient.Update(t.Context(), &pinned)).To(Succeed())
+		}
+	}
+	f.at(55 * time.Second)
+	f.g.Expect(f.liveClaims()).To(ConsistOf(runs[0], runs[3], runs[4]))
+	status := f.get().Status
+	f.g.Expect(status.BackupCount).To(BeNumerically(">=", 3))
+	kept := map[string][]v1alpha1.RetentionRule{}
+	for _, b := range status.Backups {
+		kept[b.Name] = b.KeptBy
+	}
+	f.g.Expect(kept[runs[0]]).To(Equal([]v1alpha1.RetentionRule{v1alpha1.KeptAsPinned}))
+	f.g.Expect(kept[runs[4]]).To(ContainElements(v1alpha1.KeptAsNewestSuccessful, v1alpha1.KeptByLast))
+
+	f.at(60 * time.Second)
+	failed := f.runName(60 * time.Second)
+	f.finishJob(failed, false)
+	f.at(61 * time.Second)
+	f.g.Expect(f.liveClaims()).To(ConsistOf(runs[0], runs[3], runs[4]))
+	// The failed run stays visible through its Job.
+	f.g.Expect(f.condition(v1alpha1.BackupJobLastRunSucceededCondition).Status).To(Equal(metav1.ConditionFalse))
+}
+
+// A backup retention deleted but that a finalizer holds is named in
+// RetentionApplied=False (DeletionBlocked), and rechecked after a while,
+// not at once.
+func TestBlockedDeletionIsReported(t *testing.T) {
+	f := newFixture(t, false, func(bj *v1alpha1.BackupJob) {
+		bj.Spec.Retention = &v1alpha1.BackupRetention{KeepLast: ptr.To(int32(1)), KeepFailed: ptr.To(int32(0))}
+	})
+	f.at(10 * time.Second)
+	first := f.runName(10 * time.Second)
+	claim := f.claims()[first]
+	claim.Finalizers = append(claim.Finalizers, "example.com/someone-elses")
+	f.g.Expect(k8sClient.Update(t.Context(), &claim)).To(Succeed())
+	t.Cleanup(func() {
+		c := &corev1.PersistentVolumeClaim{}
+		if k8sClient.Get(context.Background(), client.ObjectKeyFromObject(&claim), c) == nil {
+			c.Finalizers = nil
+			_ = k8sClient.Update(context.Background(), c)
+		}
+	})
+	f.finishJob(first, true)
+	f.at(20 * time.Second)
+	f.finishJob(f.runName(20*time.Second), true)
+	f.at(21 * time.Second)
+	// Just deleted, the claim is still going: not blocked yet.
+	f.g.Expect(f.condition(v1alpha1.BackupJobRetentionAppliedCondition).Status).To(Equal(metav1.ConditionTrue))
+	res := f.at(25 * time.Second)
+	c := f.condition(v1alpha1.BackupJobRetentionAppliedCondition)
+	f.g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+	f.g.Expect(c.Reason).To(Equal(v1alpha1.BackupJobDeletionBlockedReason))
+	f.g.Expect(c.Message).To(ContainSubstring(first))
+	f.g.Expect(c.Message).To(ContainSubstring("example.com/someone-elses"))
+	// Rechecked with the next run, not in a hot loop.
+	f.g.Expect(res.RequeueAfter).To(BeNumerically(">=", 4*time.Second))
+}
+
+// With the default deletionPolicy Retain, deleting the BackupJob keeps its
+// backups, labelled and without owner references.
+func TestDeletionPolicyRetainKeepsBackups(t *testing.T) {
+	f := newFixture(t, false)
+	f.at(10 * time.Second)
+	f.finishJob(f.runName(10*time.Second), true)
+	f.at(11 * time.Second)
+	f.g.Expect(f.get().Finalizers).To(BeEmpty())
+	f.g.Expect(k8sClient.Delete(t.Context(), f.bj)).To(Succeed())
+	f.reconcile()
+	claims := f.claims()
+	f.g.Expect(claims).To(HaveKey(f.runName(10 * time.Second)))
+	c := claims[f.runName(10*time.Second)]
+	f.g.Expect(c.DeletionTimestamp).To(BeNil())
+	f.g.Expect(c.OwnerReferences).To(BeEmpty())
+	f.g.Expect(c.Labels).To(HaveKeyWithValue(v1alpha1.BackupJobLabel, "nightly"))
+}
+
+// With deletionPolicy Delete, the finalizer deletes every backup but the
+// pinned ones, then lets the BackupJob go.
+func TestDeletionPolicyDeleteDeletesUnpinnedBackups(t *testing.T) {
+	f := newFixture(t, false, func(bj *v1alpha1.BackupJob) { bj.Spec.DeletionPolicy = v1alpha1.DeleteBackups })
+	f.at(10 * time.Second)
+	f.finishJob(f.runName(10*time.Second), true)
+	f.at(20 * time.Second)
+	f.finishJob(f.runName(20*time.Second), true)
+	f.at(21 * time.Second)
+	f.g.Expect(f.get().Finalizers).To(ContainElement(backupjob.Finalizer))
+	pinned := f.claims()[f.runName(10*time.Second)]
+	pinned.Labels[v1alpha1.PinnedLabel] = "true"
+	f.g.Expect(k8sClient.Update(t.Context(), &pinned)).To(Succeed())
+
+	f.g.Expect(k8sClient.Delete(t.Context(), f.bj)).To(Succeed())
+	f.at(22 * time.Second)
+	f.g.Expect(f.liveClaims()).To(Equal([]string{f.runName(10 * time.Second)}))
+	// Without a controller manager the claims' protection finalizer stays:
+	// after the grace period the BackupJob goes anyway.
+	f.at(22*time.Second + 2*time.Minute)
+	err := k8sClient.Get(t.Context(), client.ObjectKeyFromObject(f.bj), &v1alpha1.BackupJob{})
+	f.g.Expect(client.IgnoreNotFound(err)).To(Succeed())
+	f.g.Expect(err).To(HaveOccurred(), "the BackupJob is gone")
+}
+
+// Without the VolumeSnapshot API a snapshot target is reported, and
+// nothing crashes or starts.
+func TestSnapshotTargetWithoutTheAPI(t *testing.T) {
+	f := newFixture(t, false, func(bj *v1alpha1.BackupJob) {
+		bj.Spec.Target = &v1alpha1.BackupTarget{Snapshot: &v1alpha1.BackupSnapshotTarget{}}
+		bj.Spec.JobTemplate = nil
+	})
+	f.at(10 * time.Second)
+	f.g.Expect(f.jobs()).To(BeEmpty())
+	c := f.condition(v1alpha1.BackupJobDegradedCondition)
+	f.g.Expect(c.Reason).To(Equal(v1alpha1.BackupJobSnapshotAPIMissingReason))
+	f.g.Expect(f.condition(v1alpha1.BackupJobReadyCondition).Status).To(Equal(metav1.ConditionFalse))
+}
+
+// A schedule that passes the API server's shape check but is not valid is
+// reported, naming the field, and starts nothing.
+func TestInvalidScheduleIsReported(t *testing.T) {
+	f := newFixture(t, false, func(bj *v1alpha1.BackupJob) { bj.Spec.Schedule = "61 * * * *" })
+	f.at(2 * time.Minute)
+	f.g.Expect(f.jobs()).To(BeEmpty())
+	c := f.condition(v1alpha1.BackupJobReadyCondition)
+	f.g.Expect(c.Reason).To(Equal(v1alpha1.BackupJobInvalidScheduleReason))
+	f.g.Expect(c.Message).To(ContainSubstring("spec.schedule"))
+}
+
+// A missing source claim is reported and its runs are counted as missed.
+func TestMissingSourceCountsAsMissed(t *testing.T) {
+	f := newFixture(t, false, func(bj *v1alpha1.BackupJob) { bj.Spec.Source.PersistentVolumeClaimName = "nothing" })
+	f.at(10 * time.Second)
+	f.g.Expect(f.jobs()).To(BeEmpty())
+	f.g.Expect(f.condition(v1alpha1.BackupJobReadyCondition).Reason).To(Equal(v1alpha1.BackupJobSourceNotFoundReason))
+	f.g.Expect(f.get().Status.MissedRuns).To(Equal(int64(1)))
+}
+
+// A new spec.runNow value starts exactly one run, at once.
+func TestRunNowStartsOneRun(t *testing.T) {
+	f := newFixture(t, false, func(bj *v1alpha1.BackupJob) { bj.Spec.Schedule = "@daily" })
+	f.at(3 * time.Second)
+	f.g.Expect(f.jobs()).To(BeEmpty())
+	bj := f.get()
+	bj.Spec.RunNow = "first"
+	f.g.Expect(k8sClient.Update(t.Context(), bj)).To(Succeed())
+	f.at(4 * time.Second)
+	f.g.Expect(f.jobs()).To(HaveLen(1))
+	f.at(5 * time.Second)
+	f.g.Expect(f.jobs()).To(HaveLen(1))
+	f.g.Expect(f.get().Status.LastRunNow).To(Equal("first"))
+}

@@ -1,0 +1,123 @@
+package backupjob
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"example.com/platform-operator/api/v1alpha1"
+)
+
+// recordResults writes on each backup claim whose run's Job finished how it
+// ended, before anything may delete the Job: the result must outlive the
+// bounded Job history. A running backup whose Job is gone gets it back
+// (someone deleted it, or its creation failed), unless the claim is older
+// than the BackupJob: then the Job went with an earlier BackupJob of this
+// name, and the run counts as failed.
+func (r *Reconciler) recordResults(ctx context.Context, bj *v1alpha1.BackupJob, obs *observation, now time.Time, out *outcome) {
+	for _, b := range obs.backups {
+		if b.kind != v1alpha1.VolumeBackup || b.result != v1alpha1.BackupRunning || b.deleting() {
+			continue
+		}
+		job := obs.runJobs[b.name]
+		if job == nil {
+			live, err := r.liveJob(ctx, bj.Namespace, b.name)
+			if err != nil {
+				out.add(err, false)
+				continue
+			}
+			if live == nil {
+				if created := b.object.GetCreationTimestamp(); created.Before(&bj.CreationTimestamp) {
+					out.add(r.recordResult(ctx, b, v1alpha1.BackupFailed, v1alpha1.BackupJobJobFailedReason,
+						fmt.Sprintf("Job %s was deleted, with an earlier BackupJob %s, before it finished", b.name, bj.Name), now), false)
+					continue
+				}
+				r.ensureRunJob(ctx, bj, obs, run{name: b.name, scheduled: b.scheduled, runNow: b.runNow}, out)
+				continue
+			}
+			obs.runJobs[b.name] = live
+			job = live
+		}
+		finished, succeeded, message, at := jobOutcome(job)
+		if !finished {
+			continue
+		}
+		if at.IsZero() {
+			at = now
+		}
+		if succeeded {
+			if err := r.recordResult(ctx, b, v1alpha1.BackupSucceeded, v1alpha1.BackupJobRunSucceededReason, "", at); err != nil {
+				out.add(err, false)
+				continue
+			}
+			r.Recorder.Eventf(bj, job, corev1.EventTypeNormal, "RunSucceeded", "Run", "Run %s succeeded: backup claim %s is complete", b.name, b.name)
+			continue
+		}
+		if err := r.recordResult(ctx, b, v1alpha1.BackupFailed, v1alpha1.BackupJobJobFailedReason, message, at); err != nil {
+			out.add(err, false)
+			continue
+		}
+		r.Recorder.Eventf(bj, job, corev1.EventTypeWarning, "RunFailed", "Run", "Run %s failed: %s", b.name, message)
+	}
+}
+
+// liveJob reads a run's Job from the API server, for a Job the cache may
+// not have seen yet; nil when it does not exist.
+func (r *Reconciler) liveJob(ctx context.Context, namespace, name string) (*batchv1.Job, error) {
+	job := &batchv1.Job{}
+	err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, job)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("get Job %s: %w", name, err)
+	}
+	return job, nil
+}
+
+// recordResult writes a run's result on its backup claim, and sets it on b.
+func (r *Reconciler) recordResult(ctx context.Context, b *backup, result v1alpha1.BackupResult, reason, message string, at time.Time) error {
+	claim, ok := b.object.(*corev1.PersistentVolumeClaim)
+	if !ok {
+		return nil // a snapshot's status is its record
+	}
+	updated := claim.DeepCopy()
+	if updated.Labels == nil {
+		updated.Labels = map[string]string{}
+	}
+	if updated.Annotations == nil {
+		updated.Annotations = map[string]string{}
+	}
+	updated.Labels[ResultLabel] = string(result)
+	updated.Annotations[finishedAnnotation] = stamp(at)
+	if result == v1alpha1.BackupFailed {
+		updated.Annotations[ResultReasonAnnotation] = reason
+		updated.Annotations[ResultMessageAnnotation] = truncate(message)
+	}
+	if err := r.Client.Patch(ctx, updated, client.MergeFrom(claim)); err != nil {
+		return fmt.Errorf("record the result of run %s on its claim: %w", b.name, err)
+	}
+	b.object = updated
+	b.result, b.recorded, b.finished = result, true, at
+	if result == v1alpha1.BackupFailed {
+		b.reason, b.message = reason, truncate(message)
+	}
+	return nil
+}
+
+// deleteJob deletes a Job with its pods. The API's default for Jobs is to
+// orphan them; the UID guards against a Job recreated under the name.
+func (r *Reconciler) deleteJob(ctx context.Context, j *batchv1.Job) error {
+	uid := j.UID
+	err := r.Client.Delete(ctx, j, client.Preconditions{UID: &uid}, client.PropagationPolicy("Background"))
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete Job %s: %w", j.Name, err)
+	}
+	return nil
+}

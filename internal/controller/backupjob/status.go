@@ -1,0 +1,322 @@
+package backupjob
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"example.com/platform-operator/api/v1alpha1"
+)
+
+const (
+	// maxListedBackups is the MaxItems of status.backups.
+	maxListedBackups = 500
+	// maxConditionMessage keeps condition messages readable and well
+	// below the API's limit of 32768 bytes.
+	maxConditionMessage = 1024
+)
+
+// computeStatus is the status of bj from what the reconcile observed and
+// did, at now. It reads the previous status only for what status carries
+// forward by design: the schedule state (which sched moved), the running
+// total of missed runs, and the transition times of unchanged conditions.
+func computeStatus(bj *v1alpha1.BackupJob, obs *observation, sched scheduleResult, ret retentionResult, runProblem *cause, now time.Time) v1alpha1.BackupJobStatus {
+	status := v1alpha1.BackupJobStatus{
+		ObservedGeneration: bj.Generation,
+		LastScheduleTime:   sched.lastScheduleTime,
+		LastMissedTime:     sched.lastMissedTime,
+		MissedRuns:         bj.Status.MissedRuns + sched.missedAdded,
+		LastRunNow:         sched.lastRunNow,
+		BackupCount:        int32(len(obs.backups)),
+		Active:             activeReferences(bj, obs),
+		Backups:            listBackups(obs.backups, ret),
+	}
+	if !sched.next.IsZero() && !ptr.Deref(bj.Spec.Suspend, false) && sched.problem == nil {
+		status.NextScheduleTime = ptr.To(metav1.NewTime(sched.next))
+	}
+	status.LastSuccessfulTime = lastSuccess(obs, bj.Status.LastSuccessfulTime)
+
+	last := lastFinishedRun(obs)
+	problem := degradedCause(bj, obs, sched, ret, runProblem, last)
+	conditions := []metav1.Condition{
+		readyCondition(bj, obs, sched, problem, last),
+		lastRunCondition(last),
+		retentionCondition(ret),
+		verifiedCondition(bj, obs),
+		degradedCondition(problem),
+	}
+	status.Conditions = mergeConditions(bj.Status.Conditions, bj.Generation, metav1.NewTime(now), conditions...)
+	return status
+}
+
+// finishedRun is the most recent finished run, from its backup or, when
+// retention already deleted the backup, its Job.
+type finishedRun struct {
+	name, reason, message string
+	succeeded             bool
+	scheduled             time.Time
+}
+
+func lastFinishedRun(obs *observation) *finishedRun {
+	var last *finishedRun
+	consider := func(f finishedRun) {
+		if last == nil || f.scheduled.After(last.scheduled) || (f.scheduled.Equal(last.scheduled) && f.name > last.name) {
+			last = &f
+		}
+	}
+	for _, b := range obs.backups {
+		if b.result == v1alpha1.BackupSucceeded || b.result == v1alpha1.BackupFailed {
+			consider(finishedRun{name: b.name, reason: b.reason, message: b.message, succeeded: b.result == v1alpha1.BackupSucceeded, scheduled: b.scheduled})
+		}
+	}
+	for name, j := range obs.runJobs {
+		if obs.backupNamed(name) != nil {
+			continue
+		}
+		if finished, succeeded, message, _ := jobOutcome(j); finished {
+			scheduled := j.CreationTimestamp.Time
+			if t, err := time.Parse(time.RFC3339, j.Annotations[ScheduledTimeAnnotation]); err == nil {
+				scheduled = t
+			}
+			consider(finishedRun{name: name, reason: v1alpha1.BackupJobJobFailedReason, message: message, succeeded: succeeded, scheduled: scheduled})
+		}
+	}
+	return last
+}
+
+// lastSuccess is when the most recent successful run finished. The newest
+// successful backup is never deleted by retention, but a person may delete
+// it: the time already reported is then kept.
+func lastSuccess(obs *observation, previous *metav1.Time) *metav1.Time {
+	latest := previous
+	for _, b := range obs.backups {
+		if b.result == v1alpha1.BackupSucceeded && !b.finished.IsZero() && (latest == nil || b.finished.After(latest.Time)) {
+			latest = ptr.To(metav1.NewTime(b.finished))
+		}
+	}
+	return latest
+}
+
+func activeReferences(bj *v1alpha1.BackupJob, obs *observation) []corev1.ObjectReference {
+	var refs []corev1.ObjectReference
+	for _, name := range obs.activeRuns() {
+		if j := obs.runJobs[name]; j != nil {
+			refs = append(refs, corev1.ObjectReference{APIVersion: "batch/v1", Kind: "Job", Namespace: bj.Namespace, Name: name, UID: j.UID})
+			continue
+		}
+		if b := obs.backupNamed(name); b != nil && b.kind == v1alpha1.SnapshotBackup {
+			refs = append(refs, corev1.ObjectReference{APIVersion: "snapshot.storage.k8s.io/v1", Kind: "VolumeSnapshot", Namespace: bj.Namespace, Name: name, UID: b.object.GetUID()})
+		}
+	}
+	sort.Slice(refs, func(i, j int) bool { return refs[i].Name > refs[j].Name })
+	if len(refs) > maxActiveRuns {
+		refs = refs[:maxActiveRuns]
+	}
+	return refs
+}
+
+func listBackups(backups []*backup, ret retentionResult) []v1alpha1.Backup {
+	var list []v1alpha1.Backup
+	for _, b := range backups {
+		if len(list) == maxListedBackups {
+			break
+		}
+		entry := v1alpha1.Backup{
+			Name:          b.name,
+			Kind:          b.kind,
+			ScheduledTime: metav1.NewTime(b.scheduled),
+			Result:        b.result,
+			Verified:      b.verified,
+		}
+		if b.size != nil {
+			entry.Size = ptr.To(b.size.DeepCopy())
+		}
+		if v, ok := ret.verdicts[b.name]; ok && !b.deleting() {
+			entry.KeptBy = slices.Clone(v.KeptBy)
+		}
+		list = append(list, entry)
+	}
+	return list
+}
+
+// degradedCause is what needs a person, in order of importance, or nil.
+func degradedCause(bj *v1alpha1.BackupJob, obs *observation, sched scheduleResult, ret retentionResult, runProblem *cause, last *finishedRun) *cause {
+	switch {
+	case sched.problem != nil:
+		return sched.problem
+	case snapshotTarget(bj) != nil && !obs.snapshotsServed:
+		return &cause{reason: v1alpha1.BackupJobSnapshotAPIMissingReason,
+			message: "spec.target.snapshot needs the VolumeSnapshot API (snapshot.storage.k8s.io/v1), which this cluster does not serve: install the external-snapshotter CRDs and controller, then restart the operator"}
+	case obs.source == nil:
+		return &cause{reason: v1alpha1.BackupJobSourceNotFoundReason,
+			message: fmt.Sprintf("spec.source.persistentVolumeClaimName: claim %s not found in namespace %s; runs are skipped and counted as missed until it exists",
+				bj.Spec.Source.PersistentVolumeClaimName, bj.Namespace)}
+	case runProblem != nil:
+		return runProblem
+	case len(ret.failed) > 0:
+		return &cause{reason: v1alpha1.BackupJobDeletionFailedReason, message: truncate(strings.Join(ret.failed, "; "))}
+	case len(ret.blocked) > 0:
+		return &cause{reason: v1alpha1.BackupJobDeletionBlockedReason, message: blockedMessage(ret.blocked)}
+	case sched.tooMany || stillTooManyMissed(bj, last):
+		return &cause{reason: v1alpha1.BackupJobTooManyMissedRunsReason,
+			message: "More than 100 scheduled times passed without a run: was the operator stopped for long, or did a clock jump? Set spec.startingDeadlineSeconds, or check the clocks of the nodes and the API server"}
+	}
+	return nil
+}
+
+// stillTooManyMissed keeps TooManyMissedRuns, which only the reconcile that
+// catches up can see, until a run finishes after it was reported: a person
+// must get to see it.
+func stillTooManyMissed(bj *v1alpha1.BackupJob, last *finishedRun) bool {
+	prev := meta.FindStatusCondition(bj.Status.Conditions, v1alpha1.BackupJobDegradedCondition)
+	if prev == nil || prev.Status != metav1.ConditionTrue || prev.Reason != v1alpha1.BackupJobTooManyMissedRunsReason {
+		return false
+	}
+	return last == nil || !last.scheduled.After(prev.LastTransitionTime.Time)
+}
+
+func blockedMessage(blocked []string) string {
+	return truncate("Backups the retention policy no longer keeps were deleted but stay: " + strings.Join(blocked, ", ") +
+		"; the operator looks again periodically")
+}
+
+// blocksReady tells whether a cause stops the BackupJob from doing its job
+// (Ready=False), or only needs attention (Degraded=True alone).
+func blocksReady(c *cause) bool {
+	switch c.reason {
+	case v1alpha1.BackupJobInvalidScheduleReason, v1alpha1.BackupJobUnknownTimeZoneReason, v1alpha1.BackupJobSourceNotFoundReason,
+		v1alpha1.BackupJobSnapshotAPIMissingReason, v1alpha1.BackupJobInvalidSpecReason:
+		return true
+	}
+	return false
+}
+
+func readyCondition(bj *v1alpha1.BackupJob, obs *observation, sched scheduleResult, problem *cause, last *finishedRun) metav1.Condition {
+	c := metav1.Condition{Type: v1alpha1.BackupJobReadyCondition, Status: metav1.ConditionTrue}
+	switch {
+	case problem != nil && blocksReady(problem):
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, problem.reason, problem.message
+	case last != nil && !last.succeeded:
+		c.Status, c.Reason = metav1.ConditionFalse, v1alpha1.BackupJobLastRunFailedReason
+		c.Message = fmt.Sprintf("The most recent run, %s, failed; the schedule goes on", last.name)
+	case ptr.Deref(bj.Spec.Suspend, false):
+		c.Reason, c.Message = v1alpha1.BackupJobSuspendedReason, "spec.suspend is true: no run starts on schedule"
+	case len(obs.activeRuns()) > 0:
+		c.Reason, c.Message = v1alpha1.BackupJobRunningReason, "Running: "+strings.Join(sortedNames(obs.activeRuns()), ", ")
+	default:
+		c.Reason = v1alpha1.BackupJobScheduledReason
+		c.Message = "Next run at " + stamp(sched.next)
+	}
+	return c
+}
+
+func lastRunCondition(last *finishedRun) metav1.Condition {
+	c := metav1.Condition{Type: v1alpha1.BackupJobLastRunSucceededCondition}
+	switch {
+	case last == nil:
+		c.Status, c.Reason, c.Message = metav1.ConditionUnknown, v1alpha1.BackupJobNoRunYetReason, "No run has finished yet"
+	case last.succeeded:
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, v1alpha1.BackupJobRunSucceededReason, fmt.Sprintf("Run %s succeeded", last.name)
+	default:
+		c.Status, c.Reason = metav1.ConditionFalse, last.reason
+		if c.Reason == "" {
+			c.Reason = v1alpha1.BackupJobJobFailedReason
+		}
+		c.Message = last.message
+		if c.Message == "" {
+			c.Message = fmt.Sprintf("Run %s failed", last.name)
+		}
+	}
+	c.Message = truncate(c.Message)
+	return c
+}
+
+func retentionCondition(ret retentionResult) metav1.Condition {
+	c := metav1.Condition{Type: v1alpha1.BackupJobRetentionAppliedCondition}
+	switch {
+	case ret.skipped != nil:
+		c.Status, c.Reason, c.Message = metav1.ConditionUnknown, ret.skipped.reason, ret.skipped.message
+	case len(ret.failed) > 0:
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, v1alpha1.BackupJobDeletionFailedReason, truncate(strings.Join(ret.failed, "; "))
+	case len(ret.blocked) > 0:
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, v1alpha1.BackupJobDeletionBlockedReason, blockedMessage(ret.blocked)
+	default:
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, v1alpha1.BackupJobRetentionAppliedReason, "Only the backups the retention policy keeps exist"
+	}
+	return c
+}
+
+// verifiedCondition reports the most recent drill that finished: that of
+// the newest backup that has a drill result.
+func verifiedCondition(bj *v1alpha1.BackupJob, obs *observation) metav1.Condition {
+	c := metav1.Condition{Type: v1alpha1.BackupJobVerifiedCondition, Status: metav1.ConditionUnknown}
+	if bj.Spec.Verify == nil {
+		c.Reason, c.Message = v1alpha1.BackupJobVerifyNotConfiguredReason, "spec.verify is not set: backups are not checked by restore drills"
+		return c
+	}
+	for _, b := range obs.backups {
+		switch b.verified {
+		case v1alpha1.VerificationPassed:
+			c.Status, c.Reason, c.Message = metav1.ConditionTrue, v1alpha1.BackupJobVerifyPassedReason, fmt.Sprintf("Backup %s was restored and checked", b.name)
+			return c
+		case v1alpha1.VerificationFailed:
+			c.Status, c.Reason, c.Message = metav1.ConditionFalse, v1alpha1.BackupJobVerifyFailedReason, truncate(b.verifiedMessage)
+			if c.Message == "" {
+				c.Message = fmt.Sprintf("The restore drill of backup %s failed", b.name)
+			}
+			return c
+		}
+	}
+	c.Reason, c.Message = v1alpha1.BackupJobVerifyPendingReason, "No restore drill has finished yet"
+	return c
+}
+
+func degradedCondition(problem *cause) metav1.Condition {
+	if problem == nil {
+		return metav1.Condition{Type: v1alpha1.BackupJobDegradedCondition, Status: metav1.ConditionFalse,
+			Reason: v1alpha1.BackupJobAsExpectedReason, Message: "Nothing needs attention"}
+	}
+	return metav1.Condition{Type: v1alpha1.BackupJobDegradedCondition, Status: metav1.ConditionTrue, Reason: problem.reason, Message: truncate(problem.message)}
+}
+
+// mergeConditions stamps conditions with the generation and keeps the
+// transition time of those whose status did not change.
+func mergeConditions(previous []metav1.Condition, generation int64, now metav1.Time, conditions ...metav1.Condition) []metav1.Condition {
+	merged := make([]metav1.Condition, 0, len(conditions))
+	for _, c := range conditions {
+		c.ObservedGeneration = generation
+		c.LastTransitionTime = now
+		if old := meta.FindStatusCondition(previous, c.Type); old != nil && old.Status == c.Status {
+			c.LastTransitionTime = old.LastTransitionTime
+		}
+		merged = append(merged, c)
+	}
+	return merged
+}
+
+func sortedNames(names []string) []string {
+	out := slices.Clone(names)
+	slices.Sort(out)
+	return out
+}
+
+// truncate shortens message to maxConditionMessage bytes, on a rune
+// boundary.
+func truncate(message string) string {
+	if len(message) <= maxConditionMessage {
+		return message
+	}
+	cut := maxConditionMessage - len("...")
+	for cut > 0 && !utf8.RuneStart(message[cut]) {
+		cut--
+	}
+	return message[:cut] + "..."
+}

@@ -1,0 +1,110 @@
+package backupjob
+
+import (
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"example.com/platform-operator/api/v1alpha1"
+)
+
+func statusBackup(name string, scheduled time.Time, result v1alpha1.BackupResult) *backup {
+	return &backup{name: name, kind: v1alpha1.VolumeBackup, scheduled: scheduled, result: result, recorded: result != v1alpha1.BackupRunning,
+		object: &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name}}}
+}
+
+// The conditions, each from what was observed: which run finished last,
+// what blocks the BackupJob, what retention could not delete.
+func TestComputeStatusConditions(t *testing.T) {
+	t0 := time.Date(2026, 3, 1, 2, 0, 0, 0, time.UTC)
+	failedJob := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "nightly-3", Annotations: map[string]string{ScheduledTimeAnnotation: t0.Add(3 * time.Hour).Format(time.RFC3339)}},
+		Status: batchv1.JobStatus{Conditions: []batchv1.JobCondition{{Type: batchv1.JobFailed, Status: corev1.ConditionTrue, Reason: "DeadlineExceeded"}}}}
+	source := &corev1.PersistentVolumeClaim{}
+	tests := map[string]struct {
+		obs       *observation
+		sched     scheduleResult
+		ret       retentionResult
+		suspended bool
+		want      map[string]string // condition type -> status/reason
+	}{
+		"nothing ran yet": {
+			obs:  &observation{source: source},
+			want: map[string]string{"Ready": "True/Scheduled", "LastRunSucceeded": "Unknown/NoRunYet", "RetentionApplied": "True/Applied", "Verified": "Unknown/NotConfigured", "Degraded": "False/AsExpected"},
+		},
+		"the newest finished run failed, an older one succeeded": {
+			obs: &observation{source: source, backups: []*backup{
+				statusBackup("nightly-2", t0.Add(2*time.Hour), v1alpha1.BackupFailed), statusBackup("nightly-1", t0.Add(time.Hour), v1alpha1.BackupSucceeded)}},
+			want: map[string]string{"Ready": "False/LastRunFailed", "LastRunSucceeded": "False/JobFailed"},
+		},
+		"a failed run whose backup retention deleted still shows through its Job": {
+			obs: &observation{source: source, backups: []*backup{statusBackup("nightly-1", t0.Add(time.Hour), v1alpha1.BackupSucceeded)},
+				runJobs: map[string]*batchv1.Job{"nightly-3": failedJob}},
+			want: map[string]string{"LastRunSucceeded": "False/JobFailed"},
+		},
+		"running": {
+			obs:  &observation{source: source, backups: []*backup{statusBackup("nightly-4", t0, v1alpha1.BackupRunning)}},
+			want: map[string]string{"Ready": "True/Running", "LastRunSucceeded": "Unknown/NoRunYet"},
+		},
+		"suspended": {
+			obs: &observation{source: source}, suspended: true,
+			want: map[string]string{"Ready": "True/Suspended"},
+		},
+		"source missing": {
+			obs:  &observation{},
+			want: map[string]string{"Ready": "False/SourceNotFound", "Degraded": "True/SourceNotFound"},
+		},
+		"unknown time zone": {
+			obs:   &observation{source: source},
+			sched: scheduleResult{problem: &cause{reason: v1alpha1.BackupJobUnknownTimeZoneReason, message: "spec.timeZone: ..."}},
+			ret:   retentionResult{skipped: &cause{reason: v1alpha1.BackupJobUnknownTimeZoneReason}},
+			want:  map[string]string{"Ready": "False/UnknownTimeZone", "RetentionApplied": "Unknown/UnknownTimeZone"},
+		},
+		"deletion blocked degrades but leaves Ready": {
+			obs:  &observation{source: source},
+			ret:  retentionResult{blocked: []string{"nightly-0 (held by example.com/x)"}},
+			want: map[string]string{"Ready": "True/Scheduled", "RetentionApplied": "False/DeletionBlocked", "Degraded": "True/DeletionBlocked"},
+		},
+		"too many missed runs": {
+			obs:   &observation{source: source},
+			sched: scheduleResult{tooMany: true},
+			want:  map[string]string{"Degraded": "True/TooManyMissedRuns"},
+		},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			bj := testBackupJob()
+			bj.Spec.Suspend = ptr.To(tt.suspended)
+			if tt.obs.runJobs == nil {
+				tt.obs.runJobs = map[string]*batchv1.Job{}
+			}
+			status := computeStatus(bj, tt.obs, tt.sched, tt.ret, nil, t0)
+			if len(status.Conditions) != 5 {
+				t.Fatalf("%d conditions, want all 5", len(status.Conditions))
+			}
+			for _, c := range status.Conditions {
+				want, ok := tt.want[c.Type]
+				if !ok {
+					continue
+				}
+				if got := string(c.Status) + "/" + c.Reason; got != want {
+					t.Errorf("%s: %s (%s), want %s", c.Type, got, c.Message, want)
+				}
+			}
+		})
+	}
+}
+
+// missedRuns is a running total: the reconcile adds what it counted.
+func TestMissedRunsAccumulate(t *testing.T) {
+	bj := testBackupJob()
+	bj.Status.MissedRuns = 4
+	status := computeStatus(bj, &observation{source: &corev1.PersistentVolumeClaim{}, runJobs: map[string]*batchv1.Job{}},
+		scheduleResult{missedAdded: 3}, retentionResult{}, nil, time.Now())
+	if status.MissedRuns != 7 {
+		t.Errorf("missedRuns %d, want 7", status.MissedRuns)
+	}
+}

@@ -1,0 +1,127 @@
+package localcluster
+
+// SIMULATION. Everything in the files simulation*.go stands in, on the
+// local cluster only, for what a real cluster's storage provides: a CSI
+// driver that provisions volumes and takes snapshots. None of it is part of
+// the operator, and none of it is installed on a real cluster. It runs in
+// the process that started the cluster, when Options.Simulations is set:
+//
+//   - a StorageClass "local" (the default class) and a volume provisioner
+//     that binds each Pending claim of that class, restores (claims with a
+//     dataSource) included, to a PersistentVolume it makes, and deletes the
+//     volumes whose claims are gone (simulation_volumes.go);
+//   - the VolumeSnapshot CRDs of the external-snapshotter, as its client
+//     module ships them (simulation_crds/), and a snapshot simulator that
+//     makes each VolumeSnapshot ready to use with a VolumeSnapshotContent,
+//     or failed when annotated simulation.example.com/fail: "true"
+//     (simulation_snapshots.go);
+//   - a kwok stage that ends a Job's pod Failed when the pod is annotated
+//     simulation.example.com/fail: "true", for example through a
+//     BackupJob's jobTemplate (simulation_stages.go). Other Job pods
+//     succeed, by kwok's own pod-complete stage.
+//
+// No volume holds data: kwok's pods run no containers, so a "copy" is the
+// Job's success, and a restore is a claim that binds.
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	snapshotv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
+)
+
+const (
+	// SimulationStorageClass is the StorageClass whose claims the
+	// simulated provisioner binds; it is the cluster's default class.
+	SimulationStorageClass = "local"
+	// SimulationDriver is the fake CSI driver of the simulated volumes and
+	// snapshots. It is registered as a CSIDriver that needs no attach, so
+	// that no VolumeAttachment waits for an attacher that does not exist.
+	SimulationDriver = "simulation.example.com"
+	// SimulationFailAnnotation, set to "true" on a VolumeSnapshot or on a
+	// Job's pod (its template), makes the simulation fail it.
+	SimulationFailAnnotation = "simulation.example.com/fail"
+	// simulationInterval is how often the simulators look for work.
+	simulationInterval = 300 * time.Millisecond
+)
+
+// simulations are the running simulators of one cluster.
+type simulations struct {
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// startSimulations installs what the simulators need (StorageClass,
+// CSIDriver, VolumeSnapshot CRDs) and starts them. They run until
+// stopSimulations.
+func (c *Cluster) startSimulations(ctx context.Context) error {
+	scheme := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+	utilruntime.Must(snapshotv1.AddToScheme(scheme))
+	cl, err := client.New(c.RESTConfig(), client.Options{Scheme: scheme})
+	if err != nil {
+		return fmt.Errorf("simulation: client: %w", err)
+	}
+	if err := installStorageSimulation(ctx, cl); err != nil {
+		return err
+	}
+	if err := installSnapshotCRDs(ctx, cl); err != nil {
+		return err
+	}
+	if err := c.waitFor(ctx, "the VolumeSnapshot CRDs to be served", func(ctx context.Context) error {
+		return cl.List(ctx, &snapshotv1.VolumeSnapshotList{}, client.Limit(1))
+	}); err != nil {
+		return err
+	}
+
+	runCtx, cancel := context.WithCancel(context.Background())
+	s := &simulations{cancel: cancel}
+	for _, loop := range []func(context.Context, client.Client){provisionVolumes, simulateSnapshots} {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			poll(runCtx, cl, loop)
+		}()
+	}
+	c.mu.Lock()
+	c.sims = s
+	c.mu.Unlock()
+	c.opts.Logf("Simulation parts running: StorageClass %q provisioner, VolumeSnapshot CRDs and simulator, failing pods annotated %s", SimulationStorageClass, SimulationFailAnnotation)
+	return nil
+}
+
+// stopSimulations stops the simulators, if they run.
+func (c *Cluster) stopSimulations() {
+	c.mu.Lock()
+	s := c.sims
+	c.sims = nil
+	c.mu.Unlock()
+	if s != nil {
+		s.cancel()
+		s.wg.Wait()
+	}
+}
+
+// poll runs step every simulationInterval until ctx ends. Errors are left
+// to the next round: the API server may be stopped on purpose by a test.
+func poll(ctx context.Context, cl client.Client, step func(context.Context, client.Client)) {
+	ticker := time.NewTicker(simulationInterval)
+	defer ticker.Stop()
+	for {
+		attempt, cancel := context.WithTimeout(ctx, 5*time.Second)
+		step(attempt, cl)
+		cancel()
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+	}
+}
