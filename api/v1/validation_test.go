@@ -20,7 +20,7 @@ import (
 )
 
 // These tests send Websites to a real API server with the generated CRD
-// (deploy/crd.yaml) and check which it refuses, and that the refusal names
+// (deploy/components/website/crd.yaml) and check which it refuses, and that the refusal names
 // the field.
 
 var restConfig *rest.Config
@@ -37,7 +37,7 @@ func TestMain(m *testing.M) {
 	}
 	env := &envtest.Environment{
 		BinaryAssetsDirectory: assets,
-		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "deploy", "crd.yaml")},
+		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "deploy", "components", "website", "crd.yaml")},
 		ErrorIfCRDPathMissing: true,
 	}
 	var err error

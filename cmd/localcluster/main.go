@@ -96,12 +96,12 @@ func run() error {
 	return waitUntilDone(ctx, env.Cluster, operator)
 }
 
-// waitUntilDone shows the Websites whenever they change, until Ctrl-C or
-// until a component or the operator dies.
+// waitUntilDone shows the resources of every kind whenever they change,
+// until Ctrl-C or until a component or the operator dies.
 func waitUntilDone(ctx context.Context, cluster *localcluster.Cluster, operator *devenv.Operator) error {
 	ticker := time.NewTicker(time.Second)
 	defer ticker.Stop()
-	var shown []byte
+	shown := map[string][]byte{}
 	for {
 		select {
 		case <-ctx.Done():
@@ -117,17 +117,26 @@ func waitUntilDone(ctx context.Context, cluster *localcluster.Cluster, operator 
 		if exited, err := operator.Exited(); exited {
 			return fmt.Errorf("the operator exited (%v); the end of %s:\n%s", err, operator.LogPath, devenv.TailFile(operator.LogPath, 15))
 		}
-		// The columns of kubectl get websites but AGE, which would change
-		// every second.
-		out, err := cluster.Kubectl(ctx, "get", "websites", "--all-namespaces", "-o", websiteColumns).CombinedOutput()
-		if err == nil && !bytes.Equal(out, shown) {
-			fmt.Printf("\n$ kubectl get websites --all-namespaces   (%s)\n%s", time.Now().Format(time.TimeOnly), out)
-			shown = out
+		for _, kind := range shownKinds {
+			out, err := cluster.Kubectl(ctx, append([]string{"get", kind.resource}, kind.args...)...).CombinedOutput()
+			if err == nil && len(bytes.TrimSpace(out)) > 0 && !bytes.Equal(out, shown[kind.resource]) {
+				fmt.Printf("\n$ kubectl get %s %s   (%s)\n%s", kind.resource, kind.shownArgs, time.Now().Format(time.TimeOnly), out)
+				shown[kind.resource] = out
+			}
 		}
 	}
 }
 
-const websiteColumns = `custom-columns=NAMESPACE:.metadata.namespace,NAME:.metadata.name,IMAGE:.spec.image,READY:.status.ready,STATUS:.status.conditions[?(@.type=="Ready")].reason,URL:.status.url`
+// shownKinds are what make run shows: each kind with the columns of
+// kubectl get but AGE, which would change every second.
+var shownKinds = []struct {
+	resource, shownArgs string
+	args                []string
+}{
+	{"websites", "--all-namespaces", []string{"--all-namespaces", "-o", `custom-columns=NAMESPACE:.metadata.namespace,NAME:.metadata.name,IMAGE:.spec.image,READY:.status.ready,STATUS:.status.conditions[?(@.type=="Ready")].reason,URL:.status.url`}},
+	{"tenants", "", []string{"-o", `custom-columns=NAME:.metadata.name,NAMESPACES:.status.ready,OWNERS:.spec.owners[*].name,READY:.status.conditions[?(@.type=="Ready")].status,STATUS:.status.conditions[?(@.type=="Ready")].reason`}},
+	{"backupjobs", "--all-namespaces", []string{"--all-namespaces", "-o", `custom-columns=NAMESPACE:.metadata.namespace,NAME:.metadata.name,SCHEDULE:.spec.schedule,LAST SUCCESS:.status.lastSuccessfulTime,BACKUPS:.status.backupCount,READY:.status.conditions[?(@.type=="Ready")].reason`}},
+}
 
 func say(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "localcluster: "+format+"\n", args...)

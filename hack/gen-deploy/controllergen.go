@@ -8,12 +8,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sigs.k8s.io/yaml"
+
+	"example.com/platform-operator/internal/platform"
 	"strings"
 )
 
 // baseRoleName names the roles of the operator as a whole; a component's
 // are baseRoleName-<component>.
-const baseRoleName = "platform-operator"
+const baseRoleName = platform.Name
 
 // controllerGen runs the controller-gen pinned by go.mod's tool directive in
 // root.

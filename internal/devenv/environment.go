@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"example.com/platform-operator/internal/localcluster"
+	"example.com/platform-operator/internal/platform"
 )
 
 // DefaultManifests install the kustomization of deploy/ (the base and every
@@ -101,7 +102,7 @@ func StartEnvironment(ctx context.Context, opts EnvironmentOptions) (env *Enviro
 }
 
 // StartOperator runs one more operator process, as the ServiceAccount of
-// deploy/rbac.yaml, with leader election, its own metrics and probe ports,
+// deploy/, with leader election, its own metrics and probe ports,
 // and args; it returns once the process answers /readyz. Its log is
 // operator-INDEX.log in OperatorLogDir.
 func (e *Environment) StartOperator(ctx context.Context, args ...string) (*Operator, error) {
@@ -180,7 +181,7 @@ func (o *Operator) WaitReady(ctx context.Context, timeout time.Duration) error {
 
 // BuildOperator builds the operator binary from repoRoot into dir.
 func BuildOperator(repoRoot, dir string) (string, error) {
-	binary := filepath.Join(dir, "platform-operator")
+	binary := filepath.Join(dir, platform.Name)
 	build := exec.Command("go", "build", "-o", binary, "./cmd/platform-operator")
 	build.Dir = repoRoot
 	if out, err := build.CombinedOutput(); err != nil {

@@ -15,12 +15,13 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"example.com/platform-operator/internal/localcluster"
+	"example.com/platform-operator/internal/platform"
 )
 
-// The operator's identity, as deploy/rbac.yaml creates it.
+// The operator's identity, as deploy/base creates it.
 const (
-	OperatorNamespace      = "platform-operator-system"
-	OperatorServiceAccount = "platform-operator"
+	OperatorNamespace      = platform.Namespace
+	OperatorServiceAccount = platform.Name
 )
 
 // ServiceAccountKubeconfig writes a kubeconfig that authenticates as the

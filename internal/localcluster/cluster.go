@@ -457,6 +457,10 @@ func (c *Cluster) apiServer(port, etcdPort int) *process {
 		// On loopback there is no routable address for the kubernetes
 		// Service's endpoints.
 		"--endpoint-reconciler-type=none",
+		// As kubeadm and kind do: privileged pods are a matter of admission
+		// (Pod Security, the operator's own admission policy), which the
+		// tests exercise.
+		"--allow-privileged=true",
 		"--profiling=false",
 		"--v=0",
 	)

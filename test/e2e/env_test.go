@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -37,6 +38,7 @@ func TestMain(m *testing.M) {
 	flag.Parse()
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 	utilruntime.Must(websitev1.AddToScheme(scheme))
+	utilruntime.Must(apiextensionsv1.AddToScheme(scheme))
 	if testing.Short() {
 		fmt.Println("end-to-end tests skipped in -short mode")
 		os.Exit(0)

@@ -77,10 +77,17 @@ func TestMain(m *testing.M) {
 // installed from deploy/, and stops it when the test ends; on failure it
 // prints the end of each operator's log.
 func startEnvironment(t *testing.T, deferOperator bool) *devenv.Environment {
+	return startEnvironmentWith(t, deferOperator, nil)
+}
+
+// startEnvironmentWith is startEnvironment with only the given components of
+// deploy/ installed (nil: all).
+func startEnvironmentWith(t *testing.T, deferOperator bool, components []string) *devenv.Environment {
 	t.Helper()
 	env, err := devenv.StartEnvironment(t.Context(), devenv.EnvironmentOptions{
 		RepoRoot:       repoRoot,
 		Scheme:         scheme,
+		Components:     components,
 		OperatorBinary: operatorBinary,
 		OperatorArgs:   operatorArgs,
 		DeferOperator:  deferOperator,

@@ -476,12 +476,31 @@ func reconcilesOf(t *testing.T, env *devenv.Environment) float64 {
 }
 
 // Scenario 8. What the operator's ServiceAccount may do, as the API server
-// reports it: what the roles of deploy/ grant, and never Secrets, pod writes,
-// escalate, bind or impersonate.
+// reports it: what the roles of deploy/ grant. With the Website component
+// alone: never Secrets, pod writes, escalate, bind or impersonate. With
+// every component: the Tenant's rights ride along (Secrets, namespaces,
+// bind), bind only on the ClusterRoles admin, edit and view, and still
+// never escalate, impersonate or a wildcard.
 func TestEffectiveRBAC(t *testing.T) {
+	for _, install := range []struct {
+		name       string
+		components []string
+		// secrets and bind are what the Tenant component adds.
+		secrets, bind bool
+	}{
+		{"website component only", []string{"website"}, false, false},
+		{"every component", nil, true, true},
+	} {
+		t.Run(install.name, func(t *testing.T) {
+			checkEffectiveRBAC(t, install.components, install.secrets, install.bind)
+		})
+	}
+}
+
+func checkEffectiveRBAC(t *testing.T, components []string, secrets, bind bool) {
 	g := NewWithT(t)
 	ctx := t.Context()
-	env := startEnvironment(t, true)
+	env := startEnvironmentWith(t, true, components)
 	as := "--as=system:serviceaccount:" + devenv.OperatorNamespace + ":" + devenv.OperatorServiceAccount
 	for _, ns := range []string{"default", devenv.OperatorNamespace} {
 		out, err := env.Kubectl(ctx, "auth", "can-i", "--list", "-n", ns, as)
@@ -492,24 +511,35 @@ func TestEffectiveRBAC(t *testing.T) {
 			if len(fields) < 2 {
 				continue
 			}
-			resource, verbs := fields[0], line[strings.LastIndexByte(line, '['):]
-			g.Expect(resource).NotTo(HavePrefix("secrets"), line)
+			resource, verbs := fields[0], strings.Fields(strings.Trim(line[strings.LastIndexByte(line, '['):], "[]"))
+			if !secrets {
+				g.Expect(resource).NotTo(HavePrefix("secrets"), line)
+			}
 			g.Expect(resource).NotTo(Equal("*.*"), line)
 			if resource == "pods" {
-				g.Expect(verbs).To(Equal("[get list watch]"), line)
+				g.Expect(verbs).To(Equal([]string{"get", "list", "watch"}), line)
 			}
-			for _, forbidden := range []string{"escalate", "bind", "impersonate", "*"} {
-				g.Expect(strings.Fields(strings.Trim(verbs, "[]"))).NotTo(ContainElement(forbidden), line)
+			for _, forbidden := range []string{"escalate", "impersonate", "*"} {
+				g.Expect(verbs).NotTo(ContainElement(forbidden), line)
+			}
+			if slices.Contains(verbs, "bind") {
+				g.Expect(bind).To(BeTrue(), "bind is the Tenant component's: %s", line)
+				g.Expect(resource).To(Equal("clusterroles.rbac.authorization.k8s.io"), line)
+				g.Expect(line).To(ContainSubstring("[admin edit view]"), "bind only on the roles Tenants may grant: %s", line)
 			}
 		}
 		g.Expect(out).To(ContainSubstring("websites.example.com"))
-		g.Expect(out).To(MatchRegexp(`deployments.apps\s.*\[create get list patch watch\]`))
+		g.Expect(out).To(MatchRegexp(`deployments.apps\s.*\[create get list patch update watch\]`))
 	}
 	for _, check := range []struct {
 		args    []string
 		allowed bool
 	}{
-		{[]string{"get", "secrets", "-A"}, false},
+		{[]string{"get", "secrets", "-A"}, secrets},
+		{[]string{"create", "namespaces"}, secrets},
+		{[]string{"bind", "clusterroles/admin"}, bind},
+		{[]string{"bind", "clusterroles/cluster-admin"}, false},
+		{[]string{"escalate", "clusterroles"}, false},
 		{[]string{"create", "pods", "-A"}, false},
 		{[]string{"delete", "deployments", "-A"}, false},
 		{[]string{"impersonate", "users"}, false},

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/utils/ptr"
 
 	websitev1 "example.com/platform-operator/api/v1"
 )
@@ -249,25 +250,22 @@ func set(c *metav1.Condition, status metav1.ConditionStatus, why cause) {
 
 // mergeConditions returns the three conditions stamped with generation,
 // keeping the lastTransitionTime of those whose status did not change since
-// previous.
+// previous (meta.SetStatusCondition's rule), and now for the others.
 func mergeConditions(previous []metav1.Condition, generation int64, now metav1.Time, conditions ...metav1.Condition) []metav1.Condition {
 	merged := make([]metav1.Condition, 0, len(conditions))
 	for _, c := range conditions {
+		if old := meta.FindStatusCondition(previous, c.Type); old != nil {
+			merged = append(merged, *old)
+		}
 		c.ObservedGeneration = generation
 		c.LastTransitionTime = now
-		if old := meta.FindStatusCondition(previous, c.Type); old != nil && old.Status == c.Status {
-			c.LastTransitionTime = old.LastTransitionTime
-		}
-		merged = append(merged, c)
+		meta.SetStatusCondition(&merged, c)
 	}
 	return merged
 }
 
 func desiredReplicas(w *websitev1.Website) int32 {
-	if w.Spec.Replicas == nil {
-		return 1
-	}
-	return *w.Spec.Replicas
+	return ptr.Deref(w.Spec.Replicas, 1)
 }
 
 // truncate shortens message to maxConditionMessage bytes, on a rune
