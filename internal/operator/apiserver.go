@@ -21,6 +21,12 @@ import (
 var (
 	apiServerBackoff = wait.Backoff{Duration: 500 * time.Millisecond, Factor: 2, Jitter: 0.1, Steps: math.MaxInt32, Cap: 5 * time.Second}
 	apiServerLogGap  = 5 * time.Second
+	// rejectionGrace is how long credentials that the API server rejects
+	// (401) or a version it refuses to tell (403) are retried: a
+	// kube-apiserver that has just started answers before its token
+	// authenticator and its RBAC authorizer have synced, and refuses
+	// valid credentials for a few seconds.
+	rejectionGrace = 30 * time.Second
 )
 
 // waitForAPIServer asks the API server for its version until it answers,
@@ -28,25 +34,37 @@ var (
 // not yet up is waited for, however long: the process stays alive and
 // answers /healthz, so that neither a liveness probe nor a crash loop
 // delays the moment it can work. Only credentials that the API server
-// rejects end the wait, since retrying cannot cure them. It returns
-// ctx.Err() when ctx ends first.
+// keeps rejecting for rejectionGrace end the wait, since retrying cannot
+// cure them. It returns ctx.Err() when ctx ends first.
 func waitForAPIServer(ctx context.Context, client discovery.ServerVersionInterfaceWithContext, host string,
 	clk clock.Clock, status func(reason string), log logr.Logger) error {
 	backoff := apiServerBackoff
-	var lastLog time.Time
+	var lastLog, rejectedSince time.Time
 	for {
 		_, err := client.ServerVersionWithContext(ctx)
+		var rejection error
 		switch {
 		case err == nil:
 			return nil
 		case ctx.Err() != nil:
 			return ctx.Err()
 		case apierrors.IsUnauthorized(err):
-			return fmt.Errorf("the API server at %s rejected the operator's credentials (401 Unauthorized): check the token or certificate of the kubeconfig", host)
+			rejection = fmt.Errorf("the API server at %s rejected the operator's credentials (401 Unauthorized): check the token or certificate of the kubeconfig", host)
 		case apierrors.IsForbidden(err):
-			return fmt.Errorf("the API server at %s refused to tell its version (403 Forbidden): %w", host, err)
+			rejection = fmt.Errorf("the API server at %s refused to tell its version (403 Forbidden): %w", host, err)
 		}
 		problem := connectionProblem(err)
+		if rejection != nil {
+			if rejectedSince.IsZero() {
+				rejectedSince = clk.Now()
+			}
+			if clk.Since(rejectedSince) >= rejectionGrace {
+				return rejection
+			}
+			problem = rejection.Error() + " (retrying: an API server that has just started may not recognize them yet)"
+		} else {
+			rejectedSince = time.Time{}
+		}
 		status(fmt.Sprintf("waiting for the API server at %s: %s", host, problem))
 		delay := backoff.Step()
 		if lastLog.IsZero() || clk.Since(lastLog) >= apiServerLogGap {

@@ -170,3 +170,14 @@ func TestAPIServerReachable(t *testing.T) {
 	g.Expect(check(req)).To(MatchError("cannot reach the API server at https://10.0.0.1:6443: dial tcp 10.0.0.1:6443: connect: connection refused"))
 	g.Expect(check(req)).To(Succeed())
 }
+
+// A kube-apiserver that has just started refuses valid credentials until its
+// authenticator has synced: a few rejections are waited out, and said so.
+func TestWaitForAPIServerWaitsOutEarlyRejections(t *testing.T) {
+	g := NewWithT(t)
+	client := &fakeVersion{clock: clocktesting.NewFakeClock(start), failures: 3, err: apierrors.NewUnauthorized("token not recognized yet")}
+	reasons, _, err := runWait(t, context.Background(), client)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(reasons).To(ContainElement(ContainSubstring("rejected the operator's credentials (401 Unauthorized)")))
+	g.Expect(reasons[0]).To(ContainSubstring("retrying"))
+}

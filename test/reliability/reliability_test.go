@@ -184,14 +184,25 @@ func TestAPIServerOutage(t *testing.T) {
 	r := watchRecovery(t, env, "burst", 200, 3*time.Minute)
 	samples := sampling()
 
-	// The probes during the outage.
+	// The probes during the outage. A process that lost its lease stops its
+	// servers as it shuts down, a moment before it exits: samples of that
+	// moment belong to the restart, like those of its first second.
+	exitsOf := map[string][]processExit{first.name: first.exitsSoFar(), second.name: second.exitsSoFar()}
+	exiting := func(s probeSample) bool {
+		for _, exit := range exitsOf[s.process] {
+			if !exit.at.Before(s.at) && exit.at.Sub(s.at) < 3*time.Second {
+				return true
+			}
+		}
+		return false
+	}
 	var alive, restarting int
 	reasons := map[string]bool{}
 	for _, s := range samples {
 		if s.at.Before(down) || s.at.After(up) {
 			continue
 		}
-		if s.starting {
+		if s.starting || exiting(s) {
 			restarting++
 			continue
 		}
@@ -209,9 +220,22 @@ func TestAPIServerOutage(t *testing.T) {
 	t.Logf("during the outage: %d probe samples of running processes, all /healthz 200 and /readyz 503; %d taken while a process restarted; reasons given:\n  %s",
 		alive, restarting, strings.Join(keys(reasons), "\n  "))
 
-	// Only the leader exits: its lease lapsed. The standby never held one.
-	exits := append(first.exitsSoFar(), second.exitsSoFar()...)
-	g.Expect(exits).To(HaveLen(1), "the leader exits once, the standby never")
+	// Only the leader exits during the outage: its lease lapsed. The standby
+	// never held one. (On two cores, the burst before the outage can delay a
+	// renewal past the deadline, so that leadership changes hands before
+	// the outage; such an exit is reported, and is not the outage's.)
+	var exits []processExit
+	for _, p := range []*operatorProcess{first, second} {
+		for _, exit := range p.exitsSoFar() {
+			if exit.at.Before(stopping) {
+				t.Logf("operator %s exited %.1f s before the outage (%v): leadership changed hands during the burst", p.name, stopping.Sub(exit.at).Seconds(), exit.err)
+				continue
+			}
+			exits = append(exits, exit)
+			t.Logf("operator %s exited %.1f s after kube-apiserver began to stop: %v", p.name, exit.at.Sub(stopping).Seconds(), exit.err)
+		}
+	}
+	g.Expect(exits).To(HaveLen(1), "the leader exits once during the outage, the standby never")
 	g.Expect(exits[0].err).To(HaveOccurred(), "a non-zero exit")
 	g.Expect(exits[0].at.Sub(stopping)).To(BeNumerically("<", 20*time.Second), "when its lease lapsed")
 	t.Logf("the leader exited %.1f s after kube-apiserver began to stop, and was restarted; after the API server came back, ready after %v",
