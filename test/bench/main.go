@@ -68,7 +68,6 @@ type results struct {
 	Finished    time.Time      `json:"finished"`
 	CommandLine string         `json:"commandLine"`
 	Args        []string       `json:"args"`
-	WorkDir     string         `json:"workDir"`
 	Machine     machineInfo    `json:"machine"`
 	Operator    operatorInfo   `json:"operator"`
 	Client      clientSettings `json:"clientSettings"`
@@ -124,14 +123,12 @@ func run() error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	wd, _ := os.Getwd()
 	res := &results{
 		Started:     time.Now(),
 		CommandLine: commandLine(),
 		Args:        os.Args,
-		WorkDir:     wd,
 		Machine:     describeMachine(),
-		Operator:    operatorInfo{Binary: cfg.operator, Version: operatorVersion(cfg.operator), Args: cfg.operatorArgs},
+		Operator:    operatorInfo{Binary: repoRelative(cfg.repo, cfg.operator), Version: operatorVersion(cfg.operator), Args: cfg.operatorArgs},
 		Client:      cfg.client,
 		Scenarios:   cfg.scenarioList,
 		Ns:          cfg.ns,
@@ -363,4 +360,17 @@ func writeResults(dir string, res *results) error {
 		return err
 	}
 	return os.WriteFile(filepath.Join(dir, "time-to-ready.svg"), []byte(chart(res)), 0o644)
+}
+
+// repoRelative names path relative to the repository, so that results carry
+// no absolute path of the machine they ran on; a path outside it is named by
+// its file name alone.
+func repoRelative(repo, path string) string {
+	root, err := filepath.Abs(repo)
+	if err == nil {
+		if rel, err := filepath.Rel(root, path); err == nil && !strings.HasPrefix(rel, "..") {
+			return rel
+		}
+	}
+	return filepath.Base(path)
 }
