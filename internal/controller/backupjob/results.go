@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"example.com/platform-operator/api/v1alpha1"
+	"example.com/platform-operator/internal/controller"
 )
 
 // recordResults writes on each backup claim whose run's Job finished how it
@@ -98,7 +99,7 @@ func (r *Reconciler) recordResult(ctx context.Context, b *backup, result v1alpha
 	updated.Annotations[finishedAnnotation] = stamp(at)
 	if result == v1alpha1.BackupFailed {
 		updated.Annotations[ResultReasonAnnotation] = reason
-		updated.Annotations[ResultMessageAnnotation] = truncate(message)
+		updated.Annotations[ResultMessageAnnotation] = controller.TruncateMessage(message)
 	}
 	if err := r.Client.Patch(ctx, updated, client.MergeFrom(claim)); err != nil {
 		return fmt.Errorf("record the result of run %s on its claim: %w", b.name, err)
@@ -106,7 +107,7 @@ func (r *Reconciler) recordResult(ctx context.Context, b *backup, result v1alpha
 	b.object = updated
 	b.result, b.recorded, b.finished = result, true, at
 	if result == v1alpha1.BackupFailed {
-		b.reason, b.message = reason, truncate(message)
+		b.reason, b.message = reason, controller.TruncateMessage(message)
 	}
 	return nil
 }

@@ -6,7 +6,6 @@ import (
 	"sort"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -14,14 +13,12 @@ import (
 	"k8s.io/utils/ptr"
 
 	"example.com/platform-operator/api/v1alpha1"
+	"example.com/platform-operator/internal/controller"
 )
 
 const (
 	// maxListedBackups is the MaxItems of status.backups.
 	maxListedBackups = 500
-	// maxConditionMessage keeps condition messages readable and well
-	// below the API's limit of 32768 bytes.
-	maxConditionMessage = 1024
 )
 
 // computeStatus is the status of bj from what the reconcile observed and
@@ -53,7 +50,7 @@ func computeStatus(bj *v1alpha1.BackupJob, obs *observation, sched scheduleResul
 		verifiedCondition(bj, obs),
 		degradedCondition(problem),
 	}
-	status.Conditions = mergeConditions(bj.Status.Conditions, bj.Generation, metav1.NewTime(now), conditions...)
+	status.Conditions = controller.MergeConditions(bj.Status.Conditions, bj.Generation, metav1.NewTime(now), conditions...)
 	return status
 }
 
@@ -162,7 +159,7 @@ func degradedCause(bj *v1alpha1.BackupJob, obs *observation, sched scheduleResul
 	case runProblem != nil:
 		return runProblem
 	case len(ret.failed) > 0:
-		return &cause{reason: v1alpha1.BackupJobDeletionFailedReason, message: truncate(strings.Join(ret.failed, "; "))}
+		return &cause{reason: v1alpha1.BackupJobDeletionFailedReason, message: controller.TruncateMessage(strings.Join(ret.failed, "; "))}
 	case len(ret.blocked) > 0:
 		return &cause{reason: v1alpha1.BackupJobDeletionBlockedReason, message: blockedMessage(ret.blocked)}
 	case sched.tooMany || stillTooManyMissed(bj, last):
@@ -184,7 +181,7 @@ func stillTooManyMissed(bj *v1alpha1.BackupJob, last *finishedRun) bool {
 }
 
 func blockedMessage(blocked []string) string {
-	return truncate("Backups the retention policy no longer keeps were deleted but stay: " + strings.Join(blocked, ", ") +
+	return controller.TruncateMessage("Backups the retention policy no longer keeps were deleted but stay: " + strings.Join(blocked, ", ") +
 		"; the operator looks again periodically")
 }
 
@@ -235,7 +232,7 @@ func lastRunCondition(last *finishedRun) metav1.Condition {
 			c.Message = fmt.Sprintf("Run %s failed", last.name)
 		}
 	}
-	c.Message = truncate(c.Message)
+	c.Message = controller.TruncateMessage(c.Message)
 	return c
 }
 
@@ -245,7 +242,7 @@ func retentionCondition(ret retentionResult) metav1.Condition {
 	case ret.skipped != nil:
 		c.Status, c.Reason, c.Message = metav1.ConditionUnknown, ret.skipped.reason, ret.skipped.message
 	case len(ret.failed) > 0:
-		c.Status, c.Reason, c.Message = metav1.ConditionFalse, v1alpha1.BackupJobDeletionFailedReason, truncate(strings.Join(ret.failed, "; "))
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, v1alpha1.BackupJobDeletionFailedReason, controller.TruncateMessage(strings.Join(ret.failed, "; "))
 	case len(ret.blocked) > 0:
 		c.Status, c.Reason, c.Message = metav1.ConditionFalse, v1alpha1.BackupJobDeletionBlockedReason, blockedMessage(ret.blocked)
 	default:
@@ -268,7 +265,7 @@ func verifiedCondition(bj *v1alpha1.BackupJob, obs *observation) metav1.Conditio
 			c.Status, c.Reason, c.Message = metav1.ConditionTrue, v1alpha1.BackupJobVerifyPassedReason, fmt.Sprintf("Backup %s was restored and checked", b.name)
 			return c
 		case v1alpha1.VerificationFailed:
-			c.Status, c.Reason, c.Message = metav1.ConditionFalse, v1alpha1.BackupJobVerifyFailedReason, truncate(b.verifiedMessage)
+			c.Status, c.Reason, c.Message = metav1.ConditionFalse, v1alpha1.BackupJobVerifyFailedReason, controller.TruncateMessage(b.verifiedMessage)
 			if c.Message == "" {
 				c.Message = fmt.Sprintf("The restore drill of backup %s failed", b.name)
 			}
@@ -284,39 +281,11 @@ func degradedCondition(problem *cause) metav1.Condition {
 		return metav1.Condition{Type: v1alpha1.BackupJobDegradedCondition, Status: metav1.ConditionFalse,
 			Reason: v1alpha1.BackupJobAsExpectedReason, Message: "Nothing needs attention"}
 	}
-	return metav1.Condition{Type: v1alpha1.BackupJobDegradedCondition, Status: metav1.ConditionTrue, Reason: problem.reason, Message: truncate(problem.message)}
-}
-
-// mergeConditions stamps conditions with the generation and keeps the
-// transition time of those whose status did not change.
-func mergeConditions(previous []metav1.Condition, generation int64, now metav1.Time, conditions ...metav1.Condition) []metav1.Condition {
-	merged := make([]metav1.Condition, 0, len(conditions))
-	for _, c := range conditions {
-		c.ObservedGeneration = generation
-		c.LastTransitionTime = now
-		if old := meta.FindStatusCondition(previous, c.Type); old != nil && old.Status == c.Status {
-			c.LastTransitionTime = old.LastTransitionTime
-		}
-		merged = append(merged, c)
-	}
-	return merged
+	return metav1.Condition{Type: v1alpha1.BackupJobDegradedCondition, Status: metav1.ConditionTrue, Reason: problem.reason, Message: controller.TruncateMessage(problem.message)}
 }
 
 func sortedNames(names []string) []string {
 	out := slices.Clone(names)
 	slices.Sort(out)
 	return out
-}
-
-// truncate shortens message to maxConditionMessage bytes, on a rune
-// boundary.
-func truncate(message string) string {
-	if len(message) <= maxConditionMessage {
-		return message
-	}
-	cut := maxConditionMessage - len("...")
-	for cut > 0 && !utf8.RuneStart(message[cut]) {
-		cut--
-	}
-	return message[:cut] + "..."
 }

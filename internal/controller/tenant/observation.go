@@ -4,6 +4,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	tenantv1 "example.com/platform-operator/api/v1alpha1"
+	"example.com/platform-operator/internal/controller"
 )
 
 // observation is what one reconcile saw of a Tenant's children after it
@@ -66,5 +67,5 @@ type cause struct {
 }
 
 func problem(reason, message string) *cause {
-	return &cause{reason: reason, message: truncate(message), degrading: true}
+	return &cause{reason: reason, message: controller.TruncateMessage(message), degrading: true}
 }

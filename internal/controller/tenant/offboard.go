@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	tenantv1 "example.com/platform-operator/api/v1alpha1"
+	"example.com/platform-operator/internal/controller"
 )
 
 // deletionConfirmed tells whether deleting t may delete its namespaces:
@@ -107,7 +108,7 @@ func computeOffboardingStatus(t *tenantv1.Tenant, terminating []namespaceObserva
 	for _, n := range terminating {
 		status.Namespaces = append(status.Namespaces, namespaceStatus(n))
 	}
-	message := truncate(fmt.Sprintf("Deleting: waiting until %s at most for namespaces to terminate: %s",
+	message := controller.TruncateMessage(fmt.Sprintf("Deleting: waiting until %s at most for namespaces to terminate: %s",
 		deadline.UTC().Format(time.RFC3339), describeTerminating(terminating)))
 	ready := metav1.Condition{Type: tenantv1.TenantReadyCondition, Status: metav1.ConditionFalse, Reason: tenantv1.TenantDeletingReason, Message: message}
 	namespaces := metav1.Condition{Type: tenantv1.TenantNamespacesReadyCondition, Status: metav1.ConditionFalse, Reason: tenantv1.NamespaceTerminatingReason, Message: message}
@@ -117,7 +118,7 @@ func computeOffboardingStatus(t *tenantv1.Tenant, terminating []namespaceObserva
 			conditions = append(conditions, c)
 		}
 	}
-	status.Conditions = mergeConditions(t.Status.Conditions, t.Generation, metav1.NewTime(now), conditions...)
+	status.Conditions = controller.MergeConditions(t.Status.Conditions, t.Generation, metav1.NewTime(now), conditions...)
 	return status
 }
 

@@ -4,17 +4,13 @@ import (
 	"fmt"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	tenantv1 "example.com/platform-operator/api/v1alpha1"
+	"example.com/platform-operator/internal/controller"
 )
-
-// maxConditionMessage bounds messages copied from API errors.
-const maxConditionMessage = 1024
 
 // computeStatus derives the status of t from what was observed at now. It
 // reads the previous status only to keep the lastTransitionTime of
@@ -37,7 +33,7 @@ func computeStatus(t *tenantv1.Tenant, obs observation, now time.Time) tenantv1.
 	access := accessCondition(t, obs)
 	credentials := credentialsCondition(t, obs, now)
 	ready, degraded := summary(t, obs, namespaces, access, credentials)
-	status.Conditions = mergeConditions(t.Status.Conditions, t.Generation, metav1.NewTime(now),
+	status.Conditions = controller.MergeConditions(t.Status.Conditions, t.Generation, metav1.NewTime(now),
 		ready, namespaces.condition, access.condition, credentials.condition, degraded)
 	return status
 }
@@ -59,7 +55,7 @@ func judge(conditionType string, ok bool, why cause) judged {
 }
 
 func namespaceStatus(n namespaceObservation) tenantv1.TenantNamespaceStatus {
-	ns := tenantv1.TenantNamespaceStatus{Name: n.name, Phase: n.phase, Message: truncate(n.message), Role: n.role, Subjects: n.subjects}
+	ns := tenantv1.TenantNamespaceStatus{Name: n.name, Phase: n.phase, Message: controller.TruncateMessage(n.message), Role: n.role, Subjects: n.subjects}
 	if n.phase == tenantv1.NamespaceActive && n.access != nil {
 		ns.Phase = tenantv1.NamespaceFailed
 		ns.Message = n.access.message
@@ -69,7 +65,7 @@ func namespaceStatus(n namespaceObservation) tenantv1.TenantNamespaceStatus {
 			break
 		}
 		ns.Conditions = append(ns.Conditions, tenantv1.TenantNamespaceCondition{
-			Type: string(c.Type), Status: string(c.Status), Reason: c.Reason, Message: truncate(c.Message)})
+			Type: string(c.Type), Status: string(c.Status), Reason: c.Reason, Message: controller.TruncateMessage(c.Message)})
 	}
 	return ns
 }
@@ -96,7 +92,7 @@ func namespacesCondition(obs observation) judged {
 		return judge(tenantv1.TenantNamespacesReadyCondition, false, *problem(failedReason(failed[0].message), joinMessages(failed)))
 	case len(terminating) > 0:
 		return judge(tenantv1.TenantNamespacesReadyCondition, false, cause{reason: tenantv1.NamespaceTerminatingReason,
-			message: truncate(joinMessages(terminating))})
+			message: controller.TruncateMessage(joinMessages(terminating))})
 	}
 	return judge(tenantv1.TenantNamespacesReadyCondition, true, cause{reason: tenantv1.NamespacesActiveReason,
 		message: fmt.Sprintf("%d namespaces held by the Tenant: %s", len(obs.namespaces), names(obs.namespaces))})
@@ -137,7 +133,7 @@ func accessCondition(t *tenantv1.Tenant, obs observation) judged {
 			message: "No owners and no ServiceAccount: nobody is bound"})
 	}
 	return judge(tenantv1.TenantAccessReadyCondition, true, cause{reason: tenantv1.AccessGrantedReason,
-		message: truncate(fmt.Sprintf("ClusterRole %s bound to %s in %d namespaces", role, describeSubjects(subjects), len(obs.namespaces)))})
+		message: controller.TruncateMessage(fmt.Sprintf("ClusterRole %s bound to %s in %d namespaces", role, describeSubjects(subjects), len(obs.namespaces)))})
 }
 
 // credentialsCondition: True when the Secret holds a token valid at now, or
@@ -291,32 +287,4 @@ func describeSubjects(subjects []tenantv1.TenantSubject) string {
 		}
 	}
 	return strings.Join(out, ", ")
-}
-
-// mergeConditions stamps the conditions with generation, keeping the
-// lastTransitionTime of those whose status did not change since previous.
-func mergeConditions(previous []metav1.Condition, generation int64, now metav1.Time, conditions ...metav1.Condition) []metav1.Condition {
-	merged := make([]metav1.Condition, 0, len(conditions))
-	for _, c := range conditions {
-		c.ObservedGeneration = generation
-		c.LastTransitionTime = now
-		if old := meta.FindStatusCondition(previous, c.Type); old != nil && old.Status == c.Status {
-			c.LastTransitionTime = old.LastTransitionTime
-		}
-		merged = append(merged, c)
-	}
-	return merged
-}
-
-// truncate shortens message to maxConditionMessage bytes, on a rune
-// boundary.
-func truncate(message string) string {
-	if len(message) <= maxConditionMessage {
-		return message
-	}
-	cut := maxConditionMessage - len("...")
-	for cut > 0 && !utf8.RuneStart(message[cut]) {
-		cut--
-	}
-	return message[:cut] + "..."
 }

@@ -39,13 +39,13 @@ func (r *WebsiteReconciler) reconcileChildren(ctx context.Context, w *websitev1.
 			obs.blocker = firstCause(obs.blocker, &cause{conflictReasons[kind], result.Message})
 			obs.conflict = true
 		case children.Invalid:
-			obs.blocker = firstCause(obs.blocker, &cause{websitev1.InvalidSpecReason, truncate(result.Message)})
+			obs.blocker = firstCause(obs.blocker, &cause{websitev1.InvalidSpecReason, controller.TruncateMessage(result.Message)})
 			errs = append(errs, result.Err)
 		case children.Failed:
 			// A conflict with another writer passes with the retry; it is
 			// nothing for a person to look at.
 			if !errors.Is(result.Err, controller.ErrNotLeader) && !apierrors.IsConflict(result.Err) {
-				obs.blocker = firstCause(obs.blocker, &cause{websitev1.ApplyFailedReason, truncate(result.Message)})
+				obs.blocker = firstCause(obs.blocker, &cause{websitev1.ApplyFailedReason, controller.TruncateMessage(result.Message)})
 			}
 			obs.retry = true
 			errs = append(errs, result.Err)

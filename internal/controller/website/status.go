@@ -2,21 +2,16 @@ package website
 
 import (
 	"fmt"
-	"unicode/utf8"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/utils/ptr"
 
 	websitev1 "example.com/platform-operator/api/v1"
+	"example.com/platform-operator/internal/controller"
 )
-
-// maxConditionMessage bounds messages copied from pods and API errors, so
-// that one noisy container cannot bloat every Website list.
-const maxConditionMessage = 1024
 
 // observation is what one reconcile saw of a Website's children, after it
 // applied them. Status is computed from it alone.
@@ -75,7 +70,7 @@ func computeStatus(w *websitev1.Website, obs observation, clusterDomain string, 
 	status.Ready = fmt.Sprintf("%d/%d", status.ReadyReplicas, desired)
 
 	ready, progressing, degraded := conditionsFor(w, obs, desired)
-	status.Conditions = mergeConditions(w.Status.Conditions, w.Generation, now, ready, progressing, degraded)
+	status.Conditions = controller.MergeConditions(w.Status.Conditions, w.Generation, now, ready, progressing, degraded)
 	return status
 }
 
@@ -204,7 +199,7 @@ func podProblem(pods []corev1.Pod) *cause {
 			if waiting.Message != "" {
 				detail += ": " + waiting.Message
 			}
-			return &cause{reason, truncate(fmt.Sprintf("Pod %s: %s", pod.Name, detail))}
+			return &cause{reason, controller.TruncateMessage(fmt.Sprintf("Pod %s: %s", pod.Name, detail))}
 		}
 	}
 	return nil
@@ -233,10 +228,10 @@ func deploymentProblem(d *appsv1.Deployment) *cause {
 	for _, c := range d.Status.Conditions {
 		switch {
 		case c.Type == appsv1.DeploymentReplicaFailure && c.Status == corev1.ConditionTrue:
-			return &cause{websitev1.PodsRejectedReason, truncate("Deployment cannot create pods: " + c.Message)}
+			return &cause{websitev1.PodsRejectedReason, controller.TruncateMessage("Deployment cannot create pods: " + c.Message)}
 		case c.Type == appsv1.DeploymentProgressing && c.Status == corev1.ConditionFalse &&
 			c.Reason == "ProgressDeadlineExceeded":
-			return &cause{websitev1.ProgressDeadlineExceededReason, truncate(c.Message)}
+			return &cause{websitev1.ProgressDeadlineExceededReason, controller.TruncateMessage(c.Message)}
 		}
 	}
 	return nil
@@ -248,35 +243,6 @@ func set(c *metav1.Condition, status metav1.ConditionStatus, why cause) {
 	c.Message = why.message
 }
 
-// mergeConditions returns the three conditions stamped with generation,
-// keeping the lastTransitionTime of those whose status did not change since
-// previous (meta.SetStatusCondition's rule), and now for the others.
-func mergeConditions(previous []metav1.Condition, generation int64, now metav1.Time, conditions ...metav1.Condition) []metav1.Condition {
-	merged := make([]metav1.Condition, 0, len(conditions))
-	for _, c := range conditions {
-		if old := meta.FindStatusCondition(previous, c.Type); old != nil {
-			merged = append(merged, *old)
-		}
-		c.ObservedGeneration = generation
-		c.LastTransitionTime = now
-		meta.SetStatusCondition(&merged, c)
-	}
-	return merged
-}
-
 func desiredReplicas(w *websitev1.Website) int32 {
 	return ptr.Deref(w.Spec.Replicas, 1)
-}
-
-// truncate shortens message to maxConditionMessage bytes, on a rune
-// boundary.
-func truncate(message string) string {
-	if len(message) <= maxConditionMessage {
-		return message
-	}
-	cut := maxConditionMessage - len("...")
-	for cut > 0 && !utf8.RuneStart(message[cut]) {
-		cut--
-	}
-	return message[:cut] + "..."
 }

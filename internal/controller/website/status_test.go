@@ -1,7 +1,6 @@
 package website
 
 import (
-	"strings"
 	"testing"
 	"time"
 
@@ -340,13 +339,4 @@ func TestComputeStatusIsStable(t *testing.T) {
 	w.Status = first
 	second := computeStatus(w, obs, "cluster.local", metav1.NewTime(now.Add(time.Minute)))
 	g.Expect(second).To(Equal(first))
-}
-
-func TestLongMessagesAreTruncatedOnARuneBoundary(t *testing.T) {
-	g := NewWithT(t)
-	long := strings.Repeat("é", maxConditionMessage)
-	out := truncate(long)
-	g.Expect(len(out)).To(BeNumerically("<=", maxConditionMessage))
-	g.Expect(out).To(HaveSuffix("..."))
-	g.Expect(strings.ToValidUTF8(out, "?")).To(Equal(out))
 }
