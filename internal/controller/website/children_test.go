@@ -220,11 +220,15 @@ func TestHandEditsOfChildrenAreRestored(t *testing.T) {
 			}
 			g.Eventually(func(g Gomega) {
 				// The edit and the repair changed the Deployment's generation.
+				// Played every 250 ms, not at Gomega's 10 ms: each status write
+				// of the test is a write the reconciler races with.
 				markRolledOut(g, ctx, getDeployment(g, ctx, ns, "site"))
 				w := getWebsite(g, ctx, ns, "site")
-				g.Expect(condition(w, websitev1.ReadyCondition).Status).To(Equal(metav1.ConditionTrue))
-				g.Expect(condition(w, websitev1.DegradedCondition).Status).To(Equal(metav1.ConditionFalse))
-			}).WithTimeout(timeout).Should(Succeed())
+				ready := condition(w, websitev1.ReadyCondition)
+				g.Expect(ready.Status).To(Equal(metav1.ConditionTrue), "%s: %s", ready.Reason, ready.Message)
+				degraded := condition(w, websitev1.DegradedCondition)
+				g.Expect(degraded.Status).To(Equal(metav1.ConditionFalse), "%s: %s", degraded.Reason, degraded.Message)
+			}).WithTimeout(timeout).WithPolling(250 * time.Millisecond).Should(Succeed())
 		})
 	}
 }
