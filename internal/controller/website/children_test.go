@@ -225,7 +225,7 @@ func TestHandEditsOfChildrenAreRestored(t *testing.T) {
 				markRolledOut(g, ctx, getDeployment(g, ctx, ns, "site"))
 				w := getWebsite(g, ctx, ns, "site")
 				ready := condition(w, websitev1.ReadyCondition)
-				g.Expect(ready.Status).To(Equal(metav1.ConditionTrue), "%s: %s", ready.Reason, ready.Message)
+				g.Expect(ready.Status).To(Equal(metav1.ConditionTrue), "%s: %s (events: %v)", ready.Reason, ready.Message, eventReasons(g, ctx, ns, "site"))
 				degraded := condition(w, websitev1.DegradedCondition)
 				g.Expect(degraded.Status).To(Equal(metav1.ConditionFalse), "%s: %s", degraded.Reason, degraded.Message)
 			}).WithTimeout(timeout).WithPolling(250 * time.Millisecond).Should(Succeed())
