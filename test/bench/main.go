@@ -1,19 +1,28 @@
 // Command bench measures the platform operator on the local cluster
 // (internal/localcluster) against the raw-client ceiling measured in the
-// same run, for each number N of Websites, each N on a fresh cluster:
+// same run, for each number N of Websites, each N on a fresh cluster. The
+// scenarios, chosen with -scenarios:
 //
-//   - burst: time until the children of N Websites created at once exist,
-//     and until every Website is Ready, against a plain client that applies
-//     the same N Deployments and Services with the operator's client limits
-//     and workers (time until they exist and are Available);
-//   - cost: the API server's write requests per Website on create, and in a
-//     60 s idle window;
+//   - ceiling: a plain client with no client-side rate limit and 16
+//     workers (-load-workers) creates (POST) the Deployments the operator
+//     builds for N Websites, then, after they are gone, the Deployments and
+//     the Services: time until they exist and until every Deployment is
+//     Available. No operator can beat it on this cluster;
+//   - burst: the operator runs with its defaults (or -operator-args), the
+//     same load client creates N Websites at once: time until their
+//     Deployments and Services exist and until every Website is Ready, and
+//     the ratios operator ÷ ceiling;
+//   - cost: the API server's write requests per Website during the burst,
+//     and in a 60 s idle window;
 //   - restart: time until a restarted operator is ready and a new Website is
 //     Ready, and the writes the restart causes;
 //   - drift: time until a deleted Service, or a Deployment whose image
-//     someone else changed, is restored (p50, p99);
-//   - footprint: the operator's peak RSS and CPU seconds, next to the
-//     control plane's CPU seconds per component.
+//     someone else changed, is restored (p50, p99).
+//
+// cost, restart and drift work on the Websites the burst creates, so they
+// need it. The operator's peak RSS and the CPU seconds of every process are
+// recorded in every run; -heap-profile adds the operator's heap profile
+// after the burst.
 //
 // It writes results.json, results.md and time-to-ready.svg to -out. Run it
 // with make bench, or:
@@ -30,6 +39,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -41,9 +51,10 @@ import (
 	"time"
 
 	"example.com/platform-operator/internal/localcluster"
+	"example.com/platform-operator/internal/operator"
 )
 
-var allScenarios = []string{"burst", "cost", "restart", "drift", "footprint"}
+var allScenarios = []string{"ceiling", "burst", "cost", "restart", "drift"}
 
 type config struct {
 	operator        string
@@ -51,58 +62,18 @@ type config struct {
 	repo            string
 	logDir          string
 	ns              []int
-	heapProfile     string
+	heapProfile     bool
 	operatorArgs    []string
 	operatorArgsRaw string
 	scenarioList    []string
 	scenarios       map[string]bool
-	client          clientSettings
-	idle            time.Duration
-	driftCount      int
-	nodes           int
-}
-
-// results is what results.json holds.
-type results struct {
-	Started     time.Time      `json:"started"`
-	Finished    time.Time      `json:"finished"`
-	CommandLine string         `json:"commandLine"`
-	Args        []string       `json:"args"`
-	Machine     machineInfo    `json:"machine"`
-	Operator    operatorInfo   `json:"operator"`
-	Client      clientSettings `json:"clientSettings"`
-	Scenarios   []string       `json:"scenarios"`
-	Ns          []int          `json:"ns"`
-	IdleWindow  string         `json:"idleWindow"`
-	DriftCount  int            `json:"driftIterations"`
-	LogDir      string         `json:"operatorLogDir"`
-	HeapProfile string         `json:"heapProfile"`
-	Runs        []*runResult   `json:"runs"`
-	Checks      []check        `json:"checks"`
-	Quoted      quotedKopf     `json:"quotedFromIssueNotMeasuredHere"`
-	Notes       []string       `json:"notes"`
-}
-
-type operatorInfo struct {
-	Binary  string   `json:"binary"`
-	Version string   `json:"version"`
-	Args    []string `json:"extraArgs"`
-}
-
-// quotedKopf are the tutorial kopf operator's figures as the issue quotes
-// them; they were not measured here.
-type quotedKopf struct {
-	Source string             `json:"source"`
-	Exist  map[string]float64 `json:"secondsUntilAllDeploymentsExisted"`
-	Avail  map[string]float64 `json:"secondsUntilAllAvailable"`
-	RSSMiB float64            `json:"rssMiB"`
-}
-
-var kopf = quotedKopf{
-	Source: "quoted from issue 6, not measured here: the tutorial's kopf operator",
-	Exist:  map[string]float64{"100": 6.0, "1000": 62.7},
-	Avail:  map[string]float64{"100": 23.7, "1000": 240},
-	RSSMiB: 115,
+	// operatorClient is what the operator makes of its flags; load is the
+	// client creating the Websites and the ceilings' children.
+	operatorClient clientSettings
+	load           clientSettings
+	idle           time.Duration
+	driftCount     int
+	nodes          int
 }
 
 func main() {
@@ -123,27 +94,28 @@ func run() error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
+	heap := "not asked for (-heap-profile); peak RSS is sampled from /proc every 200 ms"
+	if cfg.heapProfile {
+		heap = "taken after each burst from the operator's --pprof-bind-address (after a GC), saved in the logs folder; the top of go tool pprof -top is in footprint.heapTop"
+	}
 	res := &results{
 		Started:     time.Now(),
 		CommandLine: commandLine(),
-		Args:        os.Args,
+		Args:        append([]string{"bench"}, os.Args[1:]...),
 		Machine:     describeMachine(),
-		Operator:    operatorInfo{Binary: repoRelative(cfg.repo, cfg.operator), Version: operatorVersion(cfg.operator), Args: cfg.operatorArgs},
-		Client:      cfg.client,
+		Operator: operatorInfo{Binary: repoRelative(cfg.repo, cfg.operator), Version: operatorVersion(cfg.operator),
+			Args: cfg.operatorArgs, Client: cfg.operatorClient},
+		Load:        cfg.load,
 		Scenarios:   cfg.scenarioList,
 		Ns:          cfg.ns,
 		IdleWindow:  cfg.idle.String(),
 		DriftCount:  cfg.driftCount,
-		LogDir:      cfg.logDir,
-		HeapProfile: "not available: the operator serves no pprof endpoint, and the benchmark does not modify it; peak RSS is sampled from /proc every 200 ms instead",
+		HeapProfile: heap,
 		Quoted:      kopf,
 		Notes:       notes(cfg),
 	}
-	if cfg.heapProfile != "" {
-		fmt.Fprintf(os.Stderr, "bench: -heap-profile %s: %s\n", cfg.heapProfile, res.HeapProfile)
-	}
-	fmt.Fprintf(os.Stderr, "bench: N=%v, scenarios %v, client %.0f QPS / burst %d / %d workers, operator logs in %s\n",
-		cfg.ns, cfg.scenarioList, cfg.client.QPS, cfg.client.Burst, cfg.client.Workers, cfg.logDir)
+	fmt.Fprintf(os.Stderr, "bench: N=%v, scenarios %v; load client: %s; operator: %s; operator logs in %s\n",
+		cfg.ns, cfg.scenarioList, cfg.load, cfg.operatorClient, cfg.logDir)
 
 	var runErr error
 	for _, n := range cfg.ns {
@@ -174,12 +146,13 @@ func parseFlags(args []string) (*config, error) {
 	fs.StringVar(&cfg.operator, "operator", "", "path of the operator binary (required; make build creates bin/platform-operator)")
 	fs.StringVar(&cfg.out, "out", "bench/results", "folder for results.json, results.md and time-to-ready.svg")
 	fs.StringVar(&cfg.repo, "repo", ".", "root of the repository, where deploy/ is")
-	fs.StringVar(&cfg.logDir, "logs", "", "folder for the operator's logs (default: a new temporary folder, kept)")
+	fs.StringVar(&cfg.logDir, "logs", "", "folder for the operator's logs and heap profiles (default: a new temporary folder, kept)")
 	nList := fs.String("n", "100,1000", "comma-separated numbers of Websites, each on a fresh cluster")
 	large := fs.Bool("large", false, "add N=5000")
-	fs.StringVar(&cfg.heapProfile, "heap-profile", "", "not available: the operator serves no pprof; the results note it and report RSS instead")
-	fs.StringVar(&cfg.operatorArgsRaw, "operator-args", "", "extra flags for the operator, space-separated, e.g. \"--max-concurrent-reconciles=8 --kube-api-qps=200 --kube-api-burst=400\"")
-	scenarios := fs.String("scenarios", strings.Join(allScenarios, ","), "comma-separated scenarios: "+strings.Join(allScenarios, ","))
+	fs.BoolVar(&cfg.heapProfile, "heap-profile", false, "run the operator with --pprof-bind-address on a free local port and save its heap profile after each burst in the logs folder")
+	fs.StringVar(&cfg.operatorArgsRaw, "operator-args", "", "extra flags for the operator, space-separated, e.g. \"--max-concurrent-reconciles=4 --kube-api-qps=50 --kube-api-burst=100\"")
+	scenarios := fs.String("scenarios", strings.Join(allScenarios, ","), "comma-separated scenarios: "+strings.Join(allScenarios, ",")+"; cost, restart and drift need burst")
+	fs.IntVar(&cfg.load.Workers, "load-workers", 16, "workers of the client that creates the Websites and the ceilings' children, which has no client-side rate limit")
 	fs.DurationVar(&cfg.idle, "idle", 60*time.Second, "length of the idle window of the cost scenario")
 	fs.IntVar(&cfg.driftCount, "drift-count", 100, "changes per kind in the drift scenario")
 	fs.IntVar(&cfg.nodes, "nodes", 0, "kwok nodes per cluster (default: max(1, N/500))")
@@ -223,25 +196,22 @@ func parseFlags(args []string) (*config, error) {
 	if len(cfg.ns) == 0 {
 		return nil, errors.New("-n lists no N")
 	}
+	if cfg.scenarioList, err = parseScenarios(*scenarios); err != nil {
+		return nil, err
+	}
 	cfg.scenarios = map[string]bool{}
-	for s := range strings.SplitSeq(*scenarios, ",") {
-		s = strings.TrimSpace(s)
-		if s == "" {
-			continue
-		}
-		if !slices.Contains(allScenarios, s) {
-			return nil, fmt.Errorf("-scenarios: unknown scenario %q (known: %s)", s, strings.Join(allScenarios, ","))
-		}
-		if !cfg.scenarios[s] {
-			cfg.scenarios[s] = true
-			cfg.scenarioList = append(cfg.scenarioList, s)
-		}
+	for _, s := range cfg.scenarioList {
+		cfg.scenarios[s] = true
 	}
 	if cfg.driftCount < 1 {
 		return nil, errors.New("-drift-count must be at least 1")
 	}
+	if cfg.load.Workers < 1 {
+		return nil, errors.New("-load-workers must be at least 1")
+	}
+	cfg.load.QPS = -1
 	cfg.operatorArgs = strings.Fields(cfg.operatorArgsRaw)
-	if cfg.client, err = clientFromOperatorArgs(cfg.operatorArgs); err != nil {
+	if cfg.operatorClient, err = operatorClient(cfg.operatorArgs); err != nil {
 		return nil, err
 	}
 	if cfg.logDir == "" {
@@ -257,45 +227,49 @@ func parseFlags(args []string) (*config, error) {
 	return cfg, nil
 }
 
-// clientFromOperatorArgs reads the operator's client limits and workers from
-// its flags, with the operator's defaults (internal/operator/options.go).
-func clientFromOperatorArgs(args []string) (clientSettings, error) {
-	c := clientSettings{QPS: 50, Burst: 100, Workers: 4}
-	for i := 0; i < len(args); i++ {
-		name, value, hasValue := strings.Cut(strings.TrimLeft(args[i], "-"), "=")
-		switch name {
-		case "kube-api-qps", "kube-api-burst", "max-concurrent-reconciles":
-		default:
+// parseScenarios reads -scenarios: known names, each once, in the order
+// they run; cost, restart and drift need the Websites that burst creates.
+func parseScenarios(list string) ([]string, error) {
+	chosen := map[string]bool{}
+	for s := range strings.SplitSeq(list, ",") {
+		s = strings.TrimSpace(s)
+		if s == "" {
 			continue
 		}
-		if !hasValue {
-			if i+1 >= len(args) {
-				return c, fmt.Errorf("-operator-args: --%s needs a value", name)
-			}
-			i++
-			value = args[i]
+		if !slices.Contains(allScenarios, s) {
+			return nil, fmt.Errorf("-scenarios: unknown scenario %q (known: %s)", s, strings.Join(allScenarios, ","))
 		}
-		var err error
-		switch name {
-		case "kube-api-qps":
-			c.QPS, err = strconv.ParseFloat(value, 64)
-		case "kube-api-burst":
-			c.Burst, err = strconv.Atoi(value)
-		case "max-concurrent-reconciles":
-			c.Workers, err = strconv.Atoi(value)
-		}
-		if err != nil {
-			return c, fmt.Errorf("-operator-args: --%s=%s: %w", name, value, err)
-		}
+		chosen[s] = true
 	}
-	if c.QPS <= 0 || c.Burst < 1 || c.Workers < 1 {
-		return c, errors.New("-operator-args: QPS, burst and workers must be positive")
+	if len(chosen) == 0 {
+		return nil, errors.New("-scenarios lists no scenario")
 	}
-	return c, nil
+	var out []string
+	for _, s := range allScenarios {
+		if !chosen[s] {
+			continue
+		}
+		if (s == "cost" || s == "restart" || s == "drift") && !chosen["burst"] {
+			return nil, fmt.Errorf("-scenarios: %s works on the Websites that the burst scenario creates: add burst", s)
+		}
+		out = append(out, s)
+	}
+	return out, nil
 }
 
-// commandLine is the command that ran the benchmark, as typed: go run
-// builds the program into the build cache, so its path is replaced.
+// operatorClient is the client-side limit and workers the operator runs
+// with, as its own option parsing reads -operator-args.
+func operatorClient(args []string) (clientSettings, error) {
+	opts, err := operator.ParseOptions(args, func(string) string { return "" }, io.Discard)
+	if err != nil {
+		return clientSettings{}, fmt.Errorf("-operator-args: %w", err)
+	}
+	return clientSettings{QPS: opts.KubeAPIQPS, Burst: opts.KubeAPIBurst, Workers: opts.MaxConcurrentReconciles}, nil
+}
+
+// commandLine is the command that ran the benchmark, as typed, without the
+// machine's paths: go run builds the program into the build cache, and
+// KUBE_BIN_DIR is where hack/kube-binaries.sh put the control plane.
 func commandLine() string {
 	quoted := make([]string, len(os.Args))
 	for i, a := range os.Args {
@@ -304,10 +278,10 @@ func commandLine() string {
 		}
 		quoted[i] = a
 	}
-	if strings.Contains(os.Args[0], "go-build") {
+	if strings.Contains(os.Args[0], "go-build") || filepath.IsAbs(os.Args[0]) {
 		quoted[0] = "go run ./test/bench"
 	}
-	return localcluster.BinDirEnv + "=" + os.Getenv(localcluster.BinDirEnv) + " " + strings.Join(quoted, " ")
+	return localcluster.BinDirEnv + "=$(hack/kube-binaries.sh --dir) " + strings.Join(quoted, " ")
 }
 
 func operatorVersion(binary string) string {
@@ -322,14 +296,15 @@ func operatorVersion(binary string) string {
 
 func notes(cfg *config) []string {
 	return []string{
-		"Every N runs on a fresh local cluster (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok) on this machine; the operator, the control plane and this program share its CPUs.",
-		fmt.Sprintf("The ceiling is a plain client-go clientset with the operator's client limits (%.0f QPS, burst %d) and %d workers, server-side applying resources.Deployment and resources.Service of a testgen Website (owner references removed: the Website does not exist, and the garbage collector would delete the children). The creating client of the operator phase has the same limits and workers.", cfg.client.QPS, cfg.client.Burst, cfg.client.Workers),
-		"Times are from the first create/apply call to the moment this program's informer saw the last object meet the condition. Ready means the Ready condition is True with observedGeneration equal to metadata.generation; Available means status.availableReplicas equals spec.replicas.",
+		"Every N runs on a fresh local cluster (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok) on this machine; the operator, the control plane and this program share its CPUs, and other work on the machine shows in the CPU tables.",
+		fmt.Sprintf("The ceiling is a plain client-go clientset with %s creating (POST) website.DesiredDeployment and DesiredService of a testgen Website (owner references removed: the Website does not exist, and the garbage collector would delete the children), first the Deployments alone, then, after deleting them, Deployments and Services. The client that creates the Websites of the operator phase has the same settings. The operator runs with %s.", cfg.load, cfg.operatorClient),
+		"Times are from the first create call to the moment this program's informer saw the last object meet the condition. Ready means the Ready condition is True with observedGeneration equal to metadata.generation; Available means status.availableReplicas equals spec.replicas.",
+		"Ratios: operator's children exist ÷ ceiling's Deployments and Services exist; operator's Websites Ready ÷ ceiling's Deployments Available; operator's Deployments exist ÷ Deployments-alone ceiling's Deployments exist. The operator's Websites, its status writes and its events are work that the ceiling does not do.",
 		"Writes are counted from kube-apiserver's apiserver_request_total (verbs POST, PUT, PATCH, APPLY, DELETE), which has no user label. Writes to websites (except creates, which this program makes), websites/status and the main deployments and services resources are attributed to the operator: kube-controller-manager writes deployments/status only, which the ceiling phase checks (kcmDeploymentMainWrites). Events are written by the scheduler and kube-controller-manager as well, so the operator's events are counted as the events.k8s.io Events whose reportingController is platform-operator (one write each, plus one per series).",
-		"Restart writes are the API server's writes from SIGTERM until the new process had reconciled every Website and the writes stopped, minus the new Website's own. The new process runs with --verbose, so its log names the Website of every write ('Status updated', 'Applied child'); the new Website's own writes are taken from it. Changes of existing Websites seen by the watch, and writes logged for them, are cross-checks.",
+		"Restart writes are the API server's writes from SIGTERM until the new process had reconciled every Website and the writes stopped, minus the new Website's own. The new process runs with --verbose, so its log names the Website of every write; changes of existing Websites seen by the watch, and writes logged for them, are cross-checks.",
 		"Drift: a child Service is deleted (with a UID precondition), or a Deployment's image is changed with a strategic merge patch by another field manager; the time is from the call to the moment the informer saw the restored object.",
 		"kwok renews the nodes' heartbeat Leases every 10 s, as kubelets do (internal/localcluster); NodeNotReady events are checked during the waits and at the end of each N (clusterHealth in results.json), since pods marked not ready would invalidate the Ready figures.",
-		"Heap profile: not available, the operator serves no pprof endpoint and the benchmark does not modify it; RSS is sampled from /proc/PID/status (VmRSS every 200 ms, VmHWM at the end of each process).",
+		"RSS is sampled from /proc/PID/status (VmRSS, RssAnon, RssFile every 200 ms, VmHWM at the end of each process).",
 	}
 }
 

@@ -6,123 +6,61 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 
 	"k8s.io/client-go/kubernetes"
 )
 
-// sample is one line of the Prometheus text format.
+// sample is one sample of a metric of the Prometheus text format.
 type sample struct {
 	name   string
 	labels map[string]string
 	value  float64
 }
 
-// parseMetrics reads the samples of the Prometheus text format whose metric
-// name is one of names (all when names is empty).
-func parseMetrics(text string, names ...string) []sample {
+// parseMetrics reads the counter, gauge and untyped samples of the
+// Prometheus text format whose metric name is one of names (all when names
+// is empty).
+func parseMetrics(text string, names ...string) ([]sample, error) {
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(strings.NewReader(text))
+	if err != nil {
+		return nil, fmt.Errorf("parse metrics: %w", err)
+	}
 	var out []sample
-	for line := range strings.SplitSeq(text, "\n") {
-		if line == "" || line[0] == '#' {
+	for name, family := range families {
+		if len(names) > 0 && !contains(names, name) {
 			continue
 		}
-		if len(names) > 0 && !hasAnyPrefix(line, names) {
-			continue
-		}
-		s, ok := parseSample(line)
-		if !ok {
-			continue
-		}
-		if len(names) > 0 && !contains(names, s.name) {
-			continue
-		}
-		out = append(out, s)
-	}
-	return out
-}
-
-func hasAnyPrefix(s string, prefixes []string) bool {
-	for _, p := range prefixes {
-		if strings.HasPrefix(s, p) {
-			return true
+		for _, m := range family.GetMetric() {
+			s := sample{name: name, labels: map[string]string{}}
+			for _, l := range m.GetLabel() {
+				s.labels[l.GetName()] = l.GetValue()
+			}
+			switch {
+			case m.Counter != nil:
+				s.value = m.GetCounter().GetValue()
+			case m.Gauge != nil:
+				s.value = m.GetGauge().GetValue()
+			case m.Untyped != nil:
+				s.value = m.GetUntyped().GetValue()
+			default:
+				continue // histograms and summaries: not needed
+			}
+			out = append(out, s)
 		}
 	}
-	return false
+	return out, nil
 }
 
 func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
-}
-
-func parseSample(line string) (sample, bool) {
-	s := sample{labels: map[string]string{}}
-	i := strings.IndexAny(line, "{ ")
-	if i < 0 {
-		return s, false
-	}
-	s.name = line[:i]
-	rest := line[i:]
-	if rest[0] == '{' {
-		rest = rest[1:]
-		for {
-			rest = strings.TrimLeft(rest, " ,")
-			if rest == "" {
-				return s, false
-			}
-			if rest[0] == '}' {
-				rest = rest[1:]
-				break
-			}
-			eq := strings.IndexByte(rest, '=')
-			if eq < 0 || eq+1 >= len(rest) || rest[eq+1] != '"' {
-				return s, false
-			}
-			key := strings.TrimSpace(rest[:eq])
-			rest = rest[eq+2:]
-			var value strings.Builder
-			j := 0
-			for ; j < len(rest); j++ {
-				c := rest[j]
-				if c == '\\' && j+1 < len(rest) {
-					j++
-					switch rest[j] {
-					case 'n':
-						value.WriteByte('\n')
-					default:
-						value.WriteByte(rest[j])
-					}
-					continue
-				}
-				if c == '"' {
-					break
-				}
-				value.WriteByte(c)
-			}
-			if j >= len(rest) {
-				return s, false
-			}
-			s.labels[key] = value.String()
-			rest = rest[j+1:]
-		}
-	}
-	fields := strings.Fields(rest)
-	if len(fields) < 1 {
-		return s, false
-	}
-	v, err := strconv.ParseFloat(fields[0], 64)
-	if err != nil {
-		return s, false
-	}
-	s.value = v
-	return s, true
+	return slices.Contains(list, s)
 }
 
 // requestCounts are the API server's request counters, summed over codes,
@@ -153,8 +91,12 @@ func scrapeAPIServer(ctx context.Context, cs kubernetes.Interface) (requestCount
 	if err != nil {
 		return nil, fmt.Errorf("scrape kube-apiserver /metrics: %w", err)
 	}
+	samples, err := parseMetrics(string(data), "apiserver_request_total")
+	if err != nil {
+		return nil, err
+	}
 	counts := requestCounts{}
-	for _, s := range parseMetrics(string(data), "apiserver_request_total") {
+	for _, s := range samples {
 		key := requestKey(s.labels["verb"], s.labels["group"], s.labels["resource"], s.labels["subresource"])
 		counts[key] += s.value
 	}
@@ -307,7 +249,7 @@ func (e *operatorEndpoint) scrape(ctx context.Context) ([]sample, error) {
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("operator /metrics: %s", resp.Status)
 	}
-	return parseMetrics(string(data)), nil
+	return parseMetrics(string(data))
 }
 
 // operatorStats are the figures the benchmark reads from the operator's own

@@ -1,0 +1,92 @@
+package main
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+)
+
+func TestParseScenarios(t *testing.T) {
+	tests := []struct {
+		name, list string
+		want       []string
+		wantErr    string
+	}{
+		{name: "all, in the order they run", list: "drift,restart,cost,burst,ceiling", want: []string{"ceiling", "burst", "cost", "restart", "drift"}},
+		{name: "the ceiling alone", list: "ceiling", want: []string{"ceiling"}},
+		{name: "the burst alone", list: " burst ,burst", want: []string{"burst"}},
+		{name: "cost needs the burst's Websites", list: "ceiling,cost", wantErr: "cost works on the Websites that the burst scenario creates"},
+		{name: "footprint is no scenario: it is always measured", list: "footprint", wantErr: `unknown scenario "footprint"`},
+		{name: "nothing", list: ",", wantErr: "lists no scenario"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			got, err := parseScenarios(tt.list)
+			if tt.wantErr != "" {
+				g.Expect(err).To(MatchError(ContainSubstring(tt.wantErr)))
+				return
+			}
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(got).To(Equal(tt.want))
+		})
+	}
+}
+
+func TestOperatorClientUsesTheOperatorsOwnDefaults(t *testing.T) {
+	g := NewWithT(t)
+	c, err := operatorClient(nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(c.QPS).To(BeNumerically("<", 0), "no client-side limit by default")
+	g.Expect(c.Workers).To(BeNumerically(">", 1))
+	c, err = operatorClient(strings.Fields("--kube-api-qps 50 --kube-api-burst=100 --max-concurrent-reconciles=4"))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(c).To(Equal(clientSettings{QPS: 50, Burst: 100, Workers: 4}))
+	g.Expect(c.String()).To(Equal("50 QPS, burst 100, 4 workers"))
+	_, err = operatorClient([]string{"--max-concurrent-reconciles=0"})
+	g.Expect(err).To(MatchError(ContainSubstring("-operator-args")))
+}
+
+func TestParseMetrics(t *testing.T) {
+	g := NewWithT(t)
+	text := `# HELP apiserver_request_total Counter of apiserver requests.
+# TYPE apiserver_request_total counter
+apiserver_request_total{code="201",group="apps",resource="deployments",scope="resource",subresource="",verb="POST",version="v1"} 1000
+apiserver_request_total{code="201",group="",resource="services",scope="resource",subresource="",verb="POST",version="v1"} 3
+apiserver_request_total{code="200",group="example.com",resource="websites",scope="resource",subresource="status",verb="PATCH",version="v1"} 2e+03
+# TYPE go_goroutines gauge
+go_goroutines 42
+# TYPE some_histogram histogram
+some_histogram_bucket{le="1"} 1
+some_histogram_bucket{le="+Inf"} 1
+some_histogram_sum 0.5
+some_histogram_count 1
+`
+	samples, err := parseMetrics(text, "apiserver_request_total")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(samples).To(HaveLen(3))
+	counts := requestCounts{}
+	for _, s := range samples {
+		counts[requestKey(s.labels["verb"], s.labels["group"], s.labels["resource"], s.labels["subresource"])] += s.value
+	}
+	g.Expect(counts).To(Equal(requestCounts{"POST apps/deployments": 1000, "POST services": 3, "PATCH example.com/websites/status": 2000}))
+	all, err := parseMetrics(text)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(summarizeOperator(all).Goroutines).To(BeEquivalentTo(42))
+	_, err = parseMetrics("not metrics {")
+	g.Expect(err).To(HaveOccurred())
+}
+
+func TestResultsCarryNoAbsolutePath(t *testing.T) {
+	g := NewWithT(t)
+	saved := os.Args
+	defer func() { os.Args = saved }()
+	os.Args = []string{"/tmp/go-build123/b001/exe/bench", "-operator", "bin/platform-operator", "-operator-args", "--kube-api-qps=50 --max-concurrent-reconciles=4"}
+	g.Expect(commandLine()).To(Equal(`KUBE_BIN_DIR=$(hack/kube-binaries.sh --dir) go run ./test/bench -operator bin/platform-operator -operator-args "--kube-api-qps=50 --max-concurrent-reconciles=4"`))
+	wd, err := os.Getwd()
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(repoRelative(wd, wd+"/bin/platform-operator")).To(Equal("bin/platform-operator"))
+	g.Expect(repoRelative(wd, "/elsewhere/platform-operator")).To(Equal("platform-operator"))
+}

@@ -1,0 +1,171 @@
+package main
+
+import (
+	"context"
+	"path/filepath"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	websitev1 "example.com/platform-operator/api/v1"
+	"example.com/platform-operator/internal/testgen"
+)
+
+// burstStart is what the cost scenario needs of the burst: when it began
+// and the counters at that moment.
+type burstStart struct {
+	at       time.Time
+	apiStart requestCounts
+	opStart  []sample
+}
+
+// operatorBurst installs deploy/, starts the operator, creates N Websites
+// at once with the load client and measures how long until their children
+// exist and they are Ready.
+func (e *env) operatorBurst(ctx context.Context) error {
+	endPhase := e.phase("burst: operator")
+	var endOnce sync.Once
+	end := func() { endOnce.Do(endPhase) }
+	defer end()
+	res := &burstResult{Client: e.cfg.load}
+	e.res.Burst = res
+	if _, err := e.applier.ApplyPaths(ctx, filepath.Join(e.cfg.repo, "deploy")); err != nil {
+		return err
+	}
+	took, err := e.startOperator(ctx)
+	if err != nil {
+		return err
+	}
+	res.OperatorStartSeconds = round3(took.Seconds())
+	e.logf("operator ready after %.2f s (pid %d)", took.Seconds(), e.op.PID())
+	if err := e.createNamespace(ctx, benchNamespace); err != nil {
+		return err
+	}
+	e.startInformers(ctx)
+	_, dyn, err := e.loadClients()
+	if err != nil {
+		return err
+	}
+	opBefore, err := e.endpoint.waitScrape(ctx, 30*time.Second)
+	if err != nil {
+		return err
+	}
+
+	cpu0 := e.snapshotCPU()
+	before, err := scrapeAPIServer(ctx, e.admin)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	e.burstStart = &burstStart{at: start, apiStart: before, opStart: opBefore}
+	deployments := newProgress("operator: Deployments exist", e.n, start)
+	exist := newProgress("operator: Deployments and Services exist", 2*e.n, start)
+	ready := newProgress("operator: Websites Ready", e.n, start)
+	unsub := []func(){
+		e.deploymentHub.subscribe(func(obj metav1.Object, ev eventType) {
+			if ev != deleted {
+				deployments.mark(obj.GetName())
+				exist.mark("deployment/" + obj.GetName())
+			}
+		}),
+		e.serviceHub.subscribe(func(obj metav1.Object, ev eventType) {
+			if ev != deleted {
+				exist.mark("service/" + obj.GetName())
+			}
+		}),
+		e.websiteHub.subscribe(func(obj metav1.Object, ev eventType) {
+			if ev != deleted && websiteReady(obj) {
+				ready.mark(obj.GetName())
+			}
+		}),
+	}
+	defer func() {
+		for _, u := range unsub {
+			u()
+		}
+	}()
+	e.logf("operator: creating %d Websites with %s; the operator has %s", e.n, e.cfg.load, e.cfg.operatorClient)
+	res.CreateErrors, err = forEach(ctx, e.n, e.cfg.load.Workers, func(ctx context.Context, i int) error {
+		_, err := dyn.Resource(websitesGVR).Namespace(benchNamespace).Create(ctx, websiteObject(siteName(i)), metav1.CreateOptions{})
+		return ignoreExists(err)
+	})
+	if err != nil {
+		res.FirstError = err.Error()
+	}
+	res.CreateCallsSeconds = round3(time.Since(start).Seconds())
+	e.logf("operator: create calls done after %.2f s (%d errors)", res.CreateCallsSeconds, res.CreateErrors)
+	deadline := start.Add(e.deadline)
+	res.DeploymentsExist = deployments.wait(ctx, deadline, e.logf)
+	res.Exist = exist.wait(ctx, deadline, e.logf)
+	e.logf("operator: all children exist: %s", res.Exist)
+	res.Ready = ready.wait(ctx, deadline, e.logf, e.podsMarkedNotReady(ctx, benchNamespace))
+	e.logf("operator: all Websites Ready: %s", res.Ready)
+	res.CPUSeconds = e.recordCPU("operator burst", cpu0)
+	if c := e.res.Ceiling; c != nil {
+		res.ExistRatio = ratio(res.Exist, c.Exist)
+		res.ReadyRatio = ratio(res.Ready, c.Available)
+	}
+	if c := e.res.CeilingDeployments; c != nil {
+		res.DeploymentsRatio = ratio(res.DeploymentsExist, c.DeploymentsExist)
+	}
+	end()
+	if opAfter, err := e.endpoint.waitScrape(ctx, 10*time.Second); err == nil {
+		res.Operator = summarizeOperator(opAfter)
+	}
+	if e.cfg.heapProfile {
+		e.saveHeapProfile(ctx)
+	}
+	e.logf("operator: children exist %s, Ready %s (operator ÷ ceiling: exist %s, Ready ÷ Available %s, Deployments ÷ Deployments alone %s)",
+		res.Exist, res.Ready, ratioStr(res.ExistRatio), ratioStr(res.ReadyRatio), ratioStr(res.DeploymentsRatio))
+	return nil
+}
+
+func ratio(op, ceiling waitResult) *float64 {
+	if !op.ok() || !ceiling.ok() || ceiling.Seconds <= 0 {
+		return nil
+	}
+	r := round3(op.Seconds / ceiling.Seconds)
+	return &r
+}
+
+func ignoreExists(err error) error {
+	if apierrors.IsAlreadyExists(err) {
+		return nil
+	}
+	return err
+}
+
+func websiteReady(obj metav1.Object) bool {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return false
+	}
+	var w websitev1.Website
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &w); err != nil {
+		return false
+	}
+	c := meta.FindStatusCondition(w.Status.Conditions, websitev1.ReadyCondition)
+	return c != nil && c.Status == metav1.ConditionTrue &&
+		w.Status.ObservedGeneration == w.Generation &&
+		(c.ObservedGeneration == 0 || c.ObservedGeneration == w.Generation)
+}
+
+// websiteObject is the tutorial's Website, as testgen builds it.
+func websiteObject(name string) *unstructured.Unstructured {
+	w := testgen.Website(name, benchNamespace)
+	spec, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&w.Spec)
+	if err != nil {
+		panic(err)
+	}
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": websitev1.GroupVersion.String(),
+		"kind":       "Website",
+		"metadata":   map[string]any{"name": name, "namespace": benchNamespace},
+		"spec":       spec,
+	}}
+}

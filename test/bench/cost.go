@@ -1,0 +1,114 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+)
+
+// idle is the cost scenario: the writes of the burst, per Website, from its
+// first create until the writes stopped, then of a window (60 s by default)
+// with N Websites and nothing to do.
+func (e *env) idle(ctx context.Context) error {
+	if e.burstStart == nil {
+		return errors.New("the cost scenario needs the burst's figures")
+	}
+	if err := e.createCost(ctx); err != nil {
+		return err
+	}
+	defer e.phase("cost: idle")()
+	res := &idleResult{}
+	e.res.Cost.Idle = res
+	events0, _, err := e.countOperatorEvents(ctx)
+	if err != nil {
+		return err
+	}
+	op0, _ := e.endpoint.waitScrape(ctx, 10*time.Second)
+	cpu0 := e.snapshotCPU()
+	before, err := scrapeAPIServer(ctx, e.admin)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	e.logf("idle: watching writes for %s", e.cfg.idle)
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(e.cfg.idle):
+	}
+	after, err := scrapeAPIServer(ctx, e.admin)
+	if err != nil {
+		return err
+	}
+	res.Seconds = round3(time.Since(start).Seconds())
+	e.recordCPU("idle", cpu0)
+	res.Raw = after.writesSince(before)
+	res.Writes = attribute(res.Raw)
+	res.Total = res.Writes.children()
+	events1, _, err := e.countOperatorEvents(ctx)
+	if err != nil {
+		return err
+	}
+	res.OperatorEvents = events1.writes() - events0.writes()
+	if op1, err := e.endpoint.waitScrape(ctx, 10*time.Second); err == nil && op0 != nil {
+		res.OperatorClientRequests = diffMap(summarizeOperator(op1).Requests, summarizeOperator(op0).Requests)
+	}
+	e.logf("idle: %g writes to websites, websites/status, deployments and services in %.0f s; operator events %d; all writes: %s",
+		res.Total, res.Seconds, res.OperatorEvents, strings.Join(res.Raw.sorted(), " "))
+	return nil
+}
+
+// createCost counts the API server's writes from the burst's first create
+// until the writes stopped, and attributes them.
+func (e *env) createCost(ctx context.Context) error {
+	defer e.phase("cost: create")()
+	b := e.burstStart
+	after, err := e.settle(ctx, b.apiStart)
+	if err != nil {
+		return err
+	}
+	cost := &costResult{CreateWindowSeconds: round3(time.Since(b.at).Seconds())}
+	cost.CreateRaw = after.writesSince(b.apiStart)
+	cost.Create = attribute(cost.CreateRaw)
+	n := float64(e.n)
+	cost.PerWebsite = operatorWrites{
+		Websites:       round3(cost.Create.Websites / n),
+		WebsitesStatus: round3(cost.Create.WebsitesStatus / n),
+		Deployments:    round3(cost.Create.Deployments / n),
+		Services:       round3(cost.Create.Services / n),
+		EventsAll:      round3(cost.Create.EventsAll / n),
+	}
+	cost.ChildrenPerWebsite = round3(cost.Create.children() / n)
+	if cost.OperatorEvents, cost.EventsByController, err = e.countOperatorEvents(ctx); err != nil {
+		return err
+	}
+	cost.EventsPerWebsite = round3(float64(cost.OperatorEvents.writes()) / n)
+	cost.TotalPerWebsite = round3(cost.ChildrenPerWebsite + cost.EventsPerWebsite)
+	opStart := summarizeOperator(b.opStart)
+	opAfter := opStart
+	if samples, err := e.endpoint.waitScrape(ctx, 10*time.Second); err == nil {
+		opAfter = summarizeOperator(samples)
+	}
+	cost.OperatorClientRequests = diffMap(opAfter.Requests, opStart.Requests)
+	cost.ReconcilesPerWebsite = round3((opAfter.Reconciles - opStart.Reconciles) / n)
+	cost.OperatorRequestsPerWebsite = map[string]float64{}
+	for method, v := range cost.OperatorClientRequests {
+		cost.OperatorRequestsPerWebsite[method] = round3(v / n)
+	}
+	e.res.Cost = cost
+	e.logf("cost: writes per Website on create: websites %.2f, websites/status %.2f, deployments %.2f, services %.2f, operator events %.2f (all writers' events %.2f); %.2f reconciles per Website",
+		cost.PerWebsite.Websites, cost.PerWebsite.WebsitesStatus, cost.PerWebsite.Deployments, cost.PerWebsite.Services, cost.EventsPerWebsite, cost.PerWebsite.EventsAll, cost.ReconcilesPerWebsite)
+	e.logf("cost: write requests by verb and resource: %s", strings.Join(cost.CreateRaw.sorted(), " "))
+	return nil
+}
+
+func diffMap(after, before map[string]float64) map[string]float64 {
+	out := map[string]float64{}
+	for k, v := range after {
+		if d := v - before[k]; d != 0 {
+			out[k] = d
+		}
+	}
+	return out
+}

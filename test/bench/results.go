@@ -1,0 +1,288 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"time"
+)
+
+// results is what results.json holds.
+type results struct {
+	Started     time.Time   `json:"started"`
+	Finished    time.Time   `json:"finished"`
+	CommandLine string      `json:"commandLine"`
+	Args        []string    `json:"args"`
+	Machine     machineInfo `json:"machine"`
+	// Operator is the binary, its version and flags, and the client
+	// settings those flags give it.
+	Operator operatorInfo `json:"operator"`
+	// Load is the client that creates the Websites of the operator phase
+	// and the children of the ceiling phases.
+	Load        clientSettings `json:"loadClient"`
+	Scenarios   []string       `json:"scenarios"`
+	Ns          []int          `json:"ns"`
+	IdleWindow  string         `json:"idleWindow"`
+	DriftCount  int            `json:"driftIterations"`
+	HeapProfile string         `json:"heapProfile"`
+	Runs        []*runResult   `json:"runs"`
+	Checks      []check        `json:"checks"`
+	Quoted      quotedKopf     `json:"quotedFromIssueNotMeasuredHere"`
+	Notes       []string       `json:"notes"`
+}
+
+type operatorInfo struct {
+	Binary  string   `json:"binary"`
+	Version string   `json:"version"`
+	Args    []string `json:"extraArgs"`
+	// Client is what the operator's own option parsing made of Args: its
+	// client-side limit and workers.
+	Client clientSettings `json:"client"`
+}
+
+// clientSettings describe a client of the API server. A QPS of 0 or less
+// means no client-side rate limit (Burst then means nothing).
+type clientSettings struct {
+	QPS     float64 `json:"qps"`
+	Burst   int     `json:"burst"`
+	Workers int     `json:"workers"`
+}
+
+func (c clientSettings) String() string {
+	if c.QPS <= 0 {
+		return fmt.Sprintf("no client-side rate limit, %d workers", c.Workers)
+	}
+	return fmt.Sprintf("%s QPS, burst %d, %d workers", trimFloat(c.QPS), c.Burst, c.Workers)
+}
+
+// quotedKopf are the tutorial kopf operator's figures as issue 11 quotes
+// them from another run on this machine; the benchmark does not run kopf.
+type quotedKopf struct {
+	Source string             `json:"source"`
+	Exist  map[string]float64 `json:"secondsUntilAllDeploymentsExisted"`
+	Avail  map[string]float64 `json:"secondsUntilAllAvailable"`
+	RSSMiB map[string]float64 `json:"peakRSSMiB"`
+}
+
+var kopf = quotedKopf{
+	Source: "quoted from issue 11, not measured by this program: the tutorial's kopf operator (Python, kopf 1.44.6), each N on a fresh local cluster",
+	Exist:  map[string]float64{"100": 3.4, "1000": 38.3, "5000": 161.3},
+	Avail:  map[string]float64{"100": 3.6, "1000": 38.5, "5000": 161.6},
+	RSSMiB: map[string]float64{"100": 85, "1000": 224, "5000": 764},
+}
+
+// runResult holds every figure of one N.
+type runResult struct {
+	N                   int       `json:"n"`
+	Nodes               int       `json:"nodes"`
+	NodePods            int       `json:"podsPerNode"`
+	Started             time.Time `json:"started"`
+	Finished            time.Time `json:"finished"`
+	ClusterStartSeconds float64   `json:"clusterStartSeconds"`
+	WaitDeadline        string    `json:"waitDeadline"`
+	Phases              []phase   `json:"phases"`
+	// CeilingDeployments creates the Deployments alone, Ceiling the
+	// Deployments and the Services.
+	CeilingDeployments *ceilingResult  `json:"ceilingDeploymentsAlone,omitempty"`
+	Ceiling            *ceilingResult  `json:"ceiling,omitempty"`
+	Burst              *burstResult    `json:"burst,omitempty"`
+	Cost               *costResult     `json:"cost,omitempty"`
+	Restart            *restartResult  `json:"restart,omitempty"`
+	Drift              []driftResult   `json:"drift,omitempty"`
+	Footprint          footprintResult `json:"footprint"`
+	// ClusterHealth reports NodeNotReady events: the node lifecycle
+	// controller marked pods not ready because kwok's node heartbeats came
+	// late (an overloaded machine); kwok does not make them ready again.
+	ClusterHealth []string `json:"clusterHealth,omitempty"`
+	Errors        []string `json:"errors,omitempty"`
+}
+
+type phase struct {
+	Name  string    `json:"name"`
+	Start time.Time `json:"start"`
+	End   time.Time `json:"end"`
+	// LoadAvg is /proc/loadavg at the start and the end: the machine is
+	// shared.
+	LoadAvgStart string `json:"loadAvgStart"`
+	LoadAvgEnd   string `json:"loadAvgEnd"`
+}
+
+func loadAvg() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(data))
+	if len(f) < 3 {
+		return ""
+	}
+	return strings.Join(f[:3], " ")
+}
+
+// ceilingResult is a plain client creating (POST) what the operator would
+// build for N Websites, without any operator.
+type ceilingResult struct {
+	// Kinds is what was created: "Deployments and Services" or
+	// "Deployments".
+	Kinds  string         `json:"kinds"`
+	Client clientSettings `json:"client"`
+	// CreateCallsSeconds is the time until the last create call returned.
+	CreateCallsSeconds float64 `json:"createCallsSeconds"`
+	// DeploymentsExist is until every Deployment existed; Exist until every
+	// object created existed.
+	DeploymentsExist waitResult `json:"deploymentsExist"`
+	Exist            waitResult `json:"exist"`
+	Available        waitResult `json:"available"`
+	CreateErrors     int        `json:"createErrors"`
+	FirstError       string     `json:"firstError,omitempty"`
+	// Writes are all the API server's write requests from the first create
+	// until every Deployment was available.
+	Writes requestCounts `json:"writes"`
+	// KCMDeploymentMainWrites are writes to deployments (not
+	// deployments/status) beyond the benchmark's own N creates: writes of
+	// kube-controller-manager to the main resource, expected 0, which
+	// justifies attributing every such write to the operator later.
+	KCMDeploymentMainWrites float64 `json:"kcmDeploymentMainWrites"`
+	// EventWritesNonOperator are the event writes of the control plane for
+	// N Deployments without any operator, for comparison with the operator
+	// phase.
+	EventWritesNonOperator   float64            `json:"eventWritesNonOperator"`
+	NamespaceDeletionSeconds float64            `json:"namespaceDeletionSeconds"`
+	CPUSeconds               map[string]float64 `json:"cpuSeconds"`
+}
+
+type burstResult struct {
+	Client clientSettings `json:"creatingClient"`
+	// OperatorStartSeconds is the time from starting the operator process
+	// until /readyz answered 200, with no Websites.
+	OperatorStartSeconds float64 `json:"operatorStartSeconds"`
+	CreateCallsSeconds   float64 `json:"createCallsSeconds"`
+	CreateErrors         int     `json:"createErrors"`
+	FirstError           string  `json:"firstError,omitempty"`
+	// DeploymentsExist is until every Website's Deployment existed, Exist
+	// until every Deployment and Service did.
+	DeploymentsExist waitResult `json:"deploymentsExist"`
+	Exist            waitResult `json:"childrenExist"`
+	Ready            waitResult `json:"ready"`
+	// ExistRatio and ReadyRatio compare with the ceiling: operator ÷
+	// ceiling; nil when either side is missing or timed out.
+	// DeploymentsRatio compares the operator's Deployments with the
+	// Deployments-alone ceiling.
+	ExistRatio       *float64           `json:"existRatio,omitempty"`
+	ReadyRatio       *float64           `json:"readyVsAvailableRatio,omitempty"`
+	DeploymentsRatio *float64           `json:"deploymentsExistRatio,omitempty"`
+	CPUSeconds       map[string]float64 `json:"cpuSeconds"`
+	// Operator is what the operator's own metrics said after the burst.
+	Operator operatorStats `json:"operatorMetrics"`
+}
+
+type costResult struct {
+	// CreateWindowSeconds spans from the first create until the writes
+	// stopped after every Website was Ready.
+	CreateWindowSeconds float64        `json:"createWindowSeconds"`
+	CreateRaw           requestCounts  `json:"createWritesRaw"`
+	Create              operatorWrites `json:"createWrites"`
+	PerWebsite          operatorWrites `json:"createWritesPerWebsite"`
+	// ChildrenPerWebsite is websites+websites/status+deployments+services
+	// writes per Website.
+	ChildrenPerWebsite float64 `json:"childrenWritesPerWebsite"`
+	// OperatorEvents are the events.k8s.io Events whose reportingController
+	// is the operator, in the benchmark's namespace, after the burst: one
+	// write each, plus one per series.
+	OperatorEvents     eventCount     `json:"operatorEvents"`
+	EventsPerWebsite   float64        `json:"operatorEventWritesPerWebsite"`
+	TotalPerWebsite    float64        `json:"totalWritesPerWebsite"`
+	EventsByController map[string]int `json:"eventsByReportingController"`
+	// ReconcilesPerWebsite and OperatorRequestsPerWebsite come from the
+	// operator's own metrics over the create window.
+	ReconcilesPerWebsite       float64            `json:"reconcilesPerWebsite"`
+	OperatorRequestsPerWebsite map[string]float64 `json:"operatorRequestsPerWebsiteByMethod"`
+	OperatorClientRequests     map[string]float64 `json:"operatorClientRequestsByMethod"`
+	Idle                       *idleResult        `json:"idle,omitempty"`
+}
+
+type eventCount struct {
+	Objects  int            `json:"objects"`
+	Series   int            `json:"series"`
+	ByReason map[string]int `json:"byReason"`
+}
+
+func (e eventCount) writes() int { return e.Objects + e.Series }
+
+type idleResult struct {
+	Seconds        float64        `json:"seconds"`
+	Raw            requestCounts  `json:"writesRaw"`
+	Writes         operatorWrites `json:"writes"`
+	Total          float64        `json:"total"`
+	OperatorEvents int            `json:"operatorEventWrites"`
+	// OperatorClientRequests are the operator's own requests by method in
+	// the window (leader election renewals included).
+	OperatorClientRequests map[string]float64 `json:"operatorClientRequestsByMethod"`
+}
+
+type restartResult struct {
+	StopSeconds float64 `json:"stopSeconds"`
+	// ReadyzSeconds is from starting the new process to /readyz 200;
+	// ReadyzFromStopSeconds from sending SIGTERM to the old one.
+	ReadyzSeconds         float64 `json:"readyzSeconds"`
+	ReadyzFromStopSeconds float64 `json:"readyzFromStopSeconds"`
+	// NewWebsiteReady is from creating a new Website, right after /readyz,
+	// until it was Ready.
+	NewWebsiteReady waitResult `json:"newWebsiteReady"`
+	// InitialPass is until the new process had reconciled every Website and
+	// its queue was empty, from SIGTERM.
+	InitialPass waitResult `json:"initialPass"`
+	// WindowSeconds spans from SIGTERM until the writes stopped after the
+	// initial pass.
+	WindowSeconds float64        `json:"windowSeconds"`
+	WindowRaw     requestCounts  `json:"windowWritesRaw"`
+	Window        operatorWrites `json:"windowWrites"`
+	// NewWebsiteOwn are the new Website's own writes: its status writes, as
+	// the watch saw them, and the creates of its Deployment and Service,
+	// which the operator makes once each (a create call that the
+	// interceptor-counted tests of internal/controller/website check).
+	NewWebsiteOwn operatorWrites `json:"newWebsiteOwnWrites"`
+	// Writes = Window − NewWebsiteOwn: the writes the restart caused.
+	Writes operatorWrites `json:"restartWrites"`
+	Total  float64        `json:"restartWritesTotal"`
+	// ExistingStatusChanges counts changes of existing Websites seen by the
+	// watch in the window; it should be 0.
+	ExistingStatusChanges int `json:"existingWebsiteChanges"`
+	// OperatorEvents are the operator's events about existing Websites
+	// created in the window.
+	OperatorEvents int `json:"operatorEventWrites"`
+}
+
+type driftResult struct {
+	Kind     string    `json:"kind"`
+	Action   string    `json:"action"`
+	Samples  []float64 `json:"samplesSeconds"`
+	P50      float64   `json:"p50Seconds"`
+	P99      float64   `json:"p99Seconds"`
+	Max      float64   `json:"maxSeconds"`
+	Timeouts int       `json:"timeouts"`
+	Errors   int       `json:"errors"`
+}
+
+type footprintResult struct {
+	PeakRSSMiB float64 `json:"peakRSSMiB"`
+	// AnonAtPeakMiB and FileAtPeakMiB split the peak sample into anonymous
+	// memory (heap, stacks) and file-backed pages (mostly the binary's code);
+	// PeakAnonMiB is the highest anonymous RSS seen.
+	AnonAtPeakMiB float64 `json:"rssAnonAtPeakMiB"`
+	FileAtPeakMiB float64 `json:"rssFileAtPeakMiB"`
+	PeakAnonMiB   float64 `json:"peakRSSAnonMiB"`
+	RSSSamples    int     `json:"rssSamples"`
+	SampleEvery   string  `json:"sampleInterval"`
+	// HWMMiB is VmHWM of each operator process, read just before it stopped.
+	HWMMiB []float64 `json:"vmHWMMiB"`
+	// CPUSeconds maps phase → process → CPU seconds (user+system).
+	CPUSeconds map[string]map[string]float64 `json:"cpuSeconds"`
+	// OperatorCPUSeconds is the operator's CPU over the whole run.
+	OperatorCPUSeconds float64 `json:"operatorCPUSeconds"`
+	// HeapProfile names the heap profile taken after the burst, relative to
+	// the logs folder, when -heap-profile asked for one.
+	HeapProfile string `json:"heapProfile,omitempty"`
+	// HeapTop is what held the most of the heap in that profile.
+	HeapTop []string `json:"heapTop,omitempty"`
+}
