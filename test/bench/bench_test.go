@@ -1,9 +1,11 @@
 package main
 
 import (
+	"context"
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 )
@@ -89,4 +91,25 @@ func TestResultsCarryNoAbsolutePath(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(repoRelative(wd, wd+"/bin/platform-operator")).To(Equal("bin/platform-operator"))
 	g.Expect(repoRelative(wd, "/elsewhere/platform-operator")).To(Equal("platform-operator"))
+}
+
+func TestTimelineAndCharts(t *testing.T) {
+	g := NewWithT(t)
+	start := time.Now().Add(-time.Second)
+	p := newProgress("test", 3, start)
+	for _, k := range []string{"a", "b", "c", "a"} {
+		p.mark(k)
+	}
+	w := p.wait(context.Background(), time.Now().Add(time.Second), t.Logf)
+	g.Expect(w.ok()).To(BeTrue())
+	g.Expect(w.Timeline).To(HaveLen(3), "one point per object when there are fewer than timelinePoints")
+	g.Expect(w.Timeline[2]).To(Equal(w.Seconds))
+
+	res := &results{Load: clientSettings{QPS: -1, Workers: 16}, Runs: []*runResult{{N: 3,
+		Burst:   &burstResult{Ready: w, Exist: w},
+		Ceiling: &ceilingResult{Available: w, Exist: w}}}}
+	svg := overTimeChart(res, res.Runs[0])
+	g.Expect(svg).To(ContainSubstring("<polyline"))
+	g.Expect(svg).To(ContainSubstring("no client-side rate limit, 16 workers"))
+	g.Expect(markdown(res)).To(ContainSubstring(overTimeFile(3)))
 }

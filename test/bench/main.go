@@ -24,7 +24,8 @@
 // recorded in every run; -heap-profile adds the operator's heap profile
 // after the burst.
 //
-// It writes results.json, results.md and time-to-ready.svg to -out. Run it
+// It writes results.json, results.md, time-to-ready.svg (against N) and
+// ready-over-time-nN.svg (per N, over time) to -out. Run it
 // with make bench, or:
 //
 //	KUBE_BIN_DIR=$(hack/kube-binaries.sh --dir) go run ./test/bench -operator bin/platform-operator -out bench/results
@@ -136,7 +137,7 @@ func run() error {
 		}
 	}
 	fmt.Fprint(os.Stderr, summary(res))
-	fmt.Fprintf(os.Stderr, "bench: wrote %s\n", filepath.Join(cfg.out, "results.{json,md}, time-to-ready.svg"))
+	fmt.Fprintf(os.Stderr, "bench: wrote %s\n", filepath.Join(cfg.out, "results.{json,md}, *.svg"))
 	return runErr
 }
 
@@ -333,6 +334,14 @@ func writeResults(dir string, res *results) error {
 	}
 	if err := os.WriteFile(filepath.Join(dir, "results.md"), []byte(markdown(res)), 0o644); err != nil {
 		return err
+	}
+	for _, r := range res.Runs {
+		if r.Burst == nil {
+			continue
+		}
+		if err := os.WriteFile(filepath.Join(dir, overTimeFile(r.N)), []byte(overTimeChart(res, r)), 0o644); err != nil {
+			return err
+		}
 	}
 	return os.WriteFile(filepath.Join(dir, "time-to-ready.svg"), []byte(chart(res)), 0o644)
 }

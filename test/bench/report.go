@@ -245,7 +245,12 @@ func markdown(res *results) string {
 		p("N=%d, heap in use after the burst (`%s`, `go tool pprof -top -sample_index=inuse_space`):\n\n```\n%s\n```\n\n", r.N, r.Footprint.HeapProfile, strings.Join(r.Footprint.HeapTop, "\n"))
 	}
 
-	p("## Chart\n\n![time to Ready and ceiling time to Available against N](time-to-ready.svg)\n\n")
+	p("## Charts\n\n![time to Ready and ceiling time to Available against N](time-to-ready.svg)\n\n")
+	for _, r := range res.Runs {
+		if r.Burst != nil {
+			p("![Websites Ready and ceiling Deployments Available over time, N=%d](%s)\n\n", r.N, overTimeFile(r.N))
+		}
+	}
 
 	var errs []string
 	for _, r := range res.Runs {
@@ -535,4 +540,87 @@ func niceCeil(v float64) float64 {
 
 func trimFloat(v float64) string {
 	return strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.2f", v), "0"), ".")
+}
+
+func overTimeFile(n int) string { return fmt.Sprintf("ready-over-time-n%d.svg", n) }
+
+// overTimeChart draws, for one N, how many Websites were Ready and how many
+// of the ceiling's Deployments were Available over time since the first
+// create, with the times their children existed dashed.
+func overTimeChart(res *results, r *runResult) string {
+	type series struct {
+		name, color string
+		dashed      bool
+		w           waitResult
+	}
+	var ss []series
+	if b := r.Burst; b != nil {
+		ss = append(ss, series{"operator: Websites Ready", "#1f77b4", false, b.Ready},
+			series{"operator: Deployments and Services exist", "#1f77b4", true, b.Exist})
+	}
+	if c := r.Ceiling; c != nil {
+		ss = append(ss, series{"ceiling: Deployments Available", "#ff7f0e", false, c.Available},
+			series{"ceiling: Deployments and Services exist", "#ff7f0e", true, c.Exist})
+	}
+	if c := r.CeilingDeployments; c != nil {
+		ss = append(ss, series{"ceiling, Deployments alone: Available", "#2ca02c", false, c.Available},
+			series{"ceiling, Deployments alone: exist", "#2ca02c", true, c.DeploymentsExist})
+	}
+	const width, height = 820.0, 440.0
+	const left, right, top, bottom = 70.0, 320.0, 40.0, 60.0
+	plotW, plotH := width-left-right, height-top-bottom
+	maxX := 0.0
+	for _, s := range ss {
+		if len(s.w.Timeline) > 0 {
+			maxX = math.Max(maxX, s.w.Timeline[len(s.w.Timeline)-1])
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" viewBox="0 0 %.0f %.0f" font-family="sans-serif" font-size="12">`+"\n", width, height, width, height)
+	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
+	fmt.Fprintf(&b, `<text x="%.0f" y="22" font-size="15" font-weight="bold">N = %d: share done against seconds since the first create</text>`+"\n", left, r.N)
+	if maxX == 0 {
+		fmt.Fprintf(&b, `<text x="%.0f" y="%.0f">no completed burst measurement</text></svg>`+"\n", left, top+plotH/2)
+		return b.String()
+	}
+	xMax := niceCeil(maxX * 1.05)
+	xOf := func(v float64) float64 { return left + v/xMax*plotW }
+	yOf := func(share float64) float64 { return top + plotH - share*plotH }
+	for i := 0; i <= 4; i++ {
+		share := float64(i) / 4
+		y := yOf(share)
+		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#ddd"/>`+"\n", left, y, left+plotW, y)
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="end">%.0f%%</text>`+"\n", left-6, y+4, share*100)
+	}
+	for i := 0; i <= 5; i++ {
+		v := xMax * float64(i) / 5
+		x := xOf(v)
+		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="black"/>`+"\n", x, top+plotH, x, top+plotH+5)
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">%s</text>`+"\n", x, top+plotH+18, trimFloat(v))
+	}
+	fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="black"/>`+"\n", left, top+plotH, left+plotW, top+plotH)
+	fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="black"/>`+"\n", left, top, left, top+plotH)
+	fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">seconds since the first create</text>`+"\n", left+plotW/2, height-18)
+	for i, s := range ss {
+		dash := ""
+		if s.dashed {
+			dash = ` stroke-dasharray="6 4"`
+		}
+		if n := len(s.w.Timeline); n > 0 {
+			pts := []string{fmt.Sprintf("%.1f,%.1f", xOf(0), yOf(0))}
+			for k, t := range s.w.Timeline {
+				pts = append(pts, fmt.Sprintf("%.1f,%.1f", xOf(t), yOf(float64(k+1)/float64(n))))
+			}
+			fmt.Fprintf(&b, `<polyline points="%s" fill="none" stroke="%s" stroke-width="2"%s/>`+"\n", strings.Join(pts, " "), s.color, dash)
+		}
+		ly := top + 10 + float64(i)*22
+		lx := left + plotW + 20
+		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="2"%s/>`+"\n", lx, ly, lx+24, ly, s.color, dash)
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f">%s (%s)</text>`+"\n", lx+30, ly+4, html.EscapeString(s.name), html.EscapeString(s.w.String()))
+	}
+	fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="11" fill="#555">Load and ceiling: %s</text>`+"\n", left+plotW+20, top+160, html.EscapeString(res.Load.String()))
+	fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="11" fill="#555">Operator: %s</text>`+"\n", left+plotW+20, top+176, html.EscapeString(res.Operator.Client.String()))
+	fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="11" fill="#555">%d CPUs, %s</text>`+"\n", left+plotW+20, top+192, res.Machine.NProc, html.EscapeString(res.Started.Format("2006-01-02")))
+	b.WriteString("</svg>\n")
+	return b.String()
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -101,6 +102,25 @@ func (p *progress) mark(key string) {
 	}
 }
 
+// timelineLocked is the Timeline of the objects seen so far; p.mu is held.
+func (p *progress) timelineLocked() []float64 {
+	times := make([]float64, 0, len(p.first))
+	for _, t := range p.first {
+		times = append(times, t.Sub(p.start).Seconds())
+	}
+	slices.Sort(times)
+	points := min(timelinePoints, p.target)
+	out := make([]float64, 0, points)
+	for i := 1; i <= points; i++ {
+		k := (i*p.target+points-1)/points - 1 // index of the (i/points)th object
+		if k >= len(times) {
+			break
+		}
+		out = append(out, round3(times[k]))
+	}
+	return out
+}
+
 func (p *progress) count() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -119,7 +139,13 @@ type waitResult struct {
 	Interrupted bool `json:"interrupted,omitempty"`
 	// Aborted says why the wait was given up before its deadline.
 	Aborted string `json:"aborted,omitempty"`
+	// Timeline[i] is the time from the start until (i+1)/len(Timeline) of
+	// the target had met the condition, for the charts over time.
+	Timeline []float64 `json:"timeline,omitempty"`
 }
+
+// timelinePoints is the number of points of a waitResult's Timeline.
+const timelinePoints = 50
 
 func (w waitResult) String() string {
 	switch {
@@ -150,7 +176,7 @@ func (p *progress) wait(ctx context.Context, deadline time.Time, logf func(strin
 		case <-p.reached:
 			p.mu.Lock()
 			defer p.mu.Unlock()
-			return waitResult{Seconds: round3(p.last.Sub(p.start).Seconds()), Reached: len(p.first), Target: p.target}
+			return waitResult{Seconds: round3(p.last.Sub(p.start).Seconds()), Reached: len(p.first), Target: p.target, Timeline: p.timelineLocked()}
 		case <-ticker.C:
 			logf("%s: %d/%d", p.what, p.count(), p.target)
 			for _, c := range check {
