@@ -32,8 +32,34 @@ func TestParseOptions(t *testing.T) {
 				g.Expect(o.ClusterDomain).To(Equal("cluster.local"))
 				g.Expect(o.Controllers).To(Equal([]string{"*"}), "every known controller")
 				g.Expect(o.PprofBindAddress).To(BeEmpty(), "no profiling unless asked")
+				g.Expect(o.KubeAPIQPS).To(BeEquivalentTo(NoClientRateLimit), "no client-side limit: Priority and Fairness protects the API server")
+				g.Expect(o.MaxConcurrentReconciles).To(Equal(DefaultMaxConcurrentReconciles))
 			},
 		},
+		{
+			name: "a client-side limit, its burst twice the rate unless given",
+			args: []string{"--kube-api-qps=50"},
+			check: func(g Gomega, o Options) {
+				g.Expect(o.KubeAPIQPS).To(BeEquivalentTo(50))
+				g.Expect(o.KubeAPIBurst).To(Equal(100))
+			},
+		},
+		{
+			name: "a client-side limit and its burst",
+			args: []string{"--kube-api-qps=0.5", "--kube-api-burst=3"},
+			check: func(g Gomega, o Options) {
+				g.Expect(o.KubeAPIQPS).To(BeEquivalentTo(0.5))
+				g.Expect(o.KubeAPIBurst).To(Equal(3))
+			},
+		},
+		{
+			name: "0 means no limit, not client-go's default of 5",
+			args: []string{"--kube-api-qps=0", "--kube-api-burst=10"},
+			check: func(g Gomega, o Options) {
+				g.Expect(o.KubeAPIQPS).To(BeEquivalentTo(NoClientRateLimit))
+			},
+		},
+		{name: "a negative burst", args: []string{"--kube-api-qps=10", "--kube-api-burst=-1"}, wantErr: "--kube-api-burst must not be negative"},
 		{
 			name: "controllers, repeated and comma-separated",
 			args: []string{"--controllers=*,website", "--controllers", "-website"},
