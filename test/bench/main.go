@@ -101,8 +101,8 @@ func run() error {
 	}
 	res := &results{
 		Started:     time.Now(),
-		CommandLine: commandLine(),
-		Args:        append([]string{"bench"}, os.Args[1:]...),
+		CommandLine: commandLine(cfg.repo),
+		Args:        append([]string{"bench"}, relativeArgs(cfg.repo, os.Args[1:])...),
 		Machine:     describeMachine(),
 		Operator: operatorInfo{Binary: repoRelative(cfg.repo, cfg.operator), Version: operatorVersion(cfg.operator),
 			Args: cfg.operatorArgs, Client: cfg.operatorClient},
@@ -271,9 +271,10 @@ func operatorClient(args []string) (clientSettings, error) {
 // commandLine is the command that ran the benchmark, as typed, without the
 // machine's paths: go run builds the program into the build cache, and
 // KUBE_BIN_DIR is where hack/kube-binaries.sh put the control plane.
-func commandLine() string {
-	quoted := make([]string, len(os.Args))
-	for i, a := range os.Args {
+func commandLine(repo string) string {
+	args := append([]string{os.Args[0]}, relativeArgs(repo, os.Args[1:])...)
+	quoted := make([]string, len(args))
+	for i, a := range args {
 		if a == "" || strings.ContainsAny(a, " \t\"'$") {
 			a = strconv.Quote(a)
 		}
@@ -307,6 +308,36 @@ func notes(cfg *config) []string {
 		"kwok renews the nodes' heartbeat Leases every 10 s, as kubelets do (internal/localcluster); NodeNotReady events are checked during the waits and at the end of each N (clusterHealth in results.json), since pods marked not ready would invalidate the Ready figures.",
 		"RSS is sampled from /proc/PID/status (VmRSS, RssAnon, RssFile every 200 ms, VmHWM at the end of each process).",
 	}
+}
+
+// relativeArgs are the benchmark's arguments with the paths of the
+// machine (-operator, -out, -logs, -repo) relative to the repository.
+func relativeArgs(repo string, args []string) []string {
+	out := slices.Clone(args)
+	for i := 0; i < len(out); i++ {
+		name, value, hasValue := strings.Cut(strings.TrimLeft(out[i], "-"), "=")
+		switch name {
+		case "operator", "out", "logs", "repo":
+		default:
+			continue
+		}
+		if !hasValue {
+			if i+1 >= len(out) {
+				break
+			}
+			i++
+			value = out[i]
+		}
+		if filepath.IsAbs(value) {
+			value = repoRelative(repo, value)
+		}
+		if hasValue {
+			out[i] = "-" + name + "=" + value
+		} else {
+			out[i] = value
+		}
+	}
+	return out
 }
 
 // rerender rewrites results.md and time-to-ready.svg from results.json
