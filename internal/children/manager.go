@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -90,6 +91,7 @@ type Manager struct {
 	ownerKind string
 	differ    *differ
 	verified  *verifiedCache
+	refused   *refusals
 }
 
 // NewManager returns the children manager of a kind's controller. ownerKind
@@ -113,6 +115,7 @@ func newManager(c client.Client, apiReader client.Reader, scheme *runtime.Scheme
 		ownerKind: ownerKind,
 		differ:    newDiffer(scheme),
 		verified:  newVerifiedCache(),
+		refused:   newRefusals(clock.RealClock{}),
 	}
 }
 
@@ -182,11 +185,15 @@ func (m *Manager) Ensure(ctx context.Context, owner client.Object, desired runti
 // someone else's object is in the way: a live read tells which.
 func (m *Manager) create(ctx context.Context, owner client.Object, in *intent, live client.Object, o ensureOptions) Result {
 	kind := in.gvk.Kind
+	if refused, ok := m.refused.lookup(in); ok {
+		return refused
+	}
 	if err := in.decodeInto(live); err != nil {
 		return failed(err)
 	}
 	err := m.client.Create(ctx, live, client.FieldOwner(platform.Name))
 	if err == nil {
+		m.refused.forget(in)
 		countWrite(m.ownerKind, kind, "create")
 		if !o.quietCreate {
 			m.recorder.Eventf(owner, live, corev1.EventTypeNormal, kind+"Created", "Create", "%s %s created", kind, in.key.Name)
@@ -197,7 +204,7 @@ func (m *Manager) create(ctx context.Context, owner client.Object, in *intent, l
 	case errors.Is(err, controller.ErrNotLeader):
 		return Result{Action: Failed, Err: err}
 	case apierrors.IsInvalid(err):
-		return invalid(kind, in.key.Name, err)
+		return m.refuse(in, err)
 	case !apierrors.IsAlreadyExists(err):
 		return failed(fmt.Errorf("create %s %s: %w", kind, in.key.Name, err))
 	}
@@ -234,6 +241,9 @@ func (m *Manager) update(ctx context.Context, owner client.Object, in *intent, l
 		}
 		action = Restored
 	}
+	if refused, ok := m.refused.lookup(in); ok {
+		return refused
+	}
 
 	// The conversion is guarded by the resourceVersion it read: a write
 	// in between (the Deployment controller's) makes it read again.
@@ -248,6 +258,7 @@ func (m *Manager) update(ctx context.Context, owner client.Object, in *intent, l
 		return writeFailed(fmt.Errorf("apply %s %s: %w", kind, in.key.Name, err))
 	}
 	m.verified.remember(live, in.hash)
+	m.refused.forget(in)
 	if action == Updated {
 		countWrite(m.ownerKind, kind, "update")
 		m.recorder.Eventf(owner, live, corev1.EventTypeNormal, kind+"Updated", "Update", "%s %s updated to the %s's spec", kind, in.key.Name, m.ownerKind)
@@ -263,11 +274,17 @@ func (m *Manager) adopt(ctx context.Context, owner client.Object, in *intent, li
 	kind := in.gvk.Kind
 	if err := m.apply(ctx, in, live); err != nil {
 		if apierrors.IsInvalid(err) {
-			return invalid(kind, in.key.Name, err)
+			return m.refuse(in, err)
 		}
 		return writeFailed(fmt.Errorf("adopt %s %s: %w", kind, in.key.Name, err))
 	}
 	countWrite(m.ownerKind, kind, "adopt")
+	// Fields the former writer set to the values the operator wants are
+	// shared after the apply; they must be the operator's alone, or a value
+	// the owner's spec later drops would stay in the child.
+	if err := retry.RetryOnConflict(retry.DefaultBackoff, func() error { return m.takeOverSharedFields(ctx, in, live) }); err != nil {
+		return writeFailed(fmt.Errorf("take over the fields of adopted %s %s: %w", kind, in.key.Name, err))
+	}
 	m.recorder.Eventf(owner, live, corev1.EventTypeNormal, kind+"Adopted", "Adopt", "%s %s adopted", kind, in.key.Name)
 	return Result{Action: Adopted, Exists: true}
 }
@@ -284,7 +301,7 @@ func (m *Manager) repairInvalid(ctx context.Context, owner client.Object, in *in
 	err = m.client.Create(ctx, probe, client.DryRunAll, client.FieldOwner(platform.Name))
 	switch {
 	case apierrors.IsInvalid(err):
-		return invalid(kind, in.key.Name, err)
+		return m.refuse(in, err)
 	case !apierrors.IsAlreadyExists(err) && err != nil:
 		return writeFailed(fmt.Errorf("apply %s %s: %w; and a dry-run create failed: %w", kind, in.key.Name, applyErr, err))
 	}
@@ -311,6 +328,14 @@ func (m *Manager) apply(ctx context.Context, in *intent, live client.Object) err
 		return fmt.Errorf("decode the applied %s: %w", in.gvk.Kind, err)
 	}
 	return nil
+}
+
+// refuse reports a desired state the API server refused as invalid and
+// remembers it, so that it is not sent again before it changes.
+func (m *Manager) refuse(in *intent, err error) Result {
+	r := invalid(in.gvk.Kind, in.key.Name, err)
+	m.refused.remember(in, r)
+	return r
 }
 
 func failed(err error) Result {
