@@ -580,7 +580,7 @@ func overTimeChart(res *results, r *runResult) string {
 	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
 	fmt.Fprintf(&b, `<text x="%.0f" y="22" font-size="15" font-weight="bold">N = %d: share done against seconds since the first create</text>`+"\n", left, r.N)
 	if maxX == 0 {
-		fmt.Fprintf(&b, `<text x="%.0f" y="%.0f">no completed burst measurement</text></svg>`+"\n", left, top+plotH/2)
+		fmt.Fprintf(&b, `<text x="%.0f" y="%.0f">no timeline recorded (a run that did not complete, or results from before timelines)</text></svg>`+"\n", left, top+plotH/2)
 		return b.String()
 	}
 	xMax := niceCeil(maxX * 1.05)
