@@ -102,4 +102,10 @@ const (
 	// ProgressDeadlineExceededReason (Degraded=True): the rollout made no
 	// progress within the Deployment's progress deadline.
 	ProgressDeadlineExceededReason = "ProgressDeadlineExceeded"
+
+	// DeletionBlockedReason (Degraded=True): the Website is being deleted,
+	// but a finalizer of another controller keeps it, typically the
+	// tutorial's kopf operator that no longer runs. The message names the
+	// finalizer and how to release it.
+	DeletionBlockedReason = "DeletionBlocked"
 )

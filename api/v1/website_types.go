@@ -5,6 +5,18 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
+// AdoptAnnotation on a Website, with the value AdoptFromTutorial, lets the
+// operator take over what the tutorial's kopf operator made for it: its
+// Deployment, without downtime, and the framework's finalizer and
+// annotations on the Website, which it removes once the Deployment is owned.
+// Without it (or the operator's --adopt-tutorial flag), such a Deployment is
+// a conflict that the operator leaves untouched.
+const AdoptAnnotation = "example.com/adopt"
+
+// AdoptFromTutorial is the value of AdoptAnnotation, and of
+// status.adoptedFrom, for what the tutorial's operator made.
+const AdoptFromTutorial = "tutorial"
+
 // WebsiteSpec is the desired state of a Website: which image serves it, on
 // which port, how many copies run, and how it is reached.
 type WebsiteSpec struct {
@@ -227,6 +239,14 @@ type WebsiteStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=1024
 	Selector string `json:"selector,omitempty"`
+
+	// adoptedFrom is "tutorial" when the Website's Deployment was made by the
+	// tutorial's kopf operator and adopted (see the example.com/adopt
+	// annotation). Such a Deployment keeps its selector, app: NAME, which
+	// cannot change; its pods carry the operator's labels too.
+	// +optional
+	// +kubebuilder:validation:Enum=tutorial
+	AdoptedFrom string `json:"adoptedFrom,omitempty"`
 
 	// url is where the site answers: its Ingress URL when it has an Ingress
 	// host, else the in-cluster URL of its Service.

@@ -70,6 +70,69 @@ func (m *Manager) upgradeOwnership(ctx context.Context, in *intent, live client.
 	return nil
 }
 
+// takeOverSharedFields removes the fields the operator applied to an adopted
+// child from every other manager's entry, so that the operator owns them
+// alone. Fields that only others set stay theirs. It reads the child's field
+// sets from the API server, and writes them guarded by its resourceVersion.
+func (m *Manager) takeOverSharedFields(ctx context.Context, in *intent, live client.Object) error {
+	full := live.DeepCopyObject().(client.Object)
+	resetObject(full)
+	if err := m.apiReader.Get(ctx, in.key, full); err != nil {
+		return fmt.Errorf("read managed fields: %w", err)
+	}
+	entries := full.GetManagedFields()
+	ours := slices.IndexFunc(entries, func(e metav1.ManagedFieldsEntry) bool {
+		return e.Manager == platform.Name && e.Operation == metav1.ManagedFieldsOperationApply && e.Subresource == ""
+	})
+	if ours < 0 {
+		return fmt.Errorf("%s %s has no fields applied by %s", in.gvk.Kind, in.key.Name, platform.Name)
+	}
+	applied, err := decodeFields(entries[ours])
+	if err != nil {
+		return err
+	}
+	kept := make([]metav1.ManagedFieldsEntry, 0, len(entries))
+	changed := false
+	for i, entry := range entries {
+		if i == ours || entry.Subresource != "" {
+			kept = append(kept, entry)
+			continue
+		}
+		set, err := decodeFields(entry)
+		if err != nil {
+			return err
+		}
+		rest := set.Difference(applied)
+		if rest.Equals(set) {
+			kept = append(kept, entry)
+			continue
+		}
+		changed = true
+		if rest.Empty() {
+			continue
+		}
+		data, err := rest.ToJSON()
+		if err != nil {
+			return fmt.Errorf("encode managed fields: %w", err)
+		}
+		entry.FieldsV1 = &metav1.FieldsV1{Raw: data}
+		kept = append(kept, entry)
+	}
+	if !changed {
+		return nil
+	}
+	full.SetManagedFields(kept)
+	patch, err := replaceManagedFieldsPatch(full)
+	if err != nil {
+		return err
+	}
+	if err := m.client.Patch(ctx, full, client.RawPatch(types.JSONPatchType, patch)); err != nil {
+		return err
+	}
+	live.SetResourceVersion(full.GetResourceVersion())
+	return nil
+}
+
 // renameLegacyApplier gives the Apply entry of the operator's former name to
 // its current one, uniting the two when both exist.
 func renameLegacyApplier(obj client.Object) error {

@@ -62,6 +62,9 @@ type SetupOptions struct {
 	ClusterDomain string
 	// Clock is the time source of everything that schedules or stamps.
 	Clock clock.Clock
+	// AdoptTutorial lets the Website controller take over what the
+	// tutorial's kopf operator made, for every Website (--adopt-tutorial).
+	AdoptTutorial bool
 	// ServedOptionalAPIs says, for each of the Descriptor's OptionalAPIs,
 	// whether the cluster serves it.
 	ServedOptionalAPIs map[schema.GroupVersionResource]bool

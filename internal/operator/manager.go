@@ -85,6 +85,7 @@ func newManager(ctx context.Context, config *rest.Config, opts Options, leaseNS 
 		err := d.Setup(ctx, mgr, controller.SetupOptions{
 			MaxConcurrentReconciles: opts.MaxConcurrentReconciles,
 			ClusterDomain:           opts.ClusterDomain,
+			AdoptTutorial:           opts.AdoptTutorial,
 			Clock:                   clock.RealClock{},
 			ServedOptionalAPIs:      p.servedOptional[d.Name],
 		})

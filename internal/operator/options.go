@@ -50,6 +50,9 @@ type Options struct {
 	KubeAPIQPS    float64
 	KubeAPIBurst  int
 	ClusterDomain string
+	// AdoptTutorial lets every Website take over what the tutorial's kopf
+	// operator made for it (--adopt-tutorial).
+	AdoptTutorial bool
 
 	ShowVersion bool
 }
@@ -128,6 +131,7 @@ func ParseOptions(args []string, getenv func(string) string, usage io.Writer) (O
 	fs.Float64Var(&opts.KubeAPIQPS, "kube-api-qps", 0, "sustained requests a second to the API server; 0 or less (the default): no client-side limit, the API server's Priority and Fairness protects it and answers 429 with Retry-After, which the client obeys. Set a limit on a shared API server without Priority and Fairness")
 	fs.IntVar(&opts.KubeAPIBurst, "kube-api-burst", 0, "requests allowed above --kube-api-qps in a burst, with a limit (default: twice --kube-api-qps)")
 	fs.StringVar(&opts.ClusterDomain, "cluster-domain", "cluster.local", "DNS domain of the cluster, for the in-cluster URLs in status.url")
+	fs.BoolVar(&opts.AdoptTutorial, "adopt-tutorial", false, "take over, without downtime, the Deployments the tutorial's kopf operator made, and release its finalizer, for every Website (one Website asks with the annotation example.com/adopt=tutorial)")
 	// Kept so that command lines written for earlier versions still start.
 	fs.Bool("wait-for-api-server", true, "deprecated, no effect: the operator always waits for the API server")
 	fs.BoolVar(&opts.ShowVersion, "version", false, "print the version and exit")

@@ -149,4 +149,37 @@ func TestAdmissionPolicyLimitsTheOperator(t *testing.T) {
 	takeOver.Labels = map[string]string{platform.ManagedByLabel: platform.Name}
 	err := operator.Patch(ctx, takeOver, client.MergeFrom(admin))
 	g.Expect(err).To(MatchError(ContainSubstring("rule managed-by-label")))
+
+	// The one exception: a Deployment shaped as the tutorial's operator
+	// makes them may be adopted, by giving it the label, and only so. One
+	// that merely shares the name with a Website may not.
+	tutorialShaped := func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Name = "website" }
+	for _, tt := range []struct {
+		name    string
+		opts    []func(*appsv1.Deployment)
+		label   bool
+		allowed bool
+	}{
+		{"tutorial", []func(*appsv1.Deployment){unlabelled, tutorialShaped}, true, true},
+		{"tutorial-kept-unlabelled", []func(*appsv1.Deployment){unlabelled, tutorialShaped}, false, false},
+		{"other-container", []func(*appsv1.Deployment){unlabelled}, true, false},
+		{"other-selector", []func(*appsv1.Deployment){unlabelled, tutorialShaped, func(d *appsv1.Deployment) {
+			d.Spec.Selector.MatchLabels["tier"] = "web"
+			d.Spec.Template.Labels = map[string]string{"app": d.Name, "tier": "web"}
+		}}, true, false},
+	} {
+		theirs := testDeployment(ns, tt.name, tt.opts...)
+		g.Expect(shared.Client.Create(ctx, theirs)).To(Succeed(), tt.name)
+		adopted := theirs.DeepCopy()
+		adopted.Spec.Replicas = ptr.To(int32(2))
+		if tt.label {
+			adopted.Labels = map[string]string{platform.ManagedByLabel: platform.Name}
+		}
+		err := operator.Patch(ctx, adopted, client.MergeFrom(theirs))
+		if tt.allowed {
+			g.Expect(err).NotTo(HaveOccurred(), tt.name)
+			continue
+		}
+		g.Expect(err).To(MatchError(ContainSubstring("rule managed-by-label")), tt.name)
+	}
 }

@@ -53,7 +53,16 @@ func (r *WebsiteReconciler) reconcileChildren(ctx context.Context, w *websitev1.
 	}
 
 	deployment := &appsv1.Deployment{}
-	result := r.Children.Ensure(ctx, w, DesiredDeployment(w), deployment)
+	desired, opts, err := r.deploymentIntent(ctx, w)
+	result := children.Result{Action: children.Failed, Err: err}
+	if err == nil {
+		result = r.Children.Ensure(ctx, w, desired, deployment, opts...)
+	} else {
+		result.Message = err.Error()
+	}
+	if result.Action == children.Conflict && handledByTutorial(w) && isTutorialDeployment(w, deployment) {
+		result.Message = tutorialConflictMessage(w, deployment)
+	}
 	note("Deployment", result)
 	if result.Exists {
 		obs.deployment = deployment

@@ -43,11 +43,13 @@ func NewReconciler(mgr ctrl.Manager, c client.Client, opts controller.SetupOptio
 	recorder := mgr.GetEventRecorder(platform.Name)
 	return &WebsiteReconciler{
 		Client:                  c,
+		APIReader:               mgr.GetAPIReader(),
 		Children:                children.NewManagerWithClient(mgr, c, "Website", recorder),
 		Status:                  children.NewStatusWriter(c),
 		Recorder:                recorder,
 		Clock:                   opts.Clock,
 		ClusterDomain:           opts.ClusterDomain,
 		MaxConcurrentReconciles: opts.MaxConcurrentReconciles,
+		AdoptTutorial:           opts.AdoptTutorial,
 	}
 }

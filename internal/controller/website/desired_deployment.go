@@ -67,6 +67,18 @@ func DesiredDeployment(w *websitev1.Website) *appsv1ac.DeploymentApplyConfigurat
 				WithSpec(podSpec(w))))
 }
 
+// DesiredAdoptedDeployment is DesiredDeployment for a Deployment adopted
+// from the tutorial's operator. A Deployment's selector cannot change, so it
+// keeps the tutorial's, app: NAME, and its pods carry that label next to
+// the operator's: the Website's Service, which selects the operator's
+// labels, routes to them once they are rolled out.
+func DesiredAdoptedDeployment(w *websitev1.Website) *appsv1ac.DeploymentApplyConfiguration {
+	d := DesiredDeployment(w)
+	d.Spec.WithSelector(metav1ac.LabelSelector().WithMatchLabels(tutorialSelector(w)))
+	d.Spec.Template.WithLabels(tutorialSelector(w))
+	return d
+}
+
 func podSpec(w *websitev1.Website) *corev1ac.PodSpecApplyConfiguration {
 	spec := corev1ac.PodSpec().
 		WithContainers(container(w)).

@@ -42,11 +42,14 @@ const defaultConflictRecheckInterval = 30 * time.Second
 // match its spec, and reports what it observed in the Website's status.
 type WebsiteReconciler struct {
 	// Client reads from the operator's cache.
-	Client   client.Client
-	Children *children.Manager
-	Status   *children.StatusWriter
-	Recorder events.EventRecorder
-	Clock    clock.PassiveClock
+	Client client.Client
+	// APIReader reads from the API server, for what the cache does not hold:
+	// a Deployment of the tutorial's operator that the user asked to adopt.
+	APIReader client.Reader
+	Children  *children.Manager
+	Status    *children.StatusWriter
+	Recorder  events.EventRecorder
+	Clock     clock.PassiveClock
 	// ClusterDomain is the DNS domain of the cluster's Services, used in
 	// status.url.
 	ClusterDomain string
@@ -58,6 +61,9 @@ type WebsiteReconciler struct {
 	// ConflictRecheckInterval is how often a Website blocked by an object it
 	// does not own looks again (default 30 s, with 20% jitter).
 	ConflictRecheckInterval time.Duration
+	// AdoptTutorial lets every Website take over what the tutorial's
+	// operator made for it, as the example.com/adopt annotation does for one.
+	AdoptTutorial bool
 }
 
 // ReadinessObserver is told about every status the reconciler computes, so
@@ -67,7 +73,7 @@ type ReadinessObserver interface {
 	Forget(key types.NamespacedName)
 }
 
-// +kubebuilder:rbac:groups=example.com,resources=websites,verbs=get;list;watch
+// +kubebuilder:rbac:groups=example.com,resources=websites,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=example.com,resources=websites/status,verbs=patch
 // +kubebuilder:rbac:groups=example.com,resources=websites/finalizers,verbs=update
 // +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;update;patch
@@ -88,15 +94,18 @@ func (r *WebsiteReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !website.DeletionTimestamp.IsZero() {
-		// The garbage collector removes the children through their owner
-		// references; recreating them now would only delay that.
-		r.Status.Forget(website)
-		return ctrl.Result{}, nil
+		return r.reconcileDeletion(ctx, website)
 	}
 
 	obs, childErr := r.reconcileChildren(ctx, website)
 	if errors.Is(childErr, controller.ErrNotLeader) {
 		return controller.StandDown(ctx, childErr)
+	}
+	if childErr == nil && obs.deployment != nil && obs.servicePresent &&
+		adoptionRequested(website, r.AdoptTutorial) && handledByTutorial(website) {
+		if err := r.releaseTutorialMarks(ctx, website); err != nil {
+			return ctrl.Result{}, err
+		}
 	}
 	status := computeStatus(website, obs, r.ClusterDomain, metav1.NewTime(r.Clock.Now()))
 	r.recordBlockerEvent(website, obs.blocker)
@@ -118,6 +127,45 @@ func (r *WebsiteReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		return ctrl.Result{RequeueAfter: wait.Jitter(r.ConflictRecheckInterval, 0.2)}, nil
 	}
 	return ctrl.Result{}, nil
+}
+
+// reconcileDeletion handles a Website being deleted. The garbage collector
+// removes its children through their owner references; recreating them now
+// would only delay that. What can keep the Website is a finalizer of another
+// controller: the tutorial's, released when the user asked for adoption
+// (after its Deployment is adopted, so that it goes with the Website as the
+// tutorial's delete handler made it go), and otherwise reported.
+func (r *WebsiteReconciler) reconcileDeletion(ctx context.Context, w *websitev1.Website) (ctrl.Result, error) {
+	if adoptionRequested(w, r.AdoptTutorial) && handledByTutorial(w) {
+		desired, opts, err := r.deploymentIntent(ctx, w)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if opts != nil {
+			// Released only once the adopted Deployment comes back through
+			// the watch (its event brings the next reconcile): the garbage
+			// collector, which watches too, then knows its owner before the
+			// owner goes, and deletes it at once.
+			result := r.Children.Ensure(ctx, w, desired, &appsv1.Deployment{}, opts...)
+			return ctrl.Result{}, result.Err
+		}
+		r.Status.Forget(w)
+		return ctrl.Result{}, r.releaseTutorialMarks(ctx, w)
+	}
+	blocker := deletionBlocker(w)
+	if blocker == nil {
+		r.Status.Forget(w)
+		return ctrl.Result{}, nil
+	}
+	r.recordBlockerEvent(w, blocker)
+	status := *w.Status.DeepCopy()
+	meta.SetStatusCondition(&status.Conditions, metav1.Condition{
+		Type: websitev1.DegradedCondition, Status: metav1.ConditionTrue,
+		Reason: blocker.reason, Message: controller.TruncateMessage(blocker.message),
+		ObservedGeneration: w.Generation, LastTransitionTime: metav1.NewTime(r.Clock.Now()),
+	})
+	status.ObservedGeneration = w.Generation
+	return ctrl.Result{}, r.patchStatus(ctx, w, status)
 }
 
 // patchStatus writes status to w when it differs from what w has, or from
@@ -164,7 +212,8 @@ func (r *WebsiteReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&websitev1.Website{},
 			// Status writes, the operator's own included, need no reconcile.
-			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+			// Annotations do: example.com/adopt asks for an adoption.
+			builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Owns(&appsv1.Deployment{}).
 		Owns(&corev1.Service{}).
 		Owns(&networkingv1.Ingress{}).

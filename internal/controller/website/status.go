@@ -63,6 +63,9 @@ func computeStatus(w *websitev1.Website, obs observation, clusterDomain string, 
 		status.URL = IngressURL(w)
 	}
 	if d := obs.deployment; d != nil {
+		if hasTutorialSelector(w, d) {
+			status.AdoptedFrom = websitev1.AdoptFromTutorial
+		}
 		status.Replicas = d.Status.Replicas
 		status.ReadyReplicas = d.Status.ReadyReplicas
 		status.UpdatedReplicas = d.Status.UpdatedReplicas
