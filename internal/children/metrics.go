@@ -11,10 +11,11 @@ import (
 // childWrites counts what the operator writes to children, by the kind of
 // their owner, their own kind and the operation: create, update (the
 // owner's spec changed), repair (someone changed the child), replace (a
-// repair that had to drop someone else's fields), adopt and delete.
+// repair that had to drop someone else's fields), adopt and delete, and
+// the writes controllers make beside the Manager (CountWrite).
 var childWrites = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "platform_operator_child_writes_total",
-	Help: "Writes to owned children, by owner kind, child kind and operation (create, update, repair, replace, adopt, delete).",
+	Help: "Writes to owned children, by owner kind, child kind and operation (create, update, repair, replace, adopt, delete, and a controller's own such as issue or release).",
 }, []string{"owner_kind", "child_kind", "operation"})
 
 func init() {
@@ -23,6 +24,13 @@ func init() {
 
 func countWrite(ownerKind, childKind, operation string) {
 	childWrites.WithLabelValues(ownerKind, childKind, operation).Inc()
+}
+
+// CountWrite counts a write to a child that a controller makes itself,
+// beside the Manager (a token written into a Secret, a namespace released),
+// so that platform_operator_child_writes_total holds every child write.
+func CountWrite(ownerKind, childKind, operation string) {
+	countWrite(ownerKind, childKind, operation)
 }
 
 func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tenantv1 "example.com/platform-operator/api/v1alpha1"
+	"example.com/platform-operator/internal/children"
 	"example.com/platform-operator/internal/platform"
 )
 
@@ -84,6 +85,7 @@ func (r *Reconciler) ensureCredentials(ctx context.Context, t *tenantv1.Tenant, 
 			obs.problem = problemOf(err)
 			return obs
 		}
+		children.CountWrite(tenantKind, "Secret", "delete")
 	}
 	tok, c, err := r.issue(ctx, t, key, *want, now)
 	if err != nil {
@@ -140,11 +142,8 @@ func (r *Reconciler) issue(ctx context.Context, t *tenantv1.Tenant, key types.Na
 		},
 		Type: corev1.SecretTypeOpaque,
 	}
-	if err := r.Client.Create(ctx, secret, client.FieldOwner(platform.Name)); err != nil {
-		if !apierrors.IsAlreadyExists(err) {
-			err = fmt.Errorf("create Secret %s: %w", key, err)
-			return nil, problemOf(err), err
-		}
+	switch err := r.Client.Create(ctx, secret, client.FieldOwner(platform.Name)); {
+	case apierrors.IsAlreadyExists(err):
 		existing, c := r.ownSecret(ctx, t, key, r.APIReader)
 		if c != nil {
 			return nil, c, nil
@@ -152,7 +151,11 @@ func (r *Reconciler) issue(ctx context.Context, t *tenantv1.Tenant, key types.Na
 		// Ours, and not yet in the cache: the next reconcile sees it.
 		err = fmt.Errorf("secret %s exists but is not in the cache yet (resourceVersion %s)", key, existing.GetResourceVersion())
 		return nil, &cause{reason: tenantv1.TenantProgressingReason, message: "The token is being issued"}, err
+	case err != nil:
+		err = fmt.Errorf("create Secret %s: %w", key, err)
+		return nil, problemOf(err), err
 	}
+	children.CountWrite(tenantKind, "Secret", "create")
 
 	request := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
 		ExpirationSeconds: ptr.To(int64(want.expiration / time.Second)),
@@ -191,5 +194,6 @@ func (r *Reconciler) issue(ctx context.Context, t *tenantv1.Tenant, key types.Na
 		err = fmt.Errorf("write the token into Secret %s: %w", key, err)
 		return nil, problemOf(err), err
 	}
+	children.CountWrite(tenantKind, "Secret", "issue")
 	return &tok, nil, nil
 }

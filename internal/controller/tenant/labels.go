@@ -74,3 +74,6 @@ func heldByOther(t *tenantv1.Tenant, ns client.Object) string {
 	}
 	return ""
 }
+
+// tenantKind names the Tenant in metrics and messages.
+const tenantKind = "Tenant"

@@ -107,6 +107,7 @@ func (r *Reconciler) release(ctx context.Context, t *tenantv1.Tenant, ns *corev1
 	if err := r.Client.Patch(ctx, released, patch, client.FieldOwner(platform.Name)); client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("release namespace %s: %w", ns.Name, err)
 	}
+	children.CountWrite(tenantKind, "Namespace", "release")
 	r.Recorder.Eventf(t, ns, corev1.EventTypeNormal, "NamespaceReleased", "Release",
 		"Namespace %s released because %s: access removed, labels %s and %s dropped, namespace and data kept",
 		ns.Name, why, tenantv1.TenantLabel, platform.ManagedByLabel)
@@ -120,6 +121,7 @@ func (r *Reconciler) deleteNamespace(ctx context.Context, t *tenantv1.Tenant, ns
 	if err := r.Client.Delete(ctx, ns, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("delete namespace %s: %w", ns.Name, err)
 	}
+	children.CountWrite(tenantKind, "Namespace", "delete")
 	r.Recorder.Eventf(t, ns, corev1.EventTypeNormal, "NamespaceDeleted", "Delete",
 		"Namespace %s deleted: deletionPolicy is Delete and the deletion was confirmed by %s", ns.Name, tenantv1.TenantConfirmDeleteAnnotation)
 	return nil

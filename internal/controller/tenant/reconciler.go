@@ -282,7 +282,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.APIServerURL == "" {
 		r.APIServerURL = mgr.GetConfig().Host
 	}
-	r.children = children.NewManager(mgr, "Tenant", r.Recorder)
+	r.children = children.NewManager(mgr, tenantKind, r.Recorder)
 	r.status = children.NewStatusWriter(r.Client)
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&tenantv1.Tenant{},

@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	tenantv1 "example.com/platform-operator/api/v1alpha1"
 	"example.com/platform-operator/internal/controller/tenant"
@@ -388,6 +389,8 @@ func TestRotationReplacesTheSecretAndRevokesTheOldToken(t *testing.T) {
 	_, err := whoAmI(ctx, firstConfig)
 	g.Expect(err).NotTo(HaveOccurred())
 
+	issuedBefore, deletedBefore := childWrites(g, "Secret", "issue"), childWrites(g, "Secret", "delete")
+
 	// A new rotationToken forces a rotation.
 	tn = getTenant(g, ctx, tn.Name)
 	tn.Spec.Credentials.RotationToken = "2026-12-01"
@@ -399,6 +402,9 @@ func TestRotationReplacesTheSecretAndRevokesTheOldToken(t *testing.T) {
 		g.Expect(second.Data).To(HaveKey(tenant.KubeconfigKey))
 		g.Expect(getTenant(g, ctx, tn.Name).Status.Credentials).To(HaveField("RotationToken", "2026-12-01"))
 	}).WithTimeout(timeout).Should(Succeed())
+
+	g.Expect(childWrites(g, "Secret", "issue")).To(BeNumerically(">", issuedBefore), "the token written is counted")
+	g.Expect(childWrites(g, "Secret", "delete")).To(BeNumerically(">", deletedBefore), "the rotated Secret's deletion is counted")
 
 	user, err := whoAmI(ctx, kubeconfigOf(g, second))
 	g.Expect(err).NotTo(HaveOccurred(), "the new token works")
@@ -559,4 +565,26 @@ func TestAccessObjectInTheWayIsReported(t *testing.T) {
 	g.Expect(quota.Spec.Hard.Pods().String()).To(Equal("1"), "untouched")
 	g.Expect(quota.OwnerReferences).To(BeEmpty())
 	g.Expect(exists(g, ctx, key(home, "tenant-admin"), &rbacv1.RoleBinding{})).To(BeTrue(), "the rest is granted")
+}
+
+// childWrites reads platform_operator_child_writes_total of Tenants for a
+// child kind and operation from the operator's metrics registry.
+func childWrites(g Gomega, childKind, operation string) float64 {
+	families, err := ctrlmetrics.Registry.Gather()
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, family := range families {
+		if family.GetName() != "platform_operator_child_writes_total" {
+			continue
+		}
+		for _, m := range family.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["owner_kind"] == "Tenant" && labels["child_kind"] == childKind && labels["operation"] == operation {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
 }
