@@ -62,6 +62,10 @@ type SetupOptions struct {
 	ClusterDomain string
 	// Clock is the time source of everything that schedules or stamps.
 	Clock clock.Clock
+	// TenantAPIServer and TenantAPIServerCA, when set, are the API server's
+	// address and CA (PEM) in Tenants' credential kubeconfigs.
+	TenantAPIServer   string
+	TenantAPIServerCA []byte
 	// AdoptTutorial lets the Website controller take over what the
 	// tutorial's kopf operator made, for every Website (--adopt-tutorial).
 	AdoptTutorial bool

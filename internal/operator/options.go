@@ -11,6 +11,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -53,6 +54,11 @@ type Options struct {
 	// AdoptTutorial lets every Website take over what the tutorial's kopf
 	// operator made for it (--adopt-tutorial).
 	AdoptTutorial bool
+	// TenantAPIServer and TenantAPIServerCAFile are the API server's
+	// address and CA written into Tenants' credential kubeconfigs, when
+	// tenants reach it otherwise than the operator does.
+	TenantAPIServer       string
+	TenantAPIServerCAFile string
 
 	ShowVersion bool
 }
@@ -131,6 +137,8 @@ func ParseOptions(args []string, getenv func(string) string, usage io.Writer) (O
 	fs.Float64Var(&opts.KubeAPIQPS, "kube-api-qps", 0, "sustained requests a second to the API server; 0 or less (the default): no client-side limit, the API server's Priority and Fairness protects it and answers 429 with Retry-After, which the client obeys. Set a limit on a shared API server without Priority and Fairness")
 	fs.IntVar(&opts.KubeAPIBurst, "kube-api-burst", 0, "requests allowed above --kube-api-qps in a burst, with a limit (default: twice --kube-api-qps)")
 	fs.StringVar(&opts.ClusterDomain, "cluster-domain", "cluster.local", "DNS domain of the cluster, for the in-cluster URLs in status.url")
+	fs.StringVar(&opts.TenantAPIServer, "tenant-api-server", "", "the API server's https URL written into Tenants' credential kubeconfigs, as tenants reach it (default: the address the operator uses, which in a pod is the in-cluster one)")
+	fs.StringVar(&opts.TenantAPIServerCAFile, "tenant-api-server-ca-file", "", "PEM file of the CA written with --tenant-api-server (default: the CA the operator trusts)")
 	fs.BoolVar(&opts.AdoptTutorial, "adopt-tutorial", false, "take over, without downtime, the Deployments the tutorial's kopf operator made, and release its finalizer, for every Website (one Website asks with the annotation example.com/adopt=tutorial)")
 	// Kept so that command lines written for earlier versions still start.
 	fs.Bool("wait-for-api-server", true, "deprecated, no effect: the operator always waits for the API server")
@@ -167,6 +175,9 @@ func ParseOptions(args []string, getenv func(string) string, usage io.Writer) (O
 	if opts.LeaderElect && opts.LeaderElectionNamespace == "" && !inCluster {
 		return opts, errors.New("--leader-elect needs --leader-election-namespace (or $POD_NAMESPACE) outside a cluster")
 	}
+	if err := validateTenantAPIServer(opts.TenantAPIServer, opts.TenantAPIServerCAFile); err != nil {
+		return opts, err
+	}
 	if opts.MaxConcurrentReconciles < 1 {
 		return opts, fmt.Errorf("--max-concurrent-reconciles must be at least 1, not %d", opts.MaxConcurrentReconciles)
 	}
@@ -181,6 +192,22 @@ func ParseOptions(args []string, getenv func(string) string, usage io.Writer) (O
 		opts.KubeAPIBurst = max(1, int(2*opts.KubeAPIQPS))
 	}
 	return opts, nil
+}
+
+// validateTenantAPIServer checks the address tenants' kubeconfigs get: an
+// https URL with a host, as a kubeconfig's server; a CA file needs it.
+func validateTenantAPIServer(server, caFile string) error {
+	if server == "" {
+		if caFile != "" {
+			return errors.New("--tenant-api-server-ca-file needs --tenant-api-server")
+		}
+		return nil
+	}
+	u, err := url.Parse(server)
+	if err != nil || u.Scheme != "https" || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
+		return fmt.Errorf("--tenant-api-server must be an https URL with a host and no path, such as https://api.example.com:6443, not %q", server)
+	}
+	return nil
 }
 
 // InCluster reports whether the process runs in a pod.

@@ -52,11 +52,17 @@ func setup(_ context.Context, mgr ctrl.Manager, opts controller.SetupOptions) er
 	if err != nil {
 		return err
 	}
+	if opts.TenantAPIServer != "" {
+		// Another address may well have another certificate: never the
+		// operator's CA for it unless none was given.
+		caData = opts.TenantAPIServerCA
+	}
 	reconciler := &Reconciler{
 		Client:                  mgr.GetClient(),
 		APIReader:               mgr.GetAPIReader(),
 		Recorder:                mgr.GetEventRecorder(platform.Name),
 		Clock:                   opts.Clock,
+		APIServerURL:            opts.TenantAPIServer,
 		CAData:                  caData,
 		MaxConcurrentReconciles: opts.MaxConcurrentReconciles,
 	}
