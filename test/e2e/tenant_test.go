@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -233,4 +235,43 @@ func TestTenantRetainDeletionKeepsData(t *testing.T) {
 		err := e.Client.Get(ctx, types.NamespacedName{Namespace: home, Name: "tenant-quota"}, &corev1.ResourceQuota{})
 		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%v", err)
 	}).WithTimeout(timeout).Should(Succeed())
+}
+
+// Deleting the Tenant CRD (an uninstall, or a reinstall gone wrong)
+// deletes every Tenant; their namespaces and data must survive it, as with
+// a Tenant deleted under the default policy, and the operator keeps
+// running. On a cluster of its own: the CRD goes away.
+func TestDeletingTheTenantCRDKeepsNamespacesAndData(t *testing.T) {
+	ctx := t.Context()
+	g := NewWithT(t)
+	e, err := newEnvironment(ctx, envOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(e.Stop)
+	home := fmt.Sprintf("e2e-crd-%d", namespaceCounter.Add(1))
+	extra := home + "-b"
+	tn := e.tenantFor(t, "erin@example.com", home, extra)
+	e.eventuallyTenantReady(t, tn.Name)
+	admin := tenant.RoleBindingName(tenant.DefaultOwnerRole)
+	for _, ns := range []string{home, extra} {
+		g.Expect(e.Client.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "data", Namespace: ns}})).To(Succeed())
+		g.Expect(e.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: admin}, &rbacv1.RoleBinding{})).To(Succeed(), "the owners' access to %s", ns)
+	}
+
+	out, err := e.Kubectl(ctx, "delete", "crd", "tenants.example.com", "--timeout=90s")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+
+	for _, name := range []string{home, extra} {
+		ns := &corev1.Namespace{}
+		g.Expect(e.Client.Get(ctx, types.NamespacedName{Name: name}, ns)).To(Succeed(), "namespace %s kept", name)
+		g.Expect(ns.DeletionTimestamp).To(BeNil(), "namespace %s not terminating", name)
+		g.Expect(ns.OwnerReferences).To(BeEmpty())
+		g.Expect(e.Client.Get(ctx, types.NamespacedName{Namespace: name, Name: "data"}, &corev1.ConfigMap{})).To(Succeed(), "data in %s kept", name)
+		g.Eventually(func(g Gomega) {
+			err := e.Client.Get(ctx, types.NamespacedName{Namespace: name, Name: admin}, &rbacv1.RoleBinding{})
+			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the owners' access to %s is removed: %v", name, err)
+		}).WithTimeout(timeout).Should(Succeed())
+	}
+	exited, _ := e.operator().Exited()
+	g.Expect(exited).To(BeFalse(), "the operator keeps running without the Tenant API")
+	g.Expect(httpStatus(ctx, e.operator().ProbesURL+"/healthz", "")).To(Equal(http.StatusOK))
 }
