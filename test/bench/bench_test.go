@@ -113,3 +113,11 @@ func TestTimelineAndCharts(t *testing.T) {
 	g.Expect(svg).To(ContainSubstring("no client-side rate limit, 16 workers"))
 	g.Expect(markdown(res)).To(ContainSubstring(overTimeFile(3)))
 }
+
+func TestCPUWorkRatio(t *testing.T) {
+	g := NewWithT(t)
+	ceiling := map[string]float64{"kube-apiserver": 6, "etcd": 2, "kube-controller-manager": 2, benchName: 5, machineName: 30}
+	burst := map[string]float64{"kube-apiserver": 9, "etcd": 3, "kube-controller-manager": 3, operatorName: 3, benchName: 5, machineName: 40}
+	g.Expect(cpuWorkRatio(burst, ceiling)).To(BeNumerically("~", 1.8, 0.001), "the operator and the control plane against the control plane; this program and other processes apart")
+	g.Expect(cpuWorkRatio(burst, nil)).To(BeZero())
+}

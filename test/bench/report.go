@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"html"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -158,6 +159,16 @@ func markdown(res *results) string {
 		p("| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %.2f s | %.2f s |\n", r.N, cds, ce, b.Exist, ratioStr(b.ExistRatio), ca, b.Ready, ratioStr(b.ReadyRatio),
 			b.DeploymentsExist, ratioStr(b.DeploymentsRatio), b.OperatorStartSeconds, b.CreateCallsSeconds)
 	}
+	p("\nThe machine is shared: other processes take a varying part of it during each phase (CPU table below), which moves the wall-clock ratios. ")
+	p("The work moves much less with the load: CPU-seconds of the control plane and the operator during the operator's burst ÷ CPU-seconds of the control plane during the ceiling's (Deployments and Services):")
+	for _, r := range res.Runs {
+		if r.Burst != nil && r.Ceiling != nil {
+			if w := cpuWorkRatio(r.Burst.CPUSeconds, r.Ceiling.CPUSeconds); w > 0 {
+				p(" N=%d: **%.2f×**;", r.N, w)
+			}
+		}
+	}
+	p("\n")
 	p("\nFor comparison, **quoted from issue 11, not measured by this program** (the tutorial's kopf operator, which makes only a Deployment and an event per Website): ")
 	p("all Deployments existed / were Available after 3.4 s / 3.6 s at N=100, 38.3 s / 38.5 s at N=1000, 161.3 s / 161.6 s at N=5000; peak RSS 85, 224, 764 MiB.\n\n")
 
@@ -623,4 +634,26 @@ func overTimeChart(res *results, r *runResult) string {
 	fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="11" fill="#555">%d CPUs, %s</text>`+"\n", left+plotW+20, top+192, res.Machine.NProc, html.EscapeString(res.Started.Format("2006-01-02")))
 	b.WriteString("</svg>\n")
 	return b.String()
+}
+
+// controlPlane are the processes of the local cluster in the CPU tables.
+var controlPlane = []string{"kube-apiserver", "etcd", "kube-controller-manager", "kube-scheduler", "kwok"}
+
+// cpuWorkRatio is the CPU-seconds of the control plane and the operator
+// during the operator's burst over those of the control plane during the
+// ceiling: how much more work the operator's way costs, whatever else ran
+// on the machine. 0 when either is missing.
+func cpuWorkRatio(burst, ceiling map[string]float64) float64 {
+	sum := func(m map[string]float64, names ...string) float64 {
+		total := 0.0
+		for _, n := range names {
+			total += m[n]
+		}
+		return total
+	}
+	c := sum(ceiling, controlPlane...)
+	if c == 0 || len(burst) == 0 {
+		return 0
+	}
+	return round3(sum(burst, append(slices.Clone(controlPlane), operatorName)...) / c)
 }
