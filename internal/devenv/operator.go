@@ -4,10 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"sync"
-	"syscall"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -43,18 +40,16 @@ func ServiceAccountKubeconfig(ctx context.Context, cluster *localcluster.Cluster
 
 // Operator is a running operator process.
 type Operator struct {
-	cmd     *exec.Cmd
+	process *localcluster.Process
 	LogPath string
 	// MetricsURL and ProbesURL are set when an Environment started it.
 	MetricsURL, ProbesURL string
-
-	done chan struct{}
-	mu   sync.Mutex
-	err  error
 }
 
 // StartOperator runs the operator binary with the given kubeconfig and extra
-// flags; its output goes to logPath.
+// flags; its output goes to logPath. It runs as the cluster's components do
+// (localcluster.Process): in its own process group, killed if the caller
+// dies.
 func StartOperator(binary, kubeconfig, logPath string, args ...string) (*Operator, error) {
 	if _, err := os.Stat(binary); err != nil {
 		return nil, fmt.Errorf("operator binary: %w (make build creates it)", err)
@@ -62,67 +57,32 @@ func StartOperator(binary, kubeconfig, logPath string, args ...string) (*Operato
 	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
 		return nil, err
 	}
-	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
+	process := localcluster.NewProcess(platform.Name, binary, logPath, append([]string{"--kubeconfig=" + kubeconfig}, args...)...)
+	// Out of a cluster: no in-cluster variables may leak in from the caller.
+	process.Env = append(os.Environ(), "KUBERNETES_SERVICE_HOST=")
+	if err := process.Start(); err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(binary, append([]string{"--kubeconfig=" + kubeconfig}, args...)...)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	// Out of a cluster: no in-cluster variables may leak in from the caller.
-	cmd.Env = append(os.Environ(), "KUBERNETES_SERVICE_HOST=")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		logFile.Close()
-		return nil, fmt.Errorf("start operator: %w", err)
-	}
-	op := &Operator{cmd: cmd, LogPath: logPath, done: make(chan struct{})}
-	go func() {
-		err := cmd.Wait()
-		logFile.Close()
-		op.mu.Lock()
-		op.err = err
-		op.mu.Unlock()
-		close(op.done)
-	}()
-	return op, nil
+	return &Operator{process: process, LogPath: logPath}, nil
 }
 
-// PID is the operator's process ID.
-func (o *Operator) PID() int { return o.cmd.Process.Pid }
+// PID is the operator's process ID, or 0 once it has exited.
+func (o *Operator) PID() int { return o.process.PID() }
 
 // Exited reports whether the process has ended, and how.
-func (o *Operator) Exited() (bool, error) {
-	select {
-	case <-o.done:
-		o.mu.Lock()
-		defer o.mu.Unlock()
-		return true, o.err
-	default:
-		return false, nil
-	}
-}
+func (o *Operator) Exited() (bool, error) { return o.process.Exited() }
 
 // Done is closed when the process ends.
-func (o *Operator) Done() <-chan struct{} { return o.done }
+func (o *Operator) Done() <-chan struct{} { return o.process.Done() }
 
-// Stop sends SIGTERM, waits up to grace for a clean exit, then kills.
+// Stop sends SIGTERM, waits up to grace for a clean exit, then kills. It
+// returns how the process exited.
 func (o *Operator) Stop(grace time.Duration) error {
-	if exited, err := o.Exited(); exited {
-		return err
-	}
-	_ = syscall.Kill(-o.cmd.Process.Pid, syscall.SIGTERM)
-	select {
-	case <-o.done:
-	case <-time.After(grace):
-		_ = syscall.Kill(-o.cmd.Process.Pid, syscall.SIGKILL)
-		<-o.done
-	}
-	_, err := o.Exited()
+	o.process.StopGrace = grace
+	o.process.Stop()
+	_, err := o.process.Exited()
 	return err
 }
 
 // Kill ends the process at once, as a crash or a lost node would.
-func (o *Operator) Kill() {
-	_ = syscall.Kill(-o.cmd.Process.Pid, syscall.SIGKILL)
-	<-o.done
-}
+func (o *Operator) Kill() { o.process.Kill() }

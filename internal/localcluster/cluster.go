@@ -86,7 +86,7 @@ type Cluster struct {
 	restConfig *rest.Config
 
 	mu    sync.Mutex
-	procs []*process // in start order
+	procs []*Process // in start order
 	sims  *simulations
 }
 
@@ -210,7 +210,7 @@ func (c *Cluster) start(ctx context.Context) error {
 		}
 		kwokConfigs = append(kwokConfigs, stages...)
 	}
-	for _, p := range []*process{c.controllerManager(kcmPort), c.scheduler(schedulerPort, schedulerConfig), c.kwok(kwokPort, kwokConfigs)} {
+	for _, p := range []*Process{c.controllerManager(kcmPort), c.scheduler(schedulerPort, schedulerConfig), c.kwok(kwokPort, kwokConfigs)} {
 		if err := c.run(p); err != nil {
 			return err
 		}
@@ -281,11 +281,11 @@ func checkBinaries(binDir string) error {
 }
 
 // run starts p and adds it to the cluster.
-func (c *Cluster) run(p *process) error {
+func (c *Cluster) run(p *Process) error {
 	c.mu.Lock()
 	c.procs = append(c.procs, p)
 	c.mu.Unlock()
-	return p.start()
+	return p.Start()
 }
 
 // waitFor polls check until it succeeds, a component exits, or ctx ends. The
@@ -317,7 +317,7 @@ func (c *Cluster) waitFor(ctx context.Context, what string, check func(context.C
 // naming it and quoting the end of its log; else nil.
 func (c *Cluster) Err() error {
 	c.mu.Lock()
-	procs := append([]*process(nil), c.procs...)
+	procs := append([]*Process(nil), c.procs...)
 	c.mu.Unlock()
 	return firstUnexpectedExit(procs)
 }
@@ -327,10 +327,10 @@ func (c *Cluster) Err() error {
 func (c *Cluster) Stop() error {
 	c.stopSimulations()
 	c.mu.Lock()
-	procs := append([]*process(nil), c.procs...)
+	procs := append([]*Process(nil), c.procs...)
 	c.mu.Unlock()
 	for i := len(procs) - 1; i >= 0; i-- {
-		procs[i].stop()
+		procs[i].Stop()
 	}
 	if c.removeDir && c.dir != "" {
 		if err := os.RemoveAll(c.dir); err != nil {
@@ -348,7 +348,7 @@ func (c *Cluster) StopComponent(name string) error {
 	if err != nil {
 		return err
 	}
-	p.stop()
+	p.Stop()
 	return nil
 }
 
@@ -358,10 +358,10 @@ func (c *Cluster) StartComponent(name string) error {
 	if err != nil {
 		return err
 	}
-	return p.start()
+	return p.Start()
 }
 
-func (c *Cluster) component(name string) (*process, error) {
+func (c *Cluster) component(name string) (*Process, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, p := range c.procs {
@@ -378,7 +378,7 @@ func (c *Cluster) PIDs() []int {
 	defer c.mu.Unlock()
 	var pids []int
 	for _, p := range c.procs {
-		if pid := p.pid(); pid != 0 {
+		if pid := p.PID(); pid != 0 {
 			pids = append(pids, pid)
 		}
 	}
@@ -420,7 +420,7 @@ func (c *Cluster) Kubectl(ctx context.Context, args ...string) *exec.Cmd {
 	return cmd
 }
 
-func (c *Cluster) etcd(port, peerPort int) *process {
+func (c *Cluster) etcd(port, peerPort int) *Process {
 	client := fmt.Sprintf("http://127.0.0.1:%d", port)
 	peer := fmt.Sprintf("http://127.0.0.1:%d", peerPort)
 	return newProcess(Etcd, c.opts.BinDir, c.dir,
@@ -439,7 +439,7 @@ func (c *Cluster) etcd(port, peerPort int) *process {
 	)
 }
 
-func (c *Cluster) apiServer(port, etcdPort int) *process {
+func (c *Cluster) apiServer(port, etcdPort int) *Process {
 	return newProcess(APIServer, c.opts.BinDir, c.dir,
 		fmt.Sprintf("--etcd-servers=http://127.0.0.1:%d", etcdPort),
 		"--bind-address=127.0.0.1",
@@ -469,7 +469,7 @@ func (c *Cluster) apiServer(port, etcdPort int) *process {
 // controllerManager runs with client limits far above the defaults (20
 // requests a second), which would otherwise throttle the Deployment and
 // ReplicaSet controllers and make every benchmark measure them.
-func (c *Cluster) controllerManager(port int) *process {
+func (c *Cluster) controllerManager(port int) *Process {
 	return newProcess(ControllerManager, c.opts.BinDir, c.dir,
 		"--kubeconfig="+c.kubeconfig,
 		"--authentication-kubeconfig="+c.kubeconfig,
@@ -492,7 +492,7 @@ func (c *Cluster) controllerManager(port int) *process {
 	)
 }
 
-func (c *Cluster) scheduler(port int, config string) *process {
+func (c *Cluster) scheduler(port int, config string) *Process {
 	return newProcess(Scheduler, c.opts.BinDir, c.dir,
 		"--config="+config,
 		"--authentication-kubeconfig="+c.kubeconfig,
@@ -503,7 +503,7 @@ func (c *Cluster) scheduler(port int, config string) *process {
 	)
 }
 
-func (c *Cluster) kwok(port int, configs []string) *process {
+func (c *Cluster) kwok(port int, configs []string) *Process {
 	args := []string{
 		"--kubeconfig=" + c.kubeconfig,
 		"--manage-all-nodes=false",

@@ -19,13 +19,20 @@ const logTailLines = 15
 // before its process group is killed.
 const stopGracePeriod = 10 * time.Second
 
-// process is one component of the cluster, run as a child in its own process
-// group so that stopping it stops whatever it started too.
-type process struct {
+// Process is a program run as a child in its own process group, so that
+// stopping it stops whatever it started too, and killed by the kernel if
+// its parent dies: a component of the cluster, or an operator that the
+// development environment and the tests run next to it.
+type Process struct {
 	name    string
 	path    string
 	args    []string
 	logPath string
+	// Env is the environment of the next Start; nil means the caller's.
+	Env []string
+	// StopGrace is how long Stop waits after SIGTERM before it kills the
+	// process group (default 10 s).
+	StopGrace time.Duration
 
 	mu       sync.Mutex
 	cmd      *exec.Cmd
@@ -34,18 +41,22 @@ type process struct {
 	stopping bool
 }
 
-func newProcess(name, binDir, logDir string, args ...string) *process {
-	return &process{
-		name:    name,
-		path:    filepath.Join(binDir, name),
-		args:    args,
-		logPath: filepath.Join(logDir, name+".log"),
-	}
+// NewProcess returns a process that runs the program at path with args,
+// named name in errors, its output appended to logPath. It does not start
+// it.
+func NewProcess(name, path, logPath string, args ...string) *Process {
+	return &Process{name: name, path: path, args: args, logPath: logPath, StopGrace: stopGracePeriod}
 }
 
-// start runs the process. Its output goes to its log file, appended to
+// newProcess is a component of the cluster: the binary name in binDir, its
+// log name.log in logDir.
+func newProcess(name, binDir, logDir string, args ...string) *Process {
+	return NewProcess(name, filepath.Join(binDir, name), filepath.Join(logDir, name+".log"), args...)
+}
+
+// Start runs the process. Its output goes to its log file, appended to
 // across restarts.
-func (p *process) start() error {
+func (p *Process) Start() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.cmd != nil && !isClosed(p.exited) {
@@ -56,6 +67,7 @@ func (p *process) start() error {
 		return fmt.Errorf("open log of %s: %w", p.name, err)
 	}
 	cmd := exec.Command(p.path, p.args...)
+	cmd.Env = p.Env
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{
@@ -86,9 +98,9 @@ func (p *process) start() error {
 	return nil
 }
 
-// stop ends the process: SIGTERM to its group, then SIGKILL after the grace
-// period. It returns once the process has exited.
-func (p *process) stop() {
+// Stop ends the process: SIGTERM to its group, then SIGKILL after
+// StopGrace. It returns once the process has exited.
+func (p *Process) Stop() {
 	p.mu.Lock()
 	cmd, exited := p.cmd, p.exited
 	if cmd == nil || isClosed(exited) {
@@ -102,7 +114,7 @@ func (p *process) stop() {
 	_ = syscall.Kill(-pgid, syscall.SIGTERM)
 	select {
 	case <-exited:
-	case <-time.After(stopGracePeriod):
+	case <-time.After(p.StopGrace):
 		_ = syscall.Kill(-pgid, syscall.SIGKILL)
 		<-exited
 	}
@@ -110,8 +122,8 @@ func (p *process) stop() {
 	_ = syscall.Kill(-pgid, syscall.SIGKILL)
 }
 
-// kill ends the process at once with SIGKILL, as a crash would.
-func (p *process) kill() {
+// Kill ends the process at once with SIGKILL, as a crash would.
+func (p *Process) Kill() {
 	p.mu.Lock()
 	cmd, exited := p.cmd, p.exited
 	if cmd == nil || isClosed(exited) {
@@ -124,8 +136,8 @@ func (p *process) kill() {
 	<-exited
 }
 
-// pid is the process ID of the current run, or 0.
-func (p *process) pid() int {
+// PID is the process ID of the current run, or 0.
+func (p *Process) PID() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.cmd == nil || isClosed(p.exited) {
@@ -134,9 +146,30 @@ func (p *process) pid() int {
 	return p.cmd.Process.Pid
 }
 
+// Exited reports whether the current run has ended, and the error of its
+// exit (nil for status 0).
+func (p *Process) Exited() (bool, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd == nil || !isClosed(p.exited) {
+		return false, nil
+	}
+	return true, p.exitErr
+}
+
+// Done is closed when the current run ends; nil before the first Start.
+func (p *Process) Done() <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.exited
+}
+
+// LogPath is where the process's output goes.
+func (p *Process) LogPath() string { return p.logPath }
+
 // unexpectedExit returns an error when the process has exited without being
 // asked to, else nil.
-func (p *process) unexpectedExit() error {
+func (p *Process) unexpectedExit() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.cmd == nil || !isClosed(p.exited) || p.stopping {
@@ -147,7 +180,7 @@ func (p *process) unexpectedExit() error {
 
 // exitError describes how the process ended, with the end of its log. The
 // caller holds p.mu.
-func (p *process) exitError() error {
+func (p *Process) exitError() error {
 	how := "exited"
 	if p.exitErr != nil {
 		how = "exited with " + p.exitErr.Error()
@@ -201,7 +234,7 @@ func isClosed(ch chan struct{}) bool {
 
 // firstUnexpectedExit is the error of the first process that exited on its
 // own, or nil.
-func firstUnexpectedExit(procs []*process) error {
+func firstUnexpectedExit(procs []*Process) error {
 	for _, p := range procs {
 		if err := p.unexpectedExit(); err != nil {
 			return err
