@@ -58,13 +58,15 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"example.com/platform-operator/internal/platform"
 )
 
 const (
 	// versionVar is the variable the operator reports as its version.
 	versionVar = "example.com/platform-operator/internal/operator.Version"
 	// binaryName is both the go build output and the file in the image.
-	binaryName = "platform-operator"
+	binaryName = platform.Name
 	// nonroot is the uid and gid the operator runs as, as in distroless.
 	nonroot = 65532
 	// refNameAnnotation names an entry of an OCI layout's index.json; tools
