@@ -281,8 +281,11 @@ func (m *Manager) adopt(ctx context.Context, owner client.Object, in *intent, li
 	countWrite(m.ownerKind, kind, "adopt")
 	// Fields the former writer set to the values the operator wants are
 	// shared after the apply; they must be the operator's alone, or a value
-	// the owner's spec later drops would stay in the child.
-	if err := retry.RetryOnConflict(retry.DefaultBackoff, func() error { return m.takeOverSharedFields(ctx, in, live) }); err != nil {
+	// the owner's spec later drops would stay in the child. Once adopted,
+	// the child takes the update path, which does not come back here: so
+	// any error but a lost leadership is retried a few times now.
+	retriable := func(err error) bool { return !errors.Is(err, controller.ErrNotLeader) }
+	if err := retry.OnError(retry.DefaultBackoff, retriable, func() error { return m.takeOverSharedFields(ctx, in, live) }); err != nil {
 		return writeFailed(fmt.Errorf("take over the fields of adopted %s %s: %w", kind, in.key.Name, err))
 	}
 	m.recorder.Eventf(owner, live, corev1.EventTypeNormal, kind+"Adopted", "Adopt", "%s %s adopted", kind, in.key.Name)

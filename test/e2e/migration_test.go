@@ -153,6 +153,16 @@ func TestTutorialStateAdoptedWithoutDowntime(t *testing.T) {
 		g.Expect(d.Spec.Template.Spec.Containers[0].Image).To(Equal("nginx:1.25"))
 	}).WithTimeout(timeout).Should(Succeed(), "a hand edit of the adopted Deployment is repaired")
 
+	// The port the tutorial's Deployment set is the operator's alone now:
+	// a new port replaces it instead of joining it.
+	out, err = e.Kubectl(ctx, "patch", "website", "my-site", "-n", ns, "--type=merge", "-p", `{"spec":{"port":8080}}`)
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Eventually(func(g Gomega) {
+		d := &appsv1.Deployment{}
+		g.Expect(e.Client.Get(ctx, key, d)).To(Succeed())
+		g.Expect(d.Spec.Template.Spec.Containers[0].Ports).To(ConsistOf(HaveField("ContainerPort", int32(8080))))
+	}).WithTimeout(timeout).Should(Succeed(), "the tutorial's port 80 does not stay next to 8080")
+
 	out, err = e.Kubectl(ctx, "delete", "-n", ns, "website/my-site")
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	for _, obj := range []client.Object{&appsv1.Deployment{}, &corev1.Service{}} {
