@@ -2,8 +2,10 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -41,7 +44,7 @@ const backupTimeout = 90 * time.Second
 // operator runs from deploy/ (base and the backupjob component) with its
 // ServiceAccount's token, so a missing RBAC rule fails these tests. The
 // cases run in parallel, each in its own namespace, on @every 10s
-// schedules.
+// schedules, after the one that stops and starts the operator.
 func TestBackupJob(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
@@ -50,7 +53,7 @@ func TestBackupJob(t *testing.T) {
 		Scheme:         scheme,
 		Components:     []string{"backupjob"},
 		OperatorBinary: operatorBinary,
-		OperatorArgs:   []string{"--all-namespaces", "--verbose"},
+		OperatorArgs:   backupOperatorArgs,
 		Cluster:        localcluster.Options{Simulations: true, Logf: t.Logf},
 	})
 	if err != nil {
@@ -65,12 +68,22 @@ func TestBackupJob(t *testing.T) {
 		e.Stop()
 	})
 
+	// First, alone: it stops the operator, which the others need running.
+	// The parallel cases start once it has ended.
+	t.Run("catch-up after the operator was stopped", func(t *testing.T) { testCatchUpAfterOperatorStopped(t, e) })
+
 	t.Run("volume runs and retention", func(t *testing.T) { t.Parallel(); testBackupRunsAndRetention(t, e) })
 	t.Run("failed run", func(t *testing.T) { t.Parallel(); testFailedRunKeepsVolume(t, e) })
 	t.Run("snapshot target", func(t *testing.T) { t.Parallel(); testSnapshotTarget(t, e) })
 	t.Run("deletion keeps backups", func(t *testing.T) { t.Parallel(); testDeletionKeepsBackups(t, e) })
 	t.Run("restore drill", func(t *testing.T) { t.Parallel(); testRestoreDrill(t, e) })
+	t.Run("failed restore drill", func(t *testing.T) { t.Parallel(); testFailedRestoreDrill(t, e) })
+	t.Run("forbid with a slow run", func(t *testing.T) { t.Parallel(); testForbidWithSlowRun(t, e) })
 }
+
+// backupOperatorArgs are the flags of TestBackupJob's operator, also when
+// a case starts it again.
+var backupOperatorArgs = []string{"--all-namespaces", "--verbose"}
 
 // backupNamespace makes a namespace with a bound source claim "data".
 func backupNamespace(t *testing.T, e *environment) string {
@@ -331,5 +344,315 @@ func testRestoreDrill(t *testing.T, e *environment) {
 		for _, c := range list.Items {
 			g.Expect(c.DeletionTimestamp).NotTo(BeNil(), "the drill's claim %s is removed", c.Name)
 		}
+	}).WithTimeout(backupTimeout).WithPolling(time.Second).Should(Succeed())
+}
+
+// The operator stopped across several scheduled times starts exactly one
+// catch-up run when it is back, for the most recent of them, and counts
+// the others in status.missedRuns, with a MissedRuns event: the README's
+// example, @every 10s, the operator stopped 5 s after a run for 35 s, so
+// that 4 scheduled times pass: one catch-up run, 3 missed.
+func testCatchUpAfterOperatorStopped(t *testing.T, e *environment) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns := backupNamespace(t, e)
+	bj := newBackupJob(t, e, ns, func(bj *v1alpha1.BackupJob) {
+		bj.Spec.StartingDeadlineSeconds = ptr.To(int64(300))
+		// Nothing is pruned while the test looks: every run that started
+		// still has its backup.
+		bj.Spec.Retention = &v1alpha1.BackupRetention{KeepLast: ptr.To(int32(20))}
+	})
+
+	// A run that has finished, seen early enough to stop the operator
+	// 5 s after its scheduled time.
+	var last time.Time
+	g.Eventually(func(g Gomega) {
+		got := getBackupJob(g, ctx, e, bj)
+		g.Expect(got.Status.LastScheduleTime).NotTo(BeNil())
+		last = got.Status.LastScheduleTime.Time
+		g.Expect(got.Status.MissedRuns).To(BeZero())
+		g.Expect(got.Status.Backups).NotTo(BeEmpty())
+		g.Expect(got.Status.Backups[0].Name).To(Equal(backupjob.RunName(bj.Name, last)))
+		g.Expect(got.Status.Backups[0].Result).To(Equal(v1alpha1.BackupSucceeded))
+		g.Expect(time.Now()).To(BeTemporally("<", last.Add(4*time.Second)), "seen in time to stop the operator 5 s after the run")
+	}).WithTimeout(backupTimeout).WithPolling(200 * time.Millisecond).Should(Succeed())
+
+	time.Sleep(time.Until(last.Add(5 * time.Second)))
+	stopped := time.Now()
+	g.Expect(e.operator().Stop(20 * time.Second)).To(Succeed())
+	restarted := false
+	defer func() {
+		// The other cases need an operator, whatever happened here.
+		if !restarted {
+			rctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			if _, err := e.StartOperator(rctx, backupOperatorArgs...); err != nil {
+				t.Errorf("start the operator again: %v", err)
+			}
+		}
+	}()
+	// The outage itself, not a wait for a result.
+	time.Sleep(time.Until(stopped.Add(35 * time.Second)))
+	_, err := e.StartOperator(ctx, backupOperatorArgs...)
+	restarted = true
+	g.Expect(err).NotTo(HaveOccurred())
+	catchUp := last.Add(40 * time.Second)
+	t.Logf("Operator stopped at %s (5 s after the run of %s), started again at %s, ready at %s",
+		stamp(stopped), stamp(last), stamp(stopped.Add(35*time.Second)), stamp(time.Now()))
+	g.Expect(time.Now()).To(BeTemporally("<", catchUp.Add(10*time.Second)),
+		"the operator is ready again before the scheduled time after the catch-up run's (else 5 times passed, not 4)")
+
+	// The catch-up run, for the most recent of the 4 times; the 3 before
+	// it missed.
+	g.Eventually(func(g Gomega) {
+		got := getBackupJob(g, ctx, e, bj)
+		names := make([]string, 0, len(got.Status.Backups))
+		for _, b := range got.Status.Backups {
+			names = append(names, b.Name)
+		}
+		g.Expect(names).To(ContainElement(backupjob.RunName(bj.Name, catchUp)))
+		g.Expect(got.Status.MissedRuns).To(Equal(int64(3)))
+	}).WithTimeout(backupTimeout).WithPolling(time.Second).Should(Succeed())
+
+	// Exactly one run started for the times that passed while the
+	// operator was down, by what exists and by the events.
+	var between []string
+	for name, c := range backupClaims(g, ctx, e, ns) {
+		at, err := time.Parse(time.RFC3339, c.Annotations[backupjob.ScheduledTimeAnnotation])
+		g.Expect(err).NotTo(HaveOccurred(), "claim %s", name)
+		if at.After(last) && at.Before(last.Add(50*time.Second)) {
+			between = append(between, name)
+		}
+	}
+	g.Expect(between).To(ConsistOf(backupjob.RunName(bj.Name, catchUp)))
+	events := backupJobEvents(g, ctx, e, bj)
+	for _, missed := range []time.Duration{10 * time.Second, 20 * time.Second, 30 * time.Second} {
+		g.Expect(events["RunStarted"]).NotTo(ContainElement(ContainSubstring(backupjob.RunName(bj.Name, last.Add(missed))+" ")),
+			"no run for a missed time")
+	}
+	g.Expect(events["RunStarted"]).To(ContainElement(ContainSubstring(backupjob.RunName(bj.Name, catchUp) + " ")))
+	g.Expect(events["MissedRuns"]).To(ConsistOf(MatchRegexp(`^3 scheduled run\(s\) missed, the latest due at %s`, stamp(last.Add(30*time.Second)))))
+}
+
+// backupJobEvents are the notes of the events about bj, by reason.
+func backupJobEvents(g Gomega, ctx context.Context, e *environment, bj *v1alpha1.BackupJob) map[string][]string {
+	list := &eventsv1.EventList{}
+	g.Expect(e.Client.List(ctx, list, client.InNamespace(bj.Namespace))).To(Succeed())
+	out := map[string][]string{}
+	for _, ev := range list.Items {
+		if ev.Regarding.Kind == "BackupJob" && ev.Regarding.Name == bj.Name {
+			out[ev.Reason] = append(out[ev.Reason], ev.Note)
+		}
+	}
+	return out
+}
+
+func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
+// With concurrencyPolicy Forbid, a run that takes longer than the schedule
+// period holds the next ones back: there is never more than one unfinished
+// Job of the BackupJob, and once the slow run has ended one run starts,
+// for the most recent time that passed, and the times before it count as
+// missed.
+//
+// On the local cluster containers do not run (kwok completes a Job's pod
+// as soon as it runs), so the slow run is a pod that cannot be scheduled
+// until the test labels the nodes as its nodeSelector asks: a run that is
+// pending counts as running, as the README says.
+func testForbidWithSlowRun(t *testing.T, e *environment) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns := backupNamespace(t, e)
+	jobs := watchJobs(t, e, ns)
+	nodeLabel := "e2e.example.com/" + ns
+	t.Cleanup(func() { labelNodes(t, e, nodeLabel, nil) })
+	bj := newBackupJob(t, e, ns, func(bj *v1alpha1.BackupJob) {
+		bj.Spec.ConcurrencyPolicy = v1alpha1.ForbidConcurrent
+		bj.Spec.JobTemplate.Spec.Template.Spec.NodeSelector = map[string]string{nodeLabel: "true"}
+	})
+
+	// The first run starts and stays pending.
+	var first time.Time
+	g.Eventually(func(g Gomega) {
+		got := getBackupJob(g, ctx, e, bj)
+		g.Expect(got.Status.LastScheduleTime).NotTo(BeNil())
+		first = got.Status.LastScheduleTime.Time
+		g.Expect(got.Status.Active).To(HaveLen(1))
+	}).WithTimeout(backupTimeout).WithPolling(time.Second).Should(Succeed())
+	slow := backupjob.RunName(bj.Name, first)
+
+	// For three more periods it holds the others back: one Job, still
+	// active, and the schedule does not move past it.
+	g.Consistently(func(g Gomega) {
+		got := getBackupJob(g, ctx, e, bj)
+		g.Expect(got.Status.LastScheduleTime).NotTo(BeNil())
+		g.Expect(got.Status.LastScheduleTime.Time).To(BeTemporally("==", first))
+		g.Expect(got.Status.Active).To(ConsistOf(HaveField("Name", slow)))
+		g.Expect(got.Status.MissedRuns).To(BeZero(), "held back is not missed yet")
+		list := &batchv1.JobList{}
+		g.Expect(e.Client.List(ctx, list, client.InNamespace(ns))).To(Succeed())
+		g.Expect(list.Items).To(ConsistOf(HaveField("Name", slow)))
+	}).WithTimeout(time.Until(first.Add(32 * time.Second))).WithPolling(time.Second).Should(Succeed())
+
+	// The slow run ends; one run starts, for the most recent time that
+	// passed, and completes.
+	labelNodes(t, e, nodeLabel, ptr.To("true"))
+	var deferred v1alpha1.Backup
+	var missed int64
+	g.Eventually(func(g Gomega) {
+		created, _, err := jobs.result()
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(len(created)).To(BeNumerically(">=", 2))
+		got := getBackupJob(g, ctx, e, bj)
+		backups := map[string]v1alpha1.Backup{}
+		for _, b := range got.Status.Backups {
+			backups[b.Name] = b
+		}
+		g.Expect(backups).To(HaveKeyWithValue(slow, HaveField("Result", v1alpha1.BackupSucceeded)))
+		g.Expect(backups).To(HaveKeyWithValue(created[1], HaveField("Result", v1alpha1.BackupSucceeded)))
+		deferred, missed = backups[created[1]], got.Status.MissedRuns
+	}).WithTimeout(backupTimeout).WithPolling(time.Second).Should(Succeed())
+
+	at := deferred.ScheduledTime.Time
+	g.Expect(at).To(BeTemporally(">=", first.Add(30*time.Second)), "the run is for a time after the three held back")
+	g.Expect(missed).To(Equal(int64(at.Sub(first)/(10*time.Second))-1), "the times held back before it are missed")
+	g.Expect(backupJobEvents(g, ctx, e, bj)["MissedRuns"]).To(ContainElement(HavePrefix(fmt.Sprintf("%d scheduled run(s) missed, the latest due at %s ", missed, stamp(at.Add(-10*time.Second))))))
+	created, maxActive, err := jobs.result()
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(created[:2]).To(Equal([]string{slow, backupjob.RunName(bj.Name, at)}), "the first Jobs created, in order")
+	for held := first.Add(10 * time.Second); held.Before(at); held = held.Add(10 * time.Second) {
+		g.Expect(created).NotTo(ContainElement(backupjob.RunName(bj.Name, held)), "no run for a time held back")
+	}
+	g.Expect(maxActive).To(Equal(1), "the most unfinished Jobs at once")
+}
+
+// jobWatch follows a namespace's Jobs from before they exist, and records
+// which were created, in order, and the most that were unfinished at once.
+type jobWatch struct {
+	mu        sync.Mutex
+	created   []string
+	active    map[string]bool
+	maxActive int
+	err       error
+}
+
+func watchJobs(t *testing.T, e *environment, ns string) *jobWatch {
+	t.Helper()
+	w, err := e.Clientset.BatchV1().Jobs(ns).Watch(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
+	jw := &jobWatch{active: map[string]bool{}}
+	go func() {
+		for ev := range w.ResultChan() {
+			jw.mu.Lock()
+			job, ok := ev.Object.(*batchv1.Job)
+			switch {
+			case ev.Type == watch.Error || !ok:
+				jw.err = fmt.Errorf("watch of Jobs: %v", apierrors.FromObject(ev.Object))
+			case ev.Type == watch.Deleted || job.DeletionTimestamp != nil || jobFinished(job):
+				delete(jw.active, job.Name)
+			default:
+				if ev.Type == watch.Added {
+					jw.created = append(jw.created, job.Name)
+				}
+				jw.active[job.Name] = true
+				jw.maxActive = max(jw.maxActive, len(jw.active))
+			}
+			jw.mu.Unlock()
+		}
+		jw.mu.Lock()
+		if jw.err == nil && t.Context().Err() == nil {
+			jw.err = errors.New("the watch of Jobs ended early")
+		}
+		jw.mu.Unlock()
+	}()
+	return jw
+}
+
+func (jw *jobWatch) result() (created []string, maxActive int, err error) {
+	jw.mu.Lock()
+	defer jw.mu.Unlock()
+	return slices.Clone(jw.created), jw.maxActive, jw.err
+}
+
+func jobFinished(j *batchv1.Job) bool {
+	for _, c := range j.Status.Conditions {
+		if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}
+
+// labelNodes sets label key on every node to value, or removes it when
+// value is nil.
+func labelNodes(t *testing.T, e *environment, key string, value *string) {
+	t.Helper()
+	nodes := &corev1.NodeList{}
+	if err := e.Client.List(context.WithoutCancel(t.Context()), nodes); err != nil {
+		t.Fatal(err)
+	}
+	for i := range nodes.Items {
+		n := &nodes.Items[i]
+		patch := client.MergeFrom(n.DeepCopy())
+		if value == nil {
+			delete(n.Labels, key)
+		} else {
+			if n.Labels == nil {
+				n.Labels = map[string]string{}
+			}
+			n.Labels[key] = *value
+		}
+		if err := e.Client.Patch(context.WithoutCancel(t.Context()), n, patch); err != nil {
+			t.Errorf("label node %s: %v", n.Name, err)
+		}
+	}
+}
+
+// A restore drill whose verify Job fails sets Verified to False, naming the
+// backup and the drill, records the result on the backup, and removes the
+// drill's claim and Job as a passing drill does; the backup itself stays.
+func testFailedRestoreDrill(t *testing.T, e *environment) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns := backupNamespace(t, e)
+	verify := copyTemplate(true)
+	verify.Spec.Template.Spec.Containers = []corev1.Container{{Name: "verify", Image: "busybox:1.36", Command: []string{"test", "-s", "/backup/data"}}}
+	bj := newBackupJob(t, e, ns, func(bj *v1alpha1.BackupJob) {
+		bj.Spec.Schedule = "@every 30s"
+		bj.Spec.Verify = &v1alpha1.BackupVerify{EveryNth: 1, JobTemplate: *verify}
+	})
+	g.Eventually(func(g Gomega) {
+		got := getBackupJob(g, ctx, e, bj)
+		verified := condition(got, v1alpha1.BackupJobVerifiedCondition)
+		g.Expect(verified.Status).To(Equal(metav1.ConditionFalse), verified.Message)
+		g.Expect(verified.Reason).To(Equal(v1alpha1.BackupJobVerifyFailedReason))
+
+		// The condition reports the newest backup with a drill result.
+		var drilled *v1alpha1.Backup
+		for i, b := range got.Status.Backups {
+			if b.Verified == v1alpha1.VerificationPassed || b.Verified == v1alpha1.VerificationFailed {
+				drilled = &got.Status.Backups[i]
+				break
+			}
+		}
+		g.Expect(drilled).NotTo(BeNil())
+		g.Expect(drilled.Verified).To(Equal(v1alpha1.VerificationFailed))
+		g.Expect(drilled.Result).To(Equal(v1alpha1.BackupSucceeded), "a failed drill does not change the backup's result")
+		drill := backupjob.DrillName(bj.Name, drilled.ScheduledTime.Time)
+		g.Expect(verified.Message).To(ContainSubstring("backup "+drilled.Name), "names the backup")
+		g.Expect(verified.Message).To(ContainSubstring(drill), "names the drill's Job")
+
+		// The backup keeps the result; the drill's claim and Job are gone.
+		claim, ok := backupClaims(g, ctx, e, ns)[drilled.Name]
+		g.Expect(ok).To(BeTrue(), "backup %s stays", drilled.Name)
+		g.Expect(claim.Annotations).To(HaveKeyWithValue(backupjob.VerifiedAnnotation, string(v1alpha1.VerificationFailed)))
+		err := e.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: drill}, &corev1.PersistentVolumeClaim{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the drill's claim %s is removed (%v)", drill, err)
+		err = e.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: drill}, &batchv1.Job{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the drill's Job %s is removed (%v)", drill, err)
+		g.Expect(backupJobEvents(g, ctx, e, bj)["DrillFailed"]).To(ContainElement(ContainSubstring(drilled.Name)))
 	}).WithTimeout(backupTimeout).WithPolling(time.Second).Should(Succeed())
 }

@@ -35,8 +35,9 @@ type Due struct {
 	// retry never counts them twice.
 	Missed int64
 	// LastMissed is the most recent due time that gets no run, or the zero
-	// time. When Run is zero it goes to status.lastMissedTime, so that the
-	// next computation starts after it.
+	// time: the one before Run, or, when Run is zero, the most recent due
+	// time, which then goes to status.lastMissedTime so that the next
+	// computation starts after it. The MissedRuns event names it.
 	LastMissed time.Time
 	// TooMany is true when more than 100 times were due: Missed is then an
 	// estimate, and a person should look at the clocks or set
@@ -79,18 +80,19 @@ func ComputeDue(s *Schedule, since, now time.Time, deadline *time.Duration) (Due
 	}
 
 	var (
-		latest time.Time // the most recent due time
-		count  int64     // how many are due
-		next   = first
+		latest   time.Time // the most recent due time
+		previous time.Time // the due time before latest
+		count    int64     // how many are due
+		next     = first
 	)
 	for !next.IsZero() && !next.After(now) && count <= maxMissedEnumerated {
-		latest = next
+		previous, latest = latest, next
 		count++
 		next = s.Next(next)
 	}
 
 	if !next.IsZero() && !next.After(now) {
-		count, latest = s.estimateDue(first, latest, now)
+		count, latest, previous = s.estimateDue(first, latest, now)
 		next = s.Next(latest)
 	}
 
@@ -105,15 +107,19 @@ func ComputeDue(s *Schedule, since, now time.Time, deadline *time.Duration) (Due
 	}
 	d.Run = latest
 	d.Missed = count - 1
+	if d.Missed > 0 {
+		d.LastMissed = previous
+	}
 	return d, nil
 }
 
 // estimateDue counts the due times in [first, now] from the interval
-// between the first two, as the built-in CronJob does, and finds the most
-// recent one by looking back from now over a window that doubles until it
-// holds one. known is a due time already found, so the window never needs
-// to reach further back than it.
-func (s *Schedule) estimateDue(first, known, now time.Time) (count int64, latest time.Time) {
+// between the first two, as the built-in CronJob does, and finds the two
+// most recent ones by looking back from now over a window that doubles
+// until it holds two. known is a due time already found that has another
+// due time after it, so the window never needs to reach further back than
+// it.
+func (s *Schedule) estimateDue(first, known, now time.Time) (count int64, latest, previous time.Time) {
 	interval := s.Next(first).Sub(first)
 	if interval < time.Second {
 		interval = time.Second
@@ -125,13 +131,13 @@ func (s *Schedule) estimateDue(first, known, now time.Time) (count int64, latest
 		if !from.After(known) {
 			from = known.Add(-time.Second) // so that known itself is seen
 		}
-		latest = time.Time{}
+		latest, previous = time.Time{}, time.Time{}
 		for t := s.Next(from); !t.IsZero() && !t.After(now); t = s.Next(t) {
-			latest = t
+			previous, latest = latest, t
 		}
-		if !latest.IsZero() {
+		if !previous.IsZero() || !from.After(known.Add(-time.Second)) {
 			// Never fewer than were counted one by one.
-			return max(count, maxMissedEnumerated+1), latest
+			return max(count, maxMissedEnumerated+1), latest, previous
 		}
 	}
 }

@@ -31,11 +31,11 @@ func TestComputeDue(t *testing.T) {
 		{"one due, late: a late run is not a missed one", "@hourly", "", T, T.Add(time.Hour + 40*time.Minute), nil,
 			Due{Run: T.Add(time.Hour), Next: T.Add(2 * time.Hour)}},
 		{"down across 3: one run for the latest, 2 missed", "@hourly", "", T, T.Add(3*time.Hour + 10*time.Minute), nil,
-			Due{Run: T.Add(3 * time.Hour), Missed: 2, Next: T.Add(4 * time.Hour)}},
+			Due{Run: T.Add(3 * time.Hour), Missed: 2, LastMissed: T.Add(2 * time.Hour), Next: T.Add(4 * time.Hour)}},
 		{"every 10s, down 35 s from 5 s after a run: 4 due, 1 run, 3 missed", "@every 10s", "", T, T.Add(40*time.Second + 500*time.Millisecond), nil,
-			Due{Run: T.Add(40 * time.Second), Missed: 3, Next: T.Add(50 * time.Second)}},
+			Due{Run: T.Add(40 * time.Second), Missed: 3, LastMissed: T.Add(30 * time.Second), Next: T.Add(50 * time.Second)}},
 		{"every 10s, down 35 s from 1 s after a run: 3 due, 1 run, 2 missed", "@every 10s", "", T, T.Add(36*time.Second + 500*time.Millisecond), nil,
-			Due{Run: T.Add(30 * time.Second), Missed: 2, Next: T.Add(40 * time.Second)}},
+			Due{Run: T.Add(30 * time.Second), Missed: 2, LastMissed: T.Add(20 * time.Second), Next: T.Add(40 * time.Second)}},
 		{"within the starting deadline", "@hourly", "", T, T.Add(time.Hour + 5*time.Minute), ptr.To(10 * time.Minute),
 			Due{Run: T.Add(time.Hour), Next: T.Add(2 * time.Hour)}},
 		{"exactly at the starting deadline", "@hourly", "", T, T.Add(time.Hour + 10*time.Minute), ptr.To(10 * time.Minute),
@@ -45,18 +45,18 @@ func TestComputeDue(t *testing.T) {
 		{"down across 3, the latest past the deadline: all 3 missed", "@hourly", "", T, T.Add(3*time.Hour + 30*time.Minute), ptr.To(10 * time.Minute),
 			Due{Missed: 3, LastMissed: T.Add(3 * time.Hour), Next: T.Add(4 * time.Hour)}},
 		{"down across 3, the latest within the deadline", "@hourly", "", T, T.Add(3*time.Hour + 5*time.Minute), ptr.To(10 * time.Minute),
-			Due{Run: T.Add(3 * time.Hour), Missed: 2, Next: T.Add(4 * time.Hour)}},
+			Due{Run: T.Add(3 * time.Hour), Missed: 2, LastMissed: T.Add(2 * time.Hour), Next: T.Add(4 * time.Hour)}},
 		{"since in the future (a clock that jumped back)", "@hourly", "", T.Add(5 * time.Hour), T, nil,
 			Due{Next: T.Add(6 * time.Hour)}},
 
 		{"100 due: counted one by one", "* * * * *", "", T, T.Add(100 * time.Minute), nil,
-			Due{Run: T.Add(100 * time.Minute), Missed: 99, Next: T.Add(101 * time.Minute)}},
+			Due{Run: T.Add(100 * time.Minute), Missed: 99, LastMissed: T.Add(99 * time.Minute), Next: T.Add(101 * time.Minute)}},
 		{"101 due: too many", "* * * * *", "", T, T.Add(101 * time.Minute), nil,
-			Due{Run: T.Add(101 * time.Minute), Missed: 100, TooMany: true, Next: T.Add(102 * time.Minute)}},
+			Due{Run: T.Add(101 * time.Minute), Missed: 100, LastMissed: T.Add(100 * time.Minute), TooMany: true, Next: T.Add(102 * time.Minute)}},
 		{"a day of minutes: too many, counted exactly for a regular schedule", "* * * * *", "", T, T.Add(24*time.Hour + 30*time.Second), nil,
-			Due{Run: T.Add(24 * time.Hour), Missed: 1439, TooMany: true, Next: T.Add(24*time.Hour + time.Minute)}},
+			Due{Run: T.Add(24 * time.Hour), Missed: 1439, LastMissed: T.Add(24*time.Hour - time.Minute), TooMany: true, Next: T.Add(24*time.Hour + time.Minute)}},
 		{"every second, 30 years of a wrong clock", "@every 1s", "", utc(1996, 11, 30, 10, 0, 0), T, nil,
-			Due{Run: T, Missed: int64(T.Sub(utc(1996, 11, 30, 10, 0, 0))/time.Second) - 1, TooMany: true, Next: T.Add(time.Second)}},
+			Due{Run: T, Missed: int64(T.Sub(utc(1996, 11, 30, 10, 0, 0))/time.Second) - 1, LastMissed: T.Add(-time.Second), TooMany: true, Next: T.Add(time.Second)}},
 		{"too many, past the deadline", "* * * * *", "", T, T.Add(24*time.Hour + 2*time.Minute + 30*time.Second), ptr.To(10 * time.Second),
 			Due{Missed: 1442, LastMissed: T.Add(24*time.Hour + 2*time.Minute), TooMany: true, Next: T.Add(24*time.Hour + 3*time.Minute)}},
 		// 06:30, 10:30 and 14:30 on weekdays. From Monday 5 January to
@@ -64,7 +64,7 @@ func TestComputeDue(t *testing.T) {
 		// CronJob looks back one interval (4 hours) from now, finds nothing
 		// and starts no run; here the window widens to Friday 14:30.
 		{"too many, unevenly spaced: the most recent is still found", "30 6-16/4 * * 1-5", "", utc(2026, 1, 5, 0, 0, 0), utc(2026, 3, 2, 5, 0, 0), nil,
-			Due{Run: utc(2026, 2, 27, 14, 30, 0), Missed: int64(utc(2026, 3, 2, 5, 0, 0).Sub(utc(2026, 1, 5, 6, 30, 0))/(4*time.Hour)) + 1 - 1, TooMany: true, Next: utc(2026, 3, 2, 6, 30, 0)}},
+			Due{Run: utc(2026, 2, 27, 14, 30, 0), Missed: int64(utc(2026, 3, 2, 5, 0, 0).Sub(utc(2026, 1, 5, 6, 30, 0))/(4*time.Hour)) + 1 - 1, LastMissed: utc(2026, 2, 27, 10, 30, 0), TooMany: true, Next: utc(2026, 3, 2, 6, 30, 0)}},
 
 		{"daily 02:30 in Berlin, spring: caught at the jump", "30 2 * * *", "Europe/Berlin", berlin(2026, 3, 28, 2, 30), utc(2026, 3, 29, 1, 0, 5), nil,
 			Due{Run: utc(2026, 3, 29, 1, 0, 0), Next: utc(2026, 3, 30, 0, 30, 0)}},
@@ -72,7 +72,7 @@ func TestComputeDue(t *testing.T) {
 			Due{Next: utc(2026, 10, 26, 1, 30, 0)}},
 		{"daily 02:30 in Berlin, down across both changes of the year", "30 2 * * *", "Europe/Berlin", berlin(2026, 3, 1, 2, 30), berlin(2026, 11, 1, 12, 0), nil,
 			// March 2..31 (30) + April..October (30+31+30+31+31+30+31) + November 1
-			Due{Run: berlin(2026, 11, 1, 2, 30), Missed: 30 + 214 + 1 - 1, TooMany: true, Next: berlin(2026, 11, 2, 2, 30)}},
+			Due{Run: berlin(2026, 11, 1, 2, 30), Missed: 30 + 214 + 1 - 1, LastMissed: berlin(2026, 10, 31, 2, 30), TooMany: true, Next: berlin(2026, 11, 2, 2, 30)}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -74,6 +75,29 @@ func newFixture(t *testing.T, snapshotsServed bool, opts ...bjOption) *fixture {
 	r, clock := newReconciler(bj.CreationTimestamp.Time, snapshotsServed)
 	return &fixture{t: t, g: g, ns: ns, bj: bj, r: r, clock: clock, created: bj.CreationTimestamp.Time}
 }
+
+// recordEvents makes the reconciler's events readable from the channel
+// returned.
+func (f *fixture) recordEvents() chan string {
+	recorder := events.NewFakeRecorder(100)
+	f.r.Recorder = recorder
+	return recorder.Events
+}
+
+// drain returns the events recorded so far.
+func drain(events chan string) []string {
+	var out []string
+	for {
+		select {
+		case e := <-events:
+			out = append(out, e)
+		default:
+			return out
+		}
+	}
+}
+
+func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 
 // at sets the clock to the BackupJob's creation plus d and reconciles.
 func (f *fixture) at(d time.Duration) ctrl.Result {
@@ -231,22 +255,29 @@ func TestRunsStartAtTheirScheduledTimes(t *testing.T) {
 // once: reconciling again does not count them again.
 func TestExactlyOneCatchUpAfterAnOutage(t *testing.T) {
 	f := newFixture(t, false)
+	events := f.recordEvents()
 	f.at(45 * time.Second)
 	f.g.Expect(f.unfinishedJobs()).To(Equal([]string{f.runName(40 * time.Second)}))
 	f.g.Expect(f.get().Status.MissedRuns).To(Equal(int64(3)))
+	f.g.Expect(drain(events)).To(ContainElement(HavePrefix(
+		"Warning MissedRuns 3 scheduled run(s) missed, the latest due at " + stamp(f.created.Add(30*time.Second)) + " ")))
 	f.reconcile()
 	f.g.Expect(f.jobs()).To(HaveLen(1))
 	f.g.Expect(f.get().Status.MissedRuns).To(Equal(int64(3)))
+	f.g.Expect(drain(events)).NotTo(ContainElement(ContainSubstring("MissedRuns")), "counted once")
 }
 
 // With startingDeadlineSeconds, a catch-up later than the deadline is not
 // started: all the times are missed.
 func TestNoCatchUpPastTheStartingDeadline(t *testing.T) {
 	f := newFixture(t, false, func(bj *v1alpha1.BackupJob) { bj.Spec.StartingDeadlineSeconds = ptr.To(int64(3)) })
+	events := f.recordEvents()
 	f.at(45 * time.Second)
 	f.g.Expect(f.jobs()).To(BeEmpty())
 	status := f.get().Status
 	f.g.Expect(status.MissedRuns).To(Equal(int64(4)))
+	f.g.Expect(drain(events)).To(ContainElement(HavePrefix(
+		"Warning MissedRuns 4 scheduled run(s) missed, the latest due at " + stamp(f.created.Add(40*time.Second)) + " ")))
 	f.g.Expect(status.LastMissedTime).NotTo(BeNil())
 	f.at(50 * time.Second)
 	f.g.Expect(f.jobs()).To(HaveLen(1))
@@ -257,6 +288,7 @@ func TestNoCatchUpPastTheStartingDeadline(t *testing.T) {
 // and starts (late) once the other finished.
 func TestForbidNeverRunsTwoJobs(t *testing.T) {
 	f := newFixture(t, false)
+	events := f.recordEvents()
 	f.at(10 * time.Second)
 	for _, d := range []time.Duration{20, 25, 30} {
 		f.at(d * time.Second)
@@ -266,6 +298,8 @@ func TestForbidNeverRunsTwoJobs(t *testing.T) {
 	f.at(31 * time.Second)
 	f.g.Expect(f.unfinishedJobs()).To(Equal([]string{f.runName(30 * time.Second)}))
 	f.g.Expect(f.get().Status.MissedRuns).To(Equal(int64(1)), "the run at +20s was held back and then superseded")
+	f.g.Expect(drain(events)).To(ContainElement(HavePrefix(
+		"Warning MissedRuns 1 scheduled run(s) missed, the latest due at " + stamp(f.created.Add(20*time.Second)) + " ")))
 }
 
 // Replace stops the running run: its Job is deleted, its backup marked

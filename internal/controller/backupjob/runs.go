@@ -77,6 +77,8 @@ func (r *Reconciler) runSchedule(ctx context.Context, bj *v1alpha1.BackupJob, ob
 		return res
 	}
 	res.next, res.tooMany = due.Next, due.TooMany
+	// The most recent of the times missed now, for the event.
+	lastMissed := due.LastMissed
 	switch {
 	case suspended:
 		// Skipped on purpose: neither caught up after resuming nor
@@ -92,6 +94,7 @@ func (r *Reconciler) runSchedule(ctx context.Context, bj *v1alpha1.BackupJob, ob
 		case runSkipped:
 			res.lastMissedTime = ptr.To(metav1.NewTime(due.Run))
 			res.missedAdded = due.Missed + 1
+			lastMissed = due.Run
 		}
 	case !due.LastMissed.IsZero():
 		res.lastMissedTime = ptr.To(metav1.NewTime(due.LastMissed))
@@ -100,20 +103,13 @@ func (r *Reconciler) runSchedule(ctx context.Context, bj *v1alpha1.BackupJob, ob
 	if res.missedAdded > 0 {
 		r.Recorder.Eventf(bj, nil, corev1.EventTypeWarning, "MissedRuns", "Schedule",
 			"%d scheduled run(s) missed, the latest due at %s (operator down, a run holding them back, or past startingDeadlineSeconds)",
-			res.missedAdded, latestMissed(res, due).UTC().Format(time.RFC3339))
+			res.missedAdded, stamp(lastMissed))
 	}
 
 	if bj.Spec.RunNow != "" && bj.Spec.RunNow != bj.Status.LastRunNow {
 		res.lastRunNow = r.runNow(ctx, bj, obs, now, out)
 	}
 	return res
-}
-
-func latestMissed(res scheduleResult, due Due) time.Time {
-	if res.lastMissedTime != nil {
-		return res.lastMissedTime.Time
-	}
-	return due.LastMissed
 }
 
 // runNow starts the run that a new spec.runNow value asks for, and returns
