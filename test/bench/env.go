@@ -147,6 +147,11 @@ func runN(ctx context.Context, cfg *config, n int) (res *runResult) {
 		}
 	}()
 
+	if cfg.scenarios["services"] {
+		if res.Services, err = e.serviceProbe(ctx); err != nil {
+			return fail(fmt.Errorf("services: %w", err))
+		}
+	}
 	if cfg.scenarios["ceiling"] {
 		if res.CeilingDeployments, err = e.ceiling(ctx, false); err != nil {
 			return fail(fmt.Errorf("ceiling (Deployments alone): %w", err))

@@ -3,6 +3,9 @@
 // same run, for each number N of Websites, each N on a fresh cluster. The
 // scenarios, chosen with -scenarios:
 //
+//   - services: 200 ClusterIP Services, headless Services and ConfigMaps
+//     created with one worker and with 16, on the bare cluster: whether the
+//     API server creates them one at a time;
 //   - ceiling: a plain client with no client-side rate limit and 16
 //     workers (-load-workers) creates (POST) the Deployments the operator
 //     builds for N Websites, then, after they are gone, the Deployments and
@@ -55,7 +58,7 @@ import (
 	"example.com/platform-operator/internal/operator"
 )
 
-var allScenarios = []string{"ceiling", "burst", "cost", "restart", "drift"}
+var allScenarios = []string{"services", "ceiling", "burst", "cost", "restart", "drift"}
 
 type config struct {
 	operator        string

@@ -165,6 +165,12 @@ func markdown(res *results) string {
 		p("| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %.2f s | %.2f s |\n", r.N, cds, ce, b.Exist, ratioStr(b.ExistRatio), ca, b.Ready, ratioStr(b.ReadyRatio),
 			b.DeploymentsExist, ratioStr(b.DeploymentsRatio), b.OperatorStartSeconds, b.CreateCallsSeconds)
 	}
+	for _, r := range res.Runs {
+		if sp := r.Services; sp != nil {
+			p("\nN=%d, services scenario, %d creates with 1 worker / %d workers on the bare cluster: ClusterIP Services %.2f s / %.2f s, headless Services %.2f s / %.2f s, ConfigMaps %.2f s / %.2f s.",
+				r.N, sp.Count, sp.Workers, sp.ServicesOne, sp.ServicesMany, sp.HeadlessOne, sp.HeadlessMany, sp.ConfigMapsOne, sp.ConfigMapsMany)
+		}
+	}
 	p("\nThe machine is shared: other processes take a varying part of it during each phase (CPU table below), which moves the wall-clock ratios. ")
 	p("The work moves much less with the load: CPU-seconds of the control plane and the operator during the operator's burst ÷ CPU-seconds of the control plane during the ceiling's (Deployments and Services):")
 	for _, r := range res.Runs {

@@ -81,6 +81,9 @@ type runResult struct {
 	ClusterStartSeconds float64   `json:"clusterStartSeconds"`
 	WaitDeadline        string    `json:"waitDeadline"`
 	Phases              []phase   `json:"phases"`
+	// Services is the services scenario: do creates go faster with more
+	// workers?
+	Services *serviceProbeResult `json:"services,omitempty"`
 	// CeilingDeployments creates the Deployments alone, Ceiling the
 	// Deployments and the Services.
 	CeilingDeployments *ceilingResult  `json:"ceilingDeploymentsAlone,omitempty"`
