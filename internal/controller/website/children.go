@@ -99,7 +99,7 @@ func (r *WebsiteReconciler) reconcileChildren(ctx context.Context, w *websitev1.
 // to, from the cache.
 func (r *WebsiteReconciler) observePods(ctx context.Context, w *websitev1.Website, obs *observation) error {
 	pods := &corev1.PodList{}
-	if err := r.Client.List(ctx, pods, client.InNamespace(w.Namespace), client.MatchingLabels(SelectorLabels(w))); err != nil {
+	if err := r.Client.List(ctx, pods, client.InNamespace(w.Namespace), client.MatchingFields{podWebsiteIndex: w.Name}); err != nil {
 		return fmt.Errorf("list pods of Website: %w", err)
 	}
 	// Sorted, so that the pod a message names does not change with the
@@ -112,7 +112,7 @@ func (r *WebsiteReconciler) observePods(ctx context.Context, w *websitev1.Websit
 	}
 	endpointSlices := &discoveryv1.EndpointSliceList{}
 	if err := r.Client.List(ctx, endpointSlices, client.InNamespace(w.Namespace),
-		client.MatchingLabels{discoveryv1.LabelServiceName: w.Name}); err != nil {
+		client.MatchingFields{endpointSliceServiceIndex: w.Name}); err != nil {
 		return fmt.Errorf("list EndpointSlices of Service: %w", err)
 	}
 	obs.routedPods = readyEndpointPods(endpointSlices.Items)

@@ -209,6 +209,9 @@ func (r *WebsiteReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.ConflictRecheckInterval == 0 {
 		r.ConflictRecheckInterval = defaultConflictRecheckInterval
 	}
+	if err := indexFields(context.Background(), mgr); err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&websitev1.Website{},
 			// Status writes, the operator's own included, need no reconcile.
@@ -233,9 +236,8 @@ func (r *WebsiteReconciler) SetupWithManager(mgr ctrl.Manager) error {
 // websiteOfPod maps a pod to the Website that runs it, by the instance label
 // that the Website's Deployment puts on its pods.
 func websiteOfPod(_ context.Context, pod client.Object) []reconcile.Request {
-	labels := pod.GetLabels()
-	name := labels[InstanceLabel]
-	if name == "" || labels[NameLabel] != AppName {
+	name := websiteOfPodLabels(pod.GetLabels())
+	if name == "" {
 		return nil
 	}
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: pod.GetNamespace(), Name: name}}}
@@ -245,9 +247,8 @@ func websiteOfPod(_ context.Context, pod client.Object) []reconcile.Request {
 // it belongs to: the Service is named like the Website, and the slice
 // carries the Service's labels.
 func websiteOfEndpointSlice(_ context.Context, slice client.Object) []reconcile.Request {
-	labels := slice.GetLabels()
-	name := labels[discoveryv1.LabelServiceName]
-	if name == "" || labels[NameLabel] != AppName {
+	name := serviceOfSliceLabels(slice.GetLabels())
+	if name == "" {
 		return nil
 	}
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: slice.GetNamespace(), Name: name}}}
