@@ -12,10 +12,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	websitev1 "example.com/platform-operator/api/v1"
 	"example.com/platform-operator/internal/devenv"
@@ -36,6 +38,9 @@ var (
 
 func TestMain(m *testing.M) {
 	flag.Parse()
+	// The test's own clients and the local cluster's simulation parts log
+	// nothing a test reads; the operator's log is its own file.
+	ctrllog.SetLogger(logr.Discard())
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 	utilruntime.Must(websitev1.AddToScheme(scheme))
 	utilruntime.Must(apiextensionsv1.AddToScheme(scheme))
