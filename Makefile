@@ -98,4 +98,4 @@ bench: kube-binaries build ## Run the benchmarks (N = 100, 1000) on the local cl
 
 .PHONY: fuzz
 fuzz: ## Fuzz the child builders for FUZZTIME (default 2m).
-	go test ./internal/resources -run '^$$' -fuzz FuzzChildren -fuzztime $${FUZZTIME:-2m}
+	go test ./internal/controller/website -run '^$$' -fuzz FuzzChildren -fuzztime $${FUZZTIME:-2m}
