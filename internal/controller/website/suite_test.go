@@ -53,7 +53,22 @@ func TestMain(m *testing.M) {
 		fmt.Println("envtest suite skipped in -short mode")
 		os.Exit(0)
 	}
+	if fuzzing() {
+		// FuzzChildren needs no API server; each fuzz worker process
+		// would otherwise start its own.
+		os.Exit(m.Run())
+	}
 	os.Exit(runSuite(m))
+}
+
+// fuzzing reports whether this process fuzzes (make fuzz) or is one of the
+// fuzzing engine's workers.
+func fuzzing() bool {
+	if f := flag.Lookup("test.fuzzworker"); f != nil && f.Value.String() == "true" {
+		return true
+	}
+	f := flag.Lookup("test.fuzz")
+	return f != nil && f.Value.String() != ""
 }
 
 func runSuite(m *testing.M) int {
