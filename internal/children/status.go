@@ -8,6 +8,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -32,11 +33,15 @@ func NewStatusWriter(c client.Client) *StatusWriter {
 	return &StatusWriter{client: c, last: map[string]string{}}
 }
 
-// Patch writes newStatus, already set on updated (a copy of cached), with a
-// merge patch of the status subresource, unless neither the cache nor this
-// process's last write disagrees with it. A merge patch needs no
-// resourceVersion: the status describes what this reconcile observed, so it
-// may replace any earlier one. It reports whether it wrote.
+// Patch writes newStatus, already set on updated (a copy of cached), to the
+// status subresource, unless neither the cache nor this process's last write
+// disagrees with it. It replaces the whole status (a JSON patch that adds
+// /status), without a resourceVersion: the status describes what this
+// reconcile observed, so it may replace any earlier one. A merge patch
+// computed against the cached object would not do: when the cache still
+// shows an older status equal to the new one, it comes out empty, and the
+// status this process wrote in between would stay. It reports whether it
+// wrote.
 func (w *StatusWriter) Patch(ctx context.Context, cached, updated client.Object, cachedStatus, newStatus any) (bool, error) {
 	data, err := json.Marshal(newStatus)
 	if err != nil {
@@ -52,7 +57,11 @@ func (w *StatusWriter) Patch(ctx context.Context, cached, updated client.Object,
 		return false, nil
 	}
 
-	if err := w.client.Status().Patch(ctx, updated, client.MergeFrom(cached)); err != nil {
+	patch, err := json.Marshal([]map[string]any{{"op": "add", "path": "/status", "value": json.RawMessage(data)}})
+	if err != nil {
+		return false, fmt.Errorf("encode status patch: %w", err)
+	}
+	if err := w.client.Status().Patch(ctx, updated, client.RawPatch(types.JSONPatchType, patch)); err != nil {
 		if apierrors.IsNotFound(err) {
 			w.Forget(cached)
 			return false, nil // deleted meanwhile: nothing left to report on

@@ -40,6 +40,11 @@ func TestStatusWriterDoesNotTrustAStaleCache(t *testing.T) {
 		after.Status = next
 		wrote, err := w.Patch(ctx, before, after, before.Status, after.Status)
 		g.Expect(err).NotTo(HaveOccurred())
+		if wrote {
+			stored := &appsv1.Deployment{}
+			g.Expect(c.Get(ctx, client.ObjectKeyFromObject(d), stored)).To(Succeed())
+			g.Expect(stored.Status).To(Equal(next), "the API server holds what was written, whatever the cache showed")
+		}
 		return wrote
 	}
 	one, two := appsv1.DeploymentStatus{Replicas: 1}, appsv1.DeploymentStatus{Replicas: 2}

@@ -222,10 +222,12 @@ func TestHandEditsOfChildrenAreRestored(t *testing.T) {
 				// The edit and the repair changed the Deployment's generation.
 				// Played every 250 ms, not at Gomega's 10 ms: each status write
 				// of the test is a write the reconciler races with.
-				markRolledOut(g, ctx, getDeployment(g, ctx, ns, "site"))
+				d := getDeployment(g, ctx, ns, "site")
+				markRolledOut(g, ctx, d)
 				w := getWebsite(g, ctx, ns, "site")
 				ready := condition(w, websitev1.ReadyCondition)
-				g.Expect(ready.Status).To(Equal(metav1.ConditionTrue), "%s: %s (events: %v)", ready.Reason, ready.Message, eventReasons(g, ctx, ns, "site"))
+				g.Expect(ready.Status).To(Equal(metav1.ConditionTrue), "%s: %s (events: %v; Deployment generation %d, labels %v, owners %v)",
+					ready.Reason, ready.Message, eventReasons(g, ctx, ns, "site"), d.Generation, d.Labels, d.OwnerReferences)
 				degraded := condition(w, websitev1.DegradedCondition)
 				g.Expect(degraded.Status).To(Equal(metav1.ConditionFalse), "%s: %s", degraded.Reason, degraded.Message)
 			}).WithTimeout(timeout).WithPolling(250 * time.Millisecond).Should(Succeed())
