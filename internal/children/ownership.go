@@ -45,10 +45,9 @@ func (m *Manager) upgradeOwnership(ctx context.Context, in *intent, live client.
 	if !needsOwnershipUpgrade(live) {
 		return nil
 	}
-	full := live.DeepCopyObject().(client.Object)
-	resetObject(full)
-	if err := m.apiReader.Get(ctx, in.key, full); err != nil {
-		return fmt.Errorf("read managed fields: %w", err)
+	full, err := m.readManagedFields(ctx, in, live)
+	if err != nil {
+		return err
 	}
 	if err := renameLegacyApplier(full); err != nil {
 		return err
@@ -63,6 +62,23 @@ func (m *Manager) upgradeOwnership(ctx context.Context, in *intent, live client.
 			return err
 		}
 	}
+	return m.writeManagedFields(ctx, full, live, patch)
+}
+
+// readManagedFields reads the child of in from the API server, with the
+// field sets of its managed fields, which the cache does not keep.
+func (m *Manager) readManagedFields(ctx context.Context, in *intent, live client.Object) (client.Object, error) {
+	full := live.DeepCopyObject().(client.Object)
+	resetObject(full)
+	if err := m.apiReader.Get(ctx, in.key, full); err != nil {
+		return nil, fmt.Errorf("read managed fields: %w", err)
+	}
+	return full, nil
+}
+
+// writeManagedFields sends patch, a JSON patch of full's managed fields
+// guarded by its resourceVersion, and gives live the new resourceVersion.
+func (m *Manager) writeManagedFields(ctx context.Context, full, live client.Object, patch []byte) error {
 	if err := m.client.Patch(ctx, full, client.RawPatch(types.JSONPatchType, patch)); err != nil {
 		return err
 	}
@@ -75,10 +91,9 @@ func (m *Manager) upgradeOwnership(ctx context.Context, in *intent, live client.
 // alone. Fields that only others set stay theirs. It reads the child's field
 // sets from the API server, and writes them guarded by its resourceVersion.
 func (m *Manager) takeOverSharedFields(ctx context.Context, in *intent, live client.Object) error {
-	full := live.DeepCopyObject().(client.Object)
-	resetObject(full)
-	if err := m.apiReader.Get(ctx, in.key, full); err != nil {
-		return fmt.Errorf("read managed fields: %w", err)
+	full, err := m.readManagedFields(ctx, in, live)
+	if err != nil {
+		return err
 	}
 	entries := full.GetManagedFields()
 	ours := slices.IndexFunc(entries, func(e metav1.ManagedFieldsEntry) bool {
@@ -126,11 +141,7 @@ func (m *Manager) takeOverSharedFields(ctx context.Context, in *intent, live cli
 	if err != nil {
 		return err
 	}
-	if err := m.client.Patch(ctx, full, client.RawPatch(types.JSONPatchType, patch)); err != nil {
-		return err
-	}
-	live.SetResourceVersion(full.GetResourceVersion())
-	return nil
+	return m.writeManagedFields(ctx, full, live, patch)
 }
 
 // renameLegacyApplier gives the Apply entry of the operator's former name to
@@ -201,10 +212,9 @@ func replaceManagedFieldsPatch(obj client.Object) ([]byte, error) {
 // and writes the result with an update guarded by the resourceVersion. It
 // returns the managers whose fields it dropped.
 func (m *Manager) replaceForeignSpec(ctx context.Context, in *intent, live client.Object) ([]string, error) {
-	full := live.DeepCopyObject().(client.Object)
-	resetObject(full)
-	if err := m.apiReader.Get(ctx, in.key, full); err != nil {
-		return nil, fmt.Errorf("read: %w", err)
+	full, err := m.readManagedFields(ctx, in, live)
+	if err != nil {
+		return nil, err
 	}
 	want, err := m.differ.desired(in)
 	if err != nil {
