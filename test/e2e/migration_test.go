@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -40,13 +39,6 @@ func (e *environment) tutorialState(t *testing.T) (ns string, key types.Namespac
 	out, err = e.Kubectl(t.Context(), "create", "-n", ns, "-f", repoRoot+"/testdata/tutorial/kopf-state/website.yaml")
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	return ns, key
-}
-
-func websiteCondition(w *websitev1.Website, conditionType string) metav1.Condition {
-	if c := meta.FindStatusCondition(w.Status.Conditions, conditionType); c != nil {
-		return *c
-	}
-	return metav1.Condition{}
 }
 
 // Without the user's consent the operator leaves the tutorial's Deployment

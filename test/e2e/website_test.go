@@ -56,7 +56,12 @@ func (e *environment) website(g Gomega, ctx context.Context, ns, name string) *w
 }
 
 func readyCondition(w *websitev1.Website) metav1.Condition {
-	if c := meta.FindStatusCondition(w.Status.Conditions, websitev1.ReadyCondition); c != nil {
+	return websiteCondition(w, websitev1.ReadyCondition)
+}
+
+// websiteCondition is w's condition of that type, or an empty one.
+func websiteCondition(w *websitev1.Website, conditionType string) metav1.Condition {
+	if c := meta.FindStatusCondition(w.Status.Conditions, conditionType); c != nil {
 		return *c
 	}
 	return metav1.Condition{}
