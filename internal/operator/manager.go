@@ -16,7 +16,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"example.com/platform-operator/internal/controller"
@@ -62,7 +61,7 @@ func newManager(ctx context.Context, config *rest.Config, opts Options, leaseNS 
 		Metrics: metricsserver.Options{
 			BindAddress:    opts.MetricsBindAddress,
 			SecureServing:  true,
-			FilterProvider: filters.WithAuthenticationAndAuthorization,
+			FilterProvider: metricsAuthFilter,
 		},
 		HealthProbeBindAddress:              "0",
 		PprofBindAddress:                    opts.PprofBindAddress,
