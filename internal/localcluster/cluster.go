@@ -461,7 +461,10 @@ func (c *Cluster) apiServer(port, etcdPort int) *Process {
 		// (Pod Security, the operator's own admission policy), which the
 		// tests exercise.
 		"--allow-privileged=true",
-		"--profiling=false",
+		// /debug/pprof, for the benchmarks' CPU profiles (-cpu-profile);
+		// like every path of the API server it needs a permission, which
+		// only the cluster's admins have.
+		"--profiling=true",
 		"--v=0",
 	)
 }

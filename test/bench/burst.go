@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -89,6 +90,8 @@ func (e *env) operatorBurst(ctx context.Context) error {
 			u()
 		}
 	}()
+	waitProfiles := e.startCPUProfiles(ctx, "burst")
+	defer waitProfiles()
 	e.logf("operator: creating %d Websites with %s; the operator has %s", e.n, e.cfg.load, e.cfg.operatorClient)
 	res.CreateErrors, err = forEach(ctx, e.n, e.cfg.load.Workers, func(ctx context.Context, i int) error {
 		_, err := dyn.Resource(websitesGVR).Namespace(benchNamespace).Create(ctx, websiteObject(siteName(i)), metav1.CreateOptions{})
@@ -106,6 +109,11 @@ func (e *env) operatorBurst(ctx context.Context) error {
 	res.Ready = ready.wait(ctx, deadline, e.logf, e.podsMarkedNotReady(ctx, benchNamespace))
 	e.logf("operator: all Websites Ready: %s", res.Ready)
 	res.CPUSeconds = e.recordCPU("operator burst", cpu0)
+	if after, err := scrapeAPIServer(ctx, e.admin); err == nil {
+		res.Writes, res.Reads = after.writesSince(before), after.readsSince(before)
+		e.logf("operator: write requests by verb and resource: %s", strings.Join(res.Writes.sorted(), " "))
+		e.logf("operator: read requests by verb and resource: %s", strings.Join(res.Reads.sorted(), " "))
+	}
 	if c := e.res.Ceiling; c != nil {
 		res.ExistRatio = ratio(res.Exist, c.Exist)
 		res.ReadyRatio = ratio(res.Ready, c.Available)

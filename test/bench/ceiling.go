@@ -75,6 +75,10 @@ func (e *env) ceiling(ctx context.Context, services bool) (*ceilingResult, error
 		}
 	})()
 
+	if services {
+		waitProfiles := e.startCPUProfiles(ctx, "ceiling")
+		defer waitProfiles()
+	}
 	e.logf("%s: creating %d %s with %s", name, e.n, kinds, e.cfg.load)
 	res.CreateErrors, err = forEach(ctx, e.n, e.cfg.load.Workers, func(ctx context.Context, i int) error {
 		d, s, err := ceilingObjects(siteName(i))
@@ -106,18 +110,12 @@ func (e *env) ceiling(ctx context.Context, services bool) (*ceilingResult, error
 	if err != nil {
 		return res, err
 	}
-	res.Writes = after.writesSince(before)
+	res.Writes, res.Reads = after.writesSince(before), after.readsSince(before)
 	res.KCMDeploymentMainWrites = res.Writes.sum("apps/deployments") - float64(e.n-res.CreateErrors)
 	res.EventWritesNonOperator = res.Writes.sum("events") + res.Writes.sum("events.k8s.io/events")
 	e.logf("%s: write requests by verb and resource: %s", name, strings.Join(res.Writes.sorted(), " "))
+	e.logf("%s: read requests by verb and resource: %s", name, strings.Join(res.Reads.sorted(), " "))
 
-	// Make room for the next phase.
-	took, err := e.deleteNamespace(ctx, ceilingNamespace)
-	res.NamespaceDeletionSeconds = round3(took.Seconds())
-	if err != nil {
-		return res, err
-	}
-	e.logf("%s: namespace deleted in %.1f s", name, res.NamespaceDeletionSeconds)
 	return res, nil
 }
 

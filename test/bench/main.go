@@ -1,6 +1,7 @@
 // Command bench measures the platform operator on the local cluster
 // (internal/localcluster) against the raw-client ceiling measured in the
-// same run, for each number N of Websites, each N on a fresh cluster. The
+// same run, for each number N of Websites, each phase that measures on a
+// fresh cluster of its own. The
 // scenarios, chosen with -scenarios:
 //
 //   - services: 200 ClusterIP Services, headless Services and ConfigMaps
@@ -8,8 +9,8 @@
 //     API server creates them one at a time;
 //   - ceiling: a plain client with no client-side rate limit and 16
 //     workers (-load-workers) creates (POST) the Deployments the operator
-//     builds for N Websites, then, after they are gone, the Deployments and
-//     the Services: time until they exist and until every Deployment is
+//     builds for N Websites, then, on another fresh cluster, the Deployments
+//     and the Services: time until they exist and until every Deployment is
 //     Available. No operator can beat it on this cluster;
 //   - burst: the operator runs with its defaults (or -operator-args), the
 //     same load client creates N Websites at once: time until their
@@ -67,6 +68,7 @@ type config struct {
 	logDir          string
 	ns              []int
 	heapProfile     bool
+	cpuProfile      time.Duration
 	operatorArgs    []string
 	operatorArgsRaw string
 	scenarioList    []string
@@ -151,9 +153,10 @@ func parseFlags(args []string) (*config, error) {
 	fs.StringVar(&cfg.out, "out", "bench/results", "folder for results.json, results.md and time-to-ready.svg")
 	fs.StringVar(&cfg.repo, "repo", ".", "root of the repository, where deploy/ is")
 	fs.StringVar(&cfg.logDir, "logs", "", "folder for the operator's logs and heap profiles (default: a new temporary folder, kept)")
-	nList := fs.String("n", "100,1000", "comma-separated numbers of Websites, each on a fresh cluster")
+	nList := fs.String("n", "100,1000", "comma-separated numbers of Websites")
 	large := fs.Bool("large", false, "add N=5000")
 	fs.BoolVar(&cfg.heapProfile, "heap-profile", false, "run the operator with --pprof-bind-address on a free local port and save its heap profile after each burst in the logs folder")
+	fs.DurationVar(&cfg.cpuProfile, "cpu-profile", 0, "take CPU profiles of the operator (through --pprof-bind-address) and of kube-apiserver over this long from the start of each operator burst, saved in the logs folder (default: none)")
 	fs.StringVar(&cfg.operatorArgsRaw, "operator-args", "", "extra flags for the operator, space-separated, e.g. \"--max-concurrent-reconciles=4 --kube-api-qps=50 --kube-api-burst=100\"")
 	scenarios := fs.String("scenarios", strings.Join(allScenarios, ","), "comma-separated scenarios: "+strings.Join(allScenarios, ",")+"; cost, restart and drift need burst")
 	fs.IntVar(&cfg.load.Workers, "load-workers", 16, "workers of the client that creates the Websites and the ceilings' children, which has no client-side rate limit")
@@ -301,8 +304,8 @@ func operatorVersion(binary string) string {
 
 func notes(cfg *config) []string {
 	return []string{
-		"Every N runs on a fresh local cluster (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok) on this machine; the operator, the control plane and this program share its CPUs, and other work on the machine shows in the CPU tables.",
-		fmt.Sprintf("The ceiling is a plain client-go clientset with %s creating (POST) website.DesiredDeployment and DesiredService of a testgen Website (owner references removed: the Website does not exist, and the garbage collector would delete the children), first the Deployments alone, then, after deleting them, Deployments and Services. The client that creates the Websites of the operator phase has the same settings. The operator runs with %s.", cfg.load, cfg.operatorClient),
+		"Every phase that measures (the services probe, each ceiling, the operator's burst with the cost, restart and drift scenarios that follow it) runs on a fresh local cluster of its own (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok), of the same size, on this machine: each starts from the same state, where on one shared cluster the later phases ran on the remains of the earlier ones. The operator, the control plane and this program share the machine's CPUs, and other work on the machine shows in the CPU tables.",
+		fmt.Sprintf("The ceiling is a plain client-go clientset with %s creating (POST) website.DesiredDeployment and DesiredService of a testgen Website (owner references removed: the Website does not exist, and the garbage collector would delete the children), first the Deployments alone, then Deployments and Services. The client that creates the Websites of the operator phase has the same settings. The operator runs with %s.", cfg.load, cfg.operatorClient),
 		"Times are from the first create call to the moment this program's informer saw the last object meet the condition. Ready means the Ready condition is True with observedGeneration equal to metadata.generation; Available means status.availableReplicas equals spec.replicas.",
 		"Ratios: operator's children exist ÷ ceiling's Deployments and Services exist; operator's Websites Ready ÷ ceiling's Deployments Available; operator's Deployments exist ÷ Deployments-alone ceiling's Deployments exist. The operator's Websites, its status writes and its events are work that the ceiling does not do.",
 		"Writes are counted from kube-apiserver's apiserver_request_total (verbs POST, PUT, PATCH, APPLY, DELETE), which has no user label. Writes to websites (except creates, which this program makes), websites/status and the main deployments and services resources are attributed to the operator: kube-controller-manager writes deployments/status only, which the ceiling phase checks (kcmDeploymentMainWrites). Events are written by the scheduler and kube-controller-manager as well, so the operator's events are counted as the events.k8s.io Events whose reportingController is platform-operator (one write each, plus one per series).",

@@ -103,12 +103,24 @@ func scrapeAPIServer(ctx context.Context, cs kubernetes.Interface) (requestCount
 	return counts, nil
 }
 
-// diff returns the requests counted between two scrapes, writes only.
+// readVerbs are the verbs of apiserver_request_total that read.
+var readVerbs = []string{"GET", "LIST", "WATCH", "WATCHLIST"}
+
+// writesSince returns the write requests counted between two scrapes.
 func (after requestCounts) writesSince(before requestCounts) requestCounts {
+	return after.since(before, writeVerbs)
+}
+
+// readsSince returns the read requests counted between two scrapes.
+func (after requestCounts) readsSince(before requestCounts) requestCounts {
+	return after.since(before, readVerbs)
+}
+
+func (after requestCounts) since(before requestCounts, verbs []string) requestCounts {
 	out := requestCounts{}
 	for key, v := range after {
 		verb, _, _ := strings.Cut(key, " ")
-		if !contains(writeVerbs, verb) {
+		if !contains(verbs, verb) {
 			continue
 		}
 		if d := v - before[key]; d > 0 {

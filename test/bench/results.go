@@ -141,6 +141,9 @@ type ceilingResult struct {
 	// Writes are all the API server's write requests from the first create
 	// until every Deployment was available.
 	Writes requestCounts `json:"writes"`
+	// Reads are the API server's read requests (GET, LIST, WATCH) of the
+	// same window, by every client.
+	Reads requestCounts `json:"reads"`
 	// KCMDeploymentMainWrites are writes to deployments (not
 	// deployments/status) beyond the benchmark's own N creates: writes of
 	// kube-controller-manager to the main resource, expected 0, which
@@ -149,9 +152,8 @@ type ceilingResult struct {
 	// EventWritesNonOperator are the event writes of the control plane for
 	// N Deployments without any operator, for comparison with the operator
 	// phase.
-	EventWritesNonOperator   float64            `json:"eventWritesNonOperator"`
-	NamespaceDeletionSeconds float64            `json:"namespaceDeletionSeconds"`
-	CPUSeconds               map[string]float64 `json:"cpuSeconds"`
+	EventWritesNonOperator float64            `json:"eventWritesNonOperator"`
+	CPUSeconds             map[string]float64 `json:"cpuSeconds"`
 }
 
 type burstResult struct {
@@ -175,6 +177,11 @@ type burstResult struct {
 	ReadyRatio       *float64           `json:"readyVsAvailableRatio,omitempty"`
 	DeploymentsRatio *float64           `json:"deploymentsExistRatio,omitempty"`
 	CPUSeconds       map[string]float64 `json:"cpuSeconds"`
+	// Writes and Reads are all the API server's requests, by every client,
+	// from the first create until every Website was Ready: to compare with
+	// the ceiling's.
+	Writes requestCounts `json:"writes"`
+	Reads  requestCounts `json:"reads"`
 	// Operator is what the operator's own metrics said after the burst.
 	Operator operatorStats `json:"operatorMetrics"`
 }
