@@ -37,6 +37,8 @@ func run() int {
 		return 0
 	}
 
+	operator.TuneGC(os.Getenv)
+
 	config, err := operator.RESTConfig(opts)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "%s: %v\n", platform.Name, err)

@@ -48,9 +48,12 @@ type Options struct {
 	// KubeAPIQPS is the client-side rate limit of requests to the API
 	// server, NoClientRateLimit for none (the default); KubeAPIBurst
 	// applies with a limit only.
-	KubeAPIQPS    float64
-	KubeAPIBurst  int
-	ClusterDomain string
+	KubeAPIQPS   float64
+	KubeAPIBurst int
+	// KubeAPICompression asks the API server to gzip its responses, watch
+	// streams included (--kube-api-compression; off by default).
+	KubeAPICompression bool
+	ClusterDomain      string
 	// AdoptTutorial lets every Website take over what the tutorial's kopf
 	// operator made for it (--adopt-tutorial).
 	AdoptTutorial bool
@@ -136,6 +139,7 @@ func ParseOptions(args []string, getenv func(string) string, usage io.Writer) (O
 	fs.IntVar(&opts.MaxConcurrentReconciles, "max-concurrent-reconciles", DefaultMaxConcurrentReconciles, "objects reconciled at once by each controller. A reconcile mostly waits for the API server (a create, a status write), so workers are what lets the operator keep the API server busy when many objects change at once; reconciles of one object never overlap")
 	fs.Float64Var(&opts.KubeAPIQPS, "kube-api-qps", 0, "sustained requests a second to the API server; 0 or less (the default): no client-side limit, the API server's Priority and Fairness protects it and answers 429 with Retry-After, which the client obeys. Set a limit on a shared API server without Priority and Fairness")
 	fs.IntVar(&opts.KubeAPIBurst, "kube-api-burst", 0, "requests allowed above --kube-api-qps in a burst, with a limit (default: twice --kube-api-qps)")
+	fs.BoolVar(&opts.KubeAPICompression, "kube-api-compression", false, "ask the API server to gzip its responses, watch streams included: less traffic for more CPU on both sides; worth it only over a slow link to the API server")
 	fs.StringVar(&opts.ClusterDomain, "cluster-domain", "cluster.local", "DNS domain of the cluster, for the in-cluster URLs in status.url")
 	fs.StringVar(&opts.TenantAPIServer, "tenant-api-server", "", "the API server's https URL written into Tenants' credential kubeconfigs, as tenants reach it (default: the address the operator uses, which in a pod is the in-cluster one)")
 	fs.StringVar(&opts.TenantAPIServerCAFile, "tenant-api-server-ca-file", "", "PEM file of the CA written with --tenant-api-server (default: the CA the operator trusts)")

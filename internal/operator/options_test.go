@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"flag"
+	"io"
+	"os"
+	"path/filepath"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -139,4 +142,32 @@ func TestHelpPrintsUsage(t *testing.T) {
 	g.Expect(out.String()).To(ContainSubstring("Usage: platform-operator"))
 	g.Expect(out.String()).To(ContainSubstring("-leader-elect"))
 	g.Expect(out.String()).To(ContainSubstring("known: website"), "--controllers lists the known controllers")
+}
+
+// The client asks for gzip only when told to: in a cluster, compressing
+// every watch event costs both sides CPU for traffic that needs no saving.
+func TestRESTConfigCompression(t *testing.T) {
+	g := NewWithT(t)
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	g.Expect(os.WriteFile(kubeconfig, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:6443"}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+current-context: c
+`), 0o600)).To(Succeed())
+
+	for _, c := range []struct {
+		args            []string
+		wantCompression bool
+	}{
+		{nil, false},
+		{[]string{"--kube-api-compression"}, true},
+	} {
+		opts, err := ParseOptions(append([]string{"--kubeconfig", kubeconfig}, c.args...), func(string) string { return "" }, io.Discard)
+		g.Expect(err).NotTo(HaveOccurred())
+		config, err := RESTConfig(opts)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(config.DisableCompression).To(Equal(!c.wantCompression), "args %v", c.args)
+	}
 }

@@ -55,6 +55,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
 	"example.com/platform-operator/internal/localcluster"
 	"example.com/platform-operator/internal/operator"
 )
@@ -83,6 +86,9 @@ type config struct {
 }
 
 func main() {
+	// The clients' own logs are not figures, and this program prints its
+	// progress itself.
+	ctrllog.SetLogger(logr.Discard())
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)

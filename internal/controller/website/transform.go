@@ -1,0 +1,76 @@
+package website
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// TrimPod is the cache transform for pods: it keeps only what the
+// reconciler reads (identity, labels, deletion, and each container's
+// waiting state), so that thousands of Website pods cost little memory.
+func TrimPod(obj any) (any, error) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		// Tombstones of deleted objects pass through untouched.
+		return obj, nil
+	}
+	trimmed := &corev1.Pod{
+		TypeMeta: pod.TypeMeta,
+		ObjectMeta: metav1.ObjectMeta{
+			Name:              pod.Name,
+			Namespace:         pod.Namespace,
+			UID:               pod.UID,
+			ResourceVersion:   pod.ResourceVersion,
+			Labels:            pod.Labels,
+			DeletionTimestamp: pod.DeletionTimestamp,
+		},
+	}
+	for _, cs := range pod.Status.ContainerStatuses {
+		if cs.State.Waiting == nil {
+			continue
+		}
+		trimmed.Status.ContainerStatuses = append(trimmed.Status.ContainerStatuses, corev1.ContainerStatus{
+			Name:  cs.Name,
+			State: corev1.ContainerState{Waiting: cs.State.Waiting.DeepCopy()},
+		})
+	}
+	return trimmed, nil
+}
+
+// TrimEndpointSlice is the cache transform for EndpointSlices: it keeps
+// what finds a slice's Service (identity and labels) and what counts the
+// pods it routes to (each endpoint's addresses, ready condition and pod),
+// and drops ports, topology and managed fields.
+func TrimEndpointSlice(obj any) (any, error) {
+	slice, ok := obj.(*discoveryv1.EndpointSlice)
+	if !ok {
+		// Tombstones of deleted objects pass through untouched.
+		return obj, nil
+	}
+	trimmed := &discoveryv1.EndpointSlice{
+		TypeMeta: slice.TypeMeta,
+		ObjectMeta: metav1.ObjectMeta{
+			Name:              slice.Name,
+			Namespace:         slice.Namespace,
+			UID:               slice.UID,
+			ResourceVersion:   slice.ResourceVersion,
+			Labels:            slice.Labels,
+			DeletionTimestamp: slice.DeletionTimestamp,
+		},
+		AddressType: slice.AddressType,
+	}
+	if len(slice.Endpoints) > 0 {
+		trimmed.Endpoints = make([]discoveryv1.Endpoint, len(slice.Endpoints))
+	}
+	for i, e := range slice.Endpoints {
+		trimmed.Endpoints[i] = discoveryv1.Endpoint{
+			Addresses:  e.Addresses,
+			Conditions: discoveryv1.EndpointConditions{Ready: e.Conditions.Ready},
+		}
+		if e.TargetRef != nil {
+			trimmed.Endpoints[i].TargetRef = &corev1.ObjectReference{Kind: e.TargetRef.Kind, Name: e.TargetRef.Name}
+		}
+	}
+	return trimmed, nil
+}
