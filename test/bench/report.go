@@ -146,7 +146,7 @@ func markdown(res *results) string {
 	p("\n")
 
 	p("## Burst\n\n")
-	p("N Websites created at once by the load client; the ceilings create (POST) the same N Deployments, alone and then with the N Services, directly with the same client on the same cluster. ")
+	p("N Websites created at once by the load client; the ceilings create (POST) the same N Deployments, alone and then with the N Services, directly with the same client, each phase on a fresh cluster of the same size. ")
 	p("\"Exist\": every object exists. Operator \"Ready\" is compared with the ceiling's \"Available\".\n\n")
 	p("| N | ceiling: Deployments alone exist / Available | ceiling: Deployments and Services exist | operator: exist | ratio | ceiling: Available | operator: Ready | ratio | operator: Deployments exist | ÷ Deployments alone | operator start (readyz) | Website create calls |\n")
 	p("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")

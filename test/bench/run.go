@@ -1,0 +1,165 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"k8s.io/client-go/dynamic"
+
+	"example.com/platform-operator/internal/devenv"
+	"example.com/platform-operator/internal/localcluster"
+)
+
+// runN runs the chosen scenarios for one N: the services probe and the
+// ceilings, each on a bare fresh cluster, then, on another, the operator's
+// burst, which creates the Websites that cost, restart and drift work on.
+func runN(ctx context.Context, cfg *config, n int) (res *runResult) {
+	res = &runResult{N: n, Started: time.Now(), Nodes: max(1, n/500), NodePods: 1000}
+	if cfg.nodes > 0 {
+		res.Nodes = cfg.nodes
+	}
+	// Room for every pod of the run on the nodes, with a margin.
+	res.NodePods = max(1000, (n+n/5+100)/res.Nodes)
+	deadline := max(3*time.Minute, time.Duration(n)*600*time.Millisecond)
+	res.WaitDeadline = deadline.String()
+	began := time.Now()
+	logf := func(format string, args ...any) {
+		fmt.Fprintf(os.Stderr, "[N=%d %6.1fs] %s\n", n, time.Since(began).Seconds(), fmt.Sprintf(format, args...))
+	}
+	e := &env{cfg: cfg, n: n, deadline: deadline, res: res, logf: logf, stopInformers: func() {},
+		logDir: filepath.Join(cfg.logDir, fmt.Sprintf("n%d", n))}
+	res.Footprint.CPUSeconds = map[string]map[string]float64{}
+	res.Footprint.SampleEvery = "200ms"
+	// Registered first, so it runs last: a panic is recorded, after every
+	// other deferred clean-up has run, and the next N still runs.
+	defer func() {
+		if r := recover(); r != nil {
+			res.Errors = append(res.Errors, fmt.Sprintf("panic: %v\n%s", r, debug.Stack()))
+			logf("PANIC: %v", r)
+		}
+		res.Finished = time.Now()
+	}()
+	fail := func(err error) *runResult {
+		res.Errors = append(res.Errors, err.Error())
+		logf("ERROR: %v", err)
+		return res
+	}
+
+	// Each phase that measures starts from the same state: a fresh cluster
+	// of its own, rather than the remains of the earlier phases (thousands
+	// of deleted objects in etcd, the control plane's caches and queues)
+	// and the wait for their namespace's deletion.
+	bare := []struct {
+		name string
+		run  func(context.Context) error
+	}{
+		{"services", func(ctx context.Context) (err error) {
+			res.Services, err = e.serviceProbe(ctx)
+			return err
+		}},
+		{"ceiling (Deployments alone)", func(ctx context.Context) (err error) {
+			res.CeilingDeployments, err = e.ceiling(ctx, false)
+			return err
+		}},
+		{"ceiling", func(ctx context.Context) (err error) {
+			res.Ceiling, err = e.ceiling(ctx, true)
+			return err
+		}},
+	}
+	for _, p := range bare {
+		scenario, _, _ := strings.Cut(p.name, " ")
+		if !cfg.scenarios[scenario] {
+			continue
+		}
+		stop, err := e.startCluster(ctx, p.name)
+		if err != nil {
+			return fail(err)
+		}
+		err = p.run(ctx)
+		stop()
+		if err != nil {
+			return fail(fmt.Errorf("%s: %w", p.name, err))
+		}
+	}
+	if !cfg.scenarios["burst"] {
+		return res
+	}
+
+	stop, err := e.startCluster(ctx, "the operator")
+	if err != nil {
+		return fail(err)
+	}
+	defer stop()
+	e.sampler = startRSSSampler(200 * time.Millisecond)
+	defer e.sampler.close()
+	defer e.stopOperator()
+	defer func() { e.stopInformers() }()
+
+	steps := []struct {
+		name string
+		run  func(context.Context) error
+	}{
+		{"burst", e.operatorBurst},
+		{"cost", e.idle},
+		{"restart", e.restart},
+		{"drift", e.drift},
+	}
+	for _, s := range steps {
+		if ctx.Err() != nil {
+			return fail(ctx.Err())
+		}
+		if !cfg.scenarios[s.name] {
+			continue
+		}
+		if err := s.run(ctx); err != nil {
+			return fail(fmt.Errorf("%s: %w", s.name, err))
+		}
+	}
+	if ctx.Err() != nil {
+		return fail(ctx.Err())
+	}
+	return res
+}
+
+// startCluster starts a fresh local cluster for the phases named by
+// purpose, bare: the manifests and the operator come with the operator's
+// burst. stop checks the cluster's health and stops it.
+func (e *env) startCluster(ctx context.Context, purpose string) (stop func(), err error) {
+	e.logf("starting a local cluster for %s: %d kwok node(s) of %d pods", purpose, e.res.Nodes, e.res.NodePods)
+	start := time.Now()
+	devEnv, err := devenv.StartEnvironment(ctx, devenv.EnvironmentOptions{
+		RepoRoot:       e.cfg.repo,
+		Manifests:      []string{},
+		OperatorBinary: e.cfg.operator,
+		DeferOperator:  true,
+		OperatorLogDir: e.logDir,
+		Cluster: localcluster.Options{
+			Nodes:        e.res.Nodes,
+			NodePods:     e.res.NodePods,
+			StartTimeout: 3 * time.Minute,
+			Logf:         func(f string, a ...any) { e.logf("cluster: "+f, a...) },
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("start cluster: %w", err)
+	}
+	e.devEnv, e.cluster, e.admin, e.applier = devEnv, devEnv.Cluster, devEnv.Clientset, devEnv.Applier
+	if e.dyn, err = dynamic.NewForConfig(devEnv.Cluster.RESTConfig()); err != nil {
+		devEnv.Stop()
+		return nil, err
+	}
+	e.res.ClusterStartSeconds = max(e.res.ClusterStartSeconds, round3(time.Since(start).Seconds()))
+	return func() {
+		// Were pods marked not ready anywhere?
+		if err := e.podsMarkedNotReady(context.WithoutCancel(ctx), "")(); err != nil {
+			e.logf("cluster health: %v", err)
+		}
+		e.logf("stopping the cluster")
+		devEnv.Stop()
+	}, nil
+}
