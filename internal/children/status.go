@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -18,34 +20,70 @@ import (
 // "Changed" is decided against the cache, which may not yet show the
 // operator's own last write: a status computed equal to a stale cached copy
 // would then be skipped although the API server holds a newer, different
-// one. The writer therefore also remembers a digest of the status it last
-// wrote for each object and writes whenever the new status differs from
-// either.
+// one. The writer therefore also remembers, per object, a digest of the
+// status it last wrote and the resourceVersion of the cached object it
+// wrote over: a new status is written when it differs from the cache,
+// unless it is the one last written and the cache has not moved since (it
+// does not show that write yet, nor anything after it).
 type StatusWriter struct {
 	client client.Client
+	clock  clock.PassiveClock
 
 	mu   sync.Mutex
-	last map[string]string
+	last map[string]lastStatus
+}
+
+// lastStatus is what the writer remembers of its last write to an object.
+type lastStatus struct {
+	digest string
+	// summary is what the caller said makes a status urgent (see
+	// PatchThrottled).
+	summary string
+	// over is the resourceVersion of the cached object written over.
+	over string
+	at   time.Time
 }
 
 // NewStatusWriter returns a StatusWriter that writes with c.
 func NewStatusWriter(c client.Client) *StatusWriter {
-	return &StatusWriter{client: c, last: map[string]string{}}
+	return NewStatusWriterWithClock(c, clock.RealClock{})
+}
+
+// NewStatusWriterWithClock returns a StatusWriter that writes with c and
+// tells time with clk (the real clock when nil).
+func NewStatusWriterWithClock(c client.Client, clk clock.PassiveClock) *StatusWriter {
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	return &StatusWriter{client: c, clock: clk, last: map[string]lastStatus{}}
 }
 
 // Patch writes newStatus, already set on updated (a copy of cached), to the
-// status subresource, unless neither the cache nor this process's last write
-// disagrees with it. It replaces the whole status (a JSON patch that adds
-// /status), without a resourceVersion: the status describes what this
-// reconcile observed, so it may replace any earlier one. A merge patch
-// computed against the cached object would not do: when the cache still
-// shows an older status equal to the new one, it comes out empty, and the
-// status this process wrote in between would stay. It reports whether it
-// wrote.
+// status subresource, unless it is already there (see StatusWriter). It
+// replaces the whole status (a JSON patch that adds /status), without a
+// resourceVersion: the status describes what this reconcile observed, so
+// it may replace any earlier one. A merge patch computed against the cached
+// object would not do: when the cache still shows an older status equal to
+// the new one, it comes out empty, and the status this process wrote in
+// between would stay. It reports whether it wrote.
 func (w *StatusWriter) Patch(ctx context.Context, cached, updated client.Object, cachedStatus, newStatus any) (bool, error) {
+	wrote, _, err := w.PatchThrottled(ctx, cached, updated, cachedStatus, newStatus, "", 0)
+	return wrote, err
+}
+
+// PatchThrottled is Patch for statuses that report progress: a new status
+// whose summary (the caller's digest of what makes a status urgent, such as
+// the generation it describes and whether the resource is ready) equals
+// that of the last write within interval of it is not written now: it
+// returns the time left instead, for the caller to come back then. So a
+// rollout that moves through several intermediate states in a moment costs
+// one write for its start and one for its end, and the status shows every
+// urgent change at once and any other within interval.
+func (w *StatusWriter) PatchThrottled(ctx context.Context, cached, updated client.Object, cachedStatus, newStatus any,
+	summary string, interval time.Duration) (wrote bool, retryAfter time.Duration, err error) {
 	data, err := json.Marshal(newStatus)
 	if err != nil {
-		return false, fmt.Errorf("encode status: %w", err)
+		return false, 0, fmt.Errorf("encode status: %w", err)
 	}
 	digest := hashOf(data)
 	key := string(cached.GetUID())
@@ -53,28 +91,36 @@ func (w *StatusWriter) Patch(ctx context.Context, cached, updated client.Object,
 	w.mu.Lock()
 	last, known := w.last[key]
 	w.mu.Unlock()
-	if equality.Semantic.DeepEqual(cachedStatus, newStatus) && (!known || last == digest) {
-		return false, nil
+	switch {
+	case equality.Semantic.DeepEqual(cachedStatus, newStatus) && (!known || last.digest == digest):
+		return false, 0, nil
+	case known && last.digest == digest && last.over == cached.GetResourceVersion():
+		// The cache lags behind this very write.
+		return false, 0, nil
+	case known && interval > 0 && last.summary == summary:
+		if wait := interval - w.clock.Since(last.at); wait > 0 {
+			return false, wait, nil
+		}
 	}
 
 	patch, err := json.Marshal([]map[string]any{{"op": "add", "path": "/status", "value": json.RawMessage(data)}})
 	if err != nil {
-		return false, fmt.Errorf("encode status patch: %w", err)
+		return false, 0, fmt.Errorf("encode status patch: %w", err)
 	}
 	if err := w.client.Status().Patch(ctx, updated, client.RawPatch(types.JSONPatchType, patch)); err != nil {
 		if apierrors.IsNotFound(err) {
 			w.Forget(cached)
-			return false, nil // deleted meanwhile: nothing left to report on
+			return false, 0, nil // deleted meanwhile: nothing left to report on
 		}
-		return false, fmt.Errorf("patch status: %w", err)
+		return false, 0, fmt.Errorf("patch status: %w", err)
 	}
 	w.mu.Lock()
 	if len(w.last) >= maxVerified {
 		clear(w.last)
 	}
-	w.last[key] = digest
+	w.last[key] = lastStatus{digest: digest, summary: summary, over: cached.GetResourceVersion(), at: w.clock.Now()}
 	w.mu.Unlock()
-	return true, nil
+	return true, 0, nil
 }
 
 // Forget drops what the writer remembers of obj, once it is gone.

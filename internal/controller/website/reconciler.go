@@ -6,6 +6,7 @@ package website
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -109,7 +110,8 @@ func (r *WebsiteReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	}
 	status := computeStatus(website, obs, r.ClusterDomain, metav1.NewTime(r.Clock.Now()))
 	r.recordBlockerEvent(website, obs.blocker)
-	if err := r.patchStatus(ctx, website, status); err != nil {
+	statusDue, err := r.patchProgress(ctx, website, status)
+	if err != nil {
 		return ctrl.Result{}, errors.Join(childErr, err)
 	}
 	if r.Metrics != nil {
@@ -123,6 +125,8 @@ func (r *WebsiteReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		return ctrl.Result{}, reconcile.TerminalError(childErr)
 	case childErr != nil:
 		return ctrl.Result{}, childErr
+	case statusDue > 0:
+		return ctrl.Result{RequeueAfter: statusDue}, nil
 	case obs.conflict:
 		return ctrl.Result{RequeueAfter: wait.Jitter(r.ConflictRecheckInterval, 0.2)}, nil
 	}
@@ -168,21 +172,51 @@ func (r *WebsiteReconciler) reconcileDeletion(ctx context.Context, w *websitev1.
 	return ctrl.Result{}, r.patchStatus(ctx, w, status)
 }
 
-// patchStatus writes status to w when it differs from what w has, or from
-// what this process last wrote.
+// statusProgressInterval is how long a Website's status may lag behind a
+// change that is only progress: counts, messages and reasons while its
+// readiness and the generation it describes stay the same. A rollout passes
+// through several such states within a moment (Deployment created, pod
+// created, pod started, endpoints ready), each worth no write of its own.
+const statusProgressInterval = time.Second
+
+// patchStatus writes status to w at once when it differs from what w has,
+// or from what this process last wrote.
 func (r *WebsiteReconciler) patchStatus(ctx context.Context, w *websitev1.Website, status websitev1.WebsiteStatus) error {
+	_, err := r.writeStatus(ctx, w, status, 0)
+	return err
+}
+
+// patchProgress is patchStatus for the status of a reconcile: a change of
+// readiness or of the generation it describes is written at once, any
+// other at most once per statusProgressInterval. It returns when to come
+// back for a change it held back.
+func (r *WebsiteReconciler) patchProgress(ctx context.Context, w *websitev1.Website, status websitev1.WebsiteStatus) (time.Duration, error) {
+	return r.writeStatus(ctx, w, status, statusProgressInterval)
+}
+
+func (r *WebsiteReconciler) writeStatus(ctx context.Context, w *websitev1.Website, status websitev1.WebsiteStatus, interval time.Duration) (time.Duration, error) {
 	updated := w.DeepCopy()
 	updated.Status = status
-	wrote, err := r.Status.Patch(ctx, w, updated, w.Status, status)
+	wrote, due, err := r.Status.PatchThrottled(ctx, w, updated, w.Status, status, statusSummary(status), interval)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if wrote {
 		ctrl.LoggerFrom(ctx).V(1).Info("Status updated",
 			"ready", meta.FindStatusCondition(status.Conditions, websitev1.ReadyCondition).Reason,
 			"replicas", status.Ready)
 	}
-	return nil
+	return due, nil
+}
+
+// statusSummary is what makes a status urgent: the generation it describes
+// and whether the Website is ready.
+func statusSummary(status websitev1.WebsiteStatus) string {
+	ready := metav1.ConditionUnknown
+	if c := meta.FindStatusCondition(status.Conditions, websitev1.ReadyCondition); c != nil {
+		ready = c.Status
+	}
+	return fmt.Sprintf("%d/%s", status.ObservedGeneration, ready)
 }
 
 // recordBlockerEvent emits a Warning when a Website becomes blocked or
