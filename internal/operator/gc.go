@@ -9,7 +9,7 @@ import "runtime/debug"
 // benchmark burst of 1000 Websites each (test/bench), 50 instead of 100
 // took the peak resident size from 101.5 to 86.0 MiB for 14% more of the
 // operator's CPU (14.4 instead of 12.6 s). Prometheus sets its own default
-// the same way. GOGC and GOMEMLIMIT, when set, decide as usual.
+// (75, since 2.53) the same way. GOGC and GOMEMLIMIT, when set, decide as usual.
 const defaultGCPercent = 50
 
 // TuneGC sets the garbage collector's default target unless GOGC is set,

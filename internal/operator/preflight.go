@@ -2,6 +2,7 @@ package operator
 
 import (
 	"context"
+	"time"
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -26,11 +27,11 @@ func preflight(ctx context.Context, opts Options, host string, discoveryClient d
 	}
 
 	probes.starting("discovering the APIs the cluster serves")
-	served, err := discoverAPIs(ctx, discoveryClient)
+	sel, err := selectControllers(registry, opts.Controllers)
 	if err != nil {
 		return plan{}, "", err
 	}
-	sel, err := selectControllers(registry, opts.Controllers)
+	served, err := discoverControllerAPIs(ctx, discoveryClient, sel, clock.RealClock{}, log)
 	if err != nil {
 		return plan{}, "", err
 	}
@@ -62,6 +63,60 @@ func preflight(ctx context.Context, opts Options, host string, discoveryClient d
 		return plan{}, "", err
 	}
 	return p, leaseNS, nil
+}
+
+// An API server that has just started answers discovery before it has
+// registered every CRD: in the outage scenario a leader that restarted a
+// second after kube-apiserver came back found none of its three CRDs, and
+// exited with "no controller to run"; had it found some, it would have run
+// without the others until its next restart. So the start asks again, for
+// up to discoveryGrace, while the resource of a selected controller is
+// missing. Installing the operator before its CRDs costs this wait once.
+var (
+	discoveryGrace = 10 * time.Second
+	discoveryRetry = time.Second
+)
+
+// discoverControllerAPIs is discoverAPIs, asked again every discoveryRetry
+// for up to discoveryGrace while a selected controller's resource is not
+// served.
+func discoverControllerAPIs(ctx context.Context, client discovery.ServerResourcesInterfaceWithContext, sel selection,
+	clk clock.Clock, log logr.Logger) (servedAPIs, error) {
+	deadline := clk.Now().Add(discoveryGrace)
+	for logged := false; ; logged = true {
+		served, err := discoverAPIs(ctx, client)
+		if err != nil {
+			return servedAPIs{}, err
+		}
+		missing := missingResources(sel, served)
+		if len(missing) == 0 || !clk.Now().Before(deadline) {
+			return served, nil
+		}
+		if !logged {
+			log.Info("Waiting for the APIs of controllers to be served", "missing", missing, "upTo", discoveryGrace.String())
+		}
+		select {
+		case <-ctx.Done():
+			return servedAPIs{}, ctx.Err()
+		case <-clk.After(discoveryRetry):
+		}
+	}
+}
+
+// missingResources names the resources of the selected controllers that
+// discovery does not list. Optional APIs are not waited for: most clusters
+// lack some for good.
+func missingResources(sel selection, served servedAPIs) []string {
+	var missing []string
+	for _, d := range sel.enabled {
+		if _, failed := served.failed[d.Resource.GroupVersion()]; failed {
+			continue // an error of its own, reported by planControllers
+		}
+		if _, ok := served.resource(d.Resource); !ok {
+			missing = append(missing, describeResource(d.Resource))
+		}
+	}
+	return missing
 }
 
 // describeResource names a resource as kubectl does, with its version:

@@ -5,7 +5,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -43,6 +45,7 @@ var websiteCRD = &metav1.APIResourceList{GroupVersion: "example.com/v1", APIReso
 // The start-up checks with the real registry and roles, on a cluster that
 // has only the Website component installed.
 func TestPreflight(t *testing.T) {
+	shortDiscoveryGrace(t)
 	tests := []struct {
 		name     string
 		args     []string
@@ -104,4 +107,48 @@ func TestPreflight(t *testing.T) {
 			g.Expect(probes.notReady(nil)).To(Equal("checking permissions"), "the last stage it went through")
 		})
 	}
+}
+
+// shortDiscoveryGrace makes the wait for missing APIs short for a test.
+func shortDiscoveryGrace(t *testing.T) {
+	grace, retry := discoveryGrace, discoveryRetry
+	discoveryGrace, discoveryRetry = 200*time.Millisecond, 10*time.Millisecond
+	t.Cleanup(func() { discoveryGrace, discoveryRetry = grace, retry })
+}
+
+// appearingAPIs is a cluster whose discovery lists more APIs from its nth
+// answer on, as a kube-apiserver does while it registers CRDs after a start.
+type appearingAPIs struct {
+	*fakediscovery.FakeDiscovery
+	answers, nth int
+	later        []*metav1.APIResourceList
+}
+
+func (a *appearingAPIs) ServerGroupsAndResourcesWithContext(ctx context.Context) ([]*metav1.APIGroup, []*metav1.APIResourceList, error) {
+	a.answers++
+	if a.answers == a.nth {
+		a.Resources = append(a.Resources, a.later...)
+	}
+	return a.FakeDiscovery.ServerGroupsAndResourcesWithContext(ctx)
+}
+
+// A controller whose CRD discovery lists only on its third answer runs;
+// one whose CRD never appears is skipped once the grace has passed.
+func TestPreflightWaitsForAPIsBeingRegistered(t *testing.T) {
+	shortDiscoveryGrace(t)
+	g := NewWithT(t)
+	opts, err := ParseOptions([]string{"--controllers=website"}, env(nil), nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	cluster := &appearingAPIs{FakeDiscovery: fakeCluster(), nth: 3, later: []*metav1.APIResourceList{websiteCRD}}
+	p, _, err := preflight(context.Background(), opts, "https://10.0.0.1:6443", cluster, &fakeReviewer{}, &probes{}, logr.Discard())
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(controllerNames(p.run)).To(Equal([]string{website.Descriptor().Name}))
+	g.Expect(cluster.answers).To(Equal(3), "asked until the CRD was listed, no more")
+
+	cluster = &appearingAPIs{FakeDiscovery: fakeCluster(), nth: -1}
+	start := time.Now()
+	_, _, err = preflight(context.Background(), opts, "https://10.0.0.1:6443", cluster, &fakeReviewer{}, &probes{}, logr.Discard())
+	g.Expect(err).To(MatchError(ContainSubstring("websites (example.com/v1) is not installed in this cluster")))
+	g.Expect(time.Since(start)).To(BeNumerically(">=", discoveryGrace), "after the grace")
+	g.Expect(cluster.answers).To(BeNumerically(">", 2))
 }
