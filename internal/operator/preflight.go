@@ -66,19 +66,20 @@ func preflight(ctx context.Context, opts Options, host string, discoveryClient d
 }
 
 // An API server that has just started answers discovery before it has
-// registered every CRD: in the outage scenario a leader that restarted a
+// registered the CRDs: in the outage scenario a leader that restarted a
 // second after kube-apiserver came back found none of its three CRDs, and
-// exited with "no controller to run"; had it found some, it would have run
-// without the others until its next restart. So the start asks again, for
-// up to discoveryGrace, while the resource of a selected controller is
-// missing. Installing the operator before its CRDs costs this wait once.
+// exited with "no controller to run". So while discovery lists the
+// resource of no selected controller, the start asks again, for up to
+// discoveryGrace. It does not wait when some are listed: a cluster may hold
+// only some of the components for good, and every start would pay the
+// wait. Installing the operator before any of its CRDs costs it once.
 var (
 	discoveryGrace = 10 * time.Second
 	discoveryRetry = time.Second
 )
 
 // discoverControllerAPIs is discoverAPIs, asked again every discoveryRetry
-// for up to discoveryGrace while a selected controller's resource is not
+// for up to discoveryGrace while no selected controller's resource is
 // served.
 func discoverControllerAPIs(ctx context.Context, client discovery.ServerResourcesInterfaceWithContext, sel selection,
 	clk clock.Clock, log logr.Logger) (servedAPIs, error) {
@@ -88,12 +89,11 @@ func discoverControllerAPIs(ctx context.Context, client discovery.ServerResource
 		if err != nil {
 			return servedAPIs{}, err
 		}
-		missing := missingResources(sel, served)
-		if len(missing) == 0 || !clk.Now().Before(deadline) {
+		if anyResourceServed(sel, served) || !clk.Now().Before(deadline) {
 			return served, nil
 		}
 		if !logged {
-			log.Info("Waiting for the APIs of controllers to be served", "missing", missing, "upTo", discoveryGrace.String())
+			log.Info("Waiting for the API server to serve the resource of any selected controller", "upTo", discoveryGrace.String())
 		}
 		select {
 		case <-ctx.Done():
@@ -103,20 +103,18 @@ func discoverControllerAPIs(ctx context.Context, client discovery.ServerResource
 	}
 }
 
-// missingResources names the resources of the selected controllers that
-// discovery does not list. Optional APIs are not waited for: most clusters
-// lack some for good.
-func missingResources(sel selection, served servedAPIs) []string {
-	var missing []string
+// anyResourceServed tells whether discovery lists the resource of a selected
+// controller, or could not tell (a failed group is reported on its own).
+func anyResourceServed(sel selection, served servedAPIs) bool {
 	for _, d := range sel.enabled {
 		if _, failed := served.failed[d.Resource.GroupVersion()]; failed {
-			continue // an error of its own, reported by planControllers
+			return true
 		}
-		if _, ok := served.resource(d.Resource); !ok {
-			missing = append(missing, describeResource(d.Resource))
+		if _, ok := served.resource(d.Resource); ok {
+			return true
 		}
 	}
-	return missing
+	return false
 }
 
 // describeResource names a resource as kubectl does, with its version:

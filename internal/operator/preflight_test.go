@@ -132,8 +132,10 @@ func (a *appearingAPIs) ServerGroupsAndResourcesWithContext(ctx context.Context)
 	return a.FakeDiscovery.ServerGroupsAndResourcesWithContext(ctx)
 }
 
-// A controller whose CRD discovery lists only on its third answer runs;
-// one whose CRD never appears is skipped once the grace has passed.
+// While discovery lists no selected controller's CRD, the start asks again:
+// a controller whose CRD is listed only on the third answer runs, and with
+// no CRD ever listed the start fails once the grace has passed. When some
+// CRD is listed, the start does not wait for the others.
 func TestPreflightWaitsForAPIsBeingRegistered(t *testing.T) {
 	shortDiscoveryGrace(t)
 	g := NewWithT(t)
@@ -151,4 +153,12 @@ func TestPreflightWaitsForAPIsBeingRegistered(t *testing.T) {
 	g.Expect(err).To(MatchError(ContainSubstring("websites (example.com/v1) is not installed in this cluster")))
 	g.Expect(time.Since(start)).To(BeNumerically(">=", discoveryGrace), "after the grace")
 	g.Expect(cluster.answers).To(BeNumerically(">", 2))
+
+	opts, err = ParseOptions(nil, env(nil), nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	cluster = &appearingAPIs{FakeDiscovery: fakeCluster(websiteCRD), nth: -1}
+	p, _, err = preflight(context.Background(), opts, "https://10.0.0.1:6443", cluster, &fakeReviewer{}, &probes{}, logr.Discard())
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(controllerNames(p.run)).To(Equal([]string{website.Descriptor().Name}))
+	g.Expect(cluster.answers).To(Equal(1), "the Website CRD is listed: no wait for the Tenant and BackupJob CRDs")
 }

@@ -15,17 +15,7 @@ func TrimPod(obj any) (any, error) {
 		// Tombstones of deleted objects pass through untouched.
 		return obj, nil
 	}
-	trimmed := &corev1.Pod{
-		TypeMeta: pod.TypeMeta,
-		ObjectMeta: metav1.ObjectMeta{
-			Name:              pod.Name,
-			Namespace:         pod.Namespace,
-			UID:               pod.UID,
-			ResourceVersion:   pod.ResourceVersion,
-			Labels:            pod.Labels,
-			DeletionTimestamp: pod.DeletionTimestamp,
-		},
-	}
+	trimmed := &corev1.Pod{TypeMeta: pod.TypeMeta, ObjectMeta: trimmedMeta(pod.ObjectMeta)}
 	for _, cs := range pod.Status.ContainerStatuses {
 		if cs.State.Waiting == nil {
 			continue
@@ -49,15 +39,8 @@ func TrimEndpointSlice(obj any) (any, error) {
 		return obj, nil
 	}
 	trimmed := &discoveryv1.EndpointSlice{
-		TypeMeta: slice.TypeMeta,
-		ObjectMeta: metav1.ObjectMeta{
-			Name:              slice.Name,
-			Namespace:         slice.Namespace,
-			UID:               slice.UID,
-			ResourceVersion:   slice.ResourceVersion,
-			Labels:            slice.Labels,
-			DeletionTimestamp: slice.DeletionTimestamp,
-		},
+		TypeMeta:    slice.TypeMeta,
+		ObjectMeta:  trimmedMeta(slice.ObjectMeta),
 		AddressType: slice.AddressType,
 	}
 	if len(slice.Endpoints) > 0 {
@@ -73,4 +56,17 @@ func TrimEndpointSlice(obj any) (any, error) {
 		}
 	}
 	return trimmed, nil
+}
+
+// trimmedMeta keeps of an object's metadata what the cache and the
+// reconciler need: identity, version, labels and deletion.
+func trimmedMeta(m metav1.ObjectMeta) metav1.ObjectMeta {
+	return metav1.ObjectMeta{
+		Name:              m.Name,
+		Namespace:         m.Namespace,
+		UID:               m.UID,
+		ResourceVersion:   m.ResourceVersion,
+		Labels:            m.Labels,
+		DeletionTimestamp: m.DeletionTimestamp,
+	}
 }
