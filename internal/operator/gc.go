@@ -12,14 +12,9 @@ import "runtime/debug"
 // (75, since 2.53) the same way. GOGC and GOMEMLIMIT, when set, decide as usual.
 const defaultGCPercent = 50
 
-// TuneGC sets the garbage collector's default target unless GOGC is set,
-// and returns the target in force.
-func TuneGC(getenv func(string) string) int {
-	if getenv("GOGC") != "" {
-		percent := debug.SetGCPercent(-1)
-		debug.SetGCPercent(percent)
-		return percent
+// TuneGC sets the garbage collector's default target unless GOGC is set.
+func TuneGC(getenv func(string) string) {
+	if getenv("GOGC") == "" {
+		debug.SetGCPercent(defaultGCPercent)
 	}
-	debug.SetGCPercent(defaultGCPercent)
-	return defaultGCPercent
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	"k8s.io/utils/clock"
 
@@ -31,7 +32,7 @@ func preflight(ctx context.Context, opts Options, host string, discoveryClient d
 	if err != nil {
 		return plan{}, "", err
 	}
-	served, err := discoverControllerAPIs(ctx, discoveryClient, sel, clock.RealClock{}, log)
+	served, err := discoverControllerAPIs(ctx, discoveryClient, sel, log)
 	if err != nil {
 		return plan{}, "", err
 	}
@@ -80,27 +81,28 @@ var (
 
 // discoverControllerAPIs is discoverAPIs, asked again every discoveryRetry
 // for up to discoveryGrace while no selected controller's resource is
-// served.
+// served; after the grace it returns what discovery last listed.
 func discoverControllerAPIs(ctx context.Context, client discovery.ServerResourcesInterfaceWithContext, sel selection,
-	clk clock.Clock, log logr.Logger) (servedAPIs, error) {
-	deadline := clk.Now().Add(discoveryGrace)
-	for logged := false; ; logged = true {
-		served, err := discoverAPIs(ctx, client)
-		if err != nil {
-			return servedAPIs{}, err
+	log logr.Logger) (servedAPIs, error) {
+	var served servedAPIs
+	answers := 0
+	err := wait.PollUntilContextTimeout(ctx, discoveryRetry, discoveryGrace, true, func(ctx context.Context) (bool, error) {
+		var err error
+		if served, err = discoverAPIs(ctx, client); err != nil {
+			return false, err
 		}
-		if anyResourceServed(sel, served) || !clk.Now().Before(deadline) {
-			return served, nil
-		}
-		if !logged {
+		if answers++; answers == 1 && !anyResourceServed(sel, served) {
 			log.Info("Waiting for the API server to serve the resource of any selected controller", "upTo", discoveryGrace.String())
 		}
-		select {
-		case <-ctx.Done():
-			return servedAPIs{}, ctx.Err()
-		case <-clk.After(discoveryRetry):
-		}
+		return anyResourceServed(sel, served), nil
+	})
+	switch {
+	case ctx.Err() != nil:
+		return servedAPIs{}, ctx.Err()
+	case err != nil && !wait.Interrupted(err):
+		return servedAPIs{}, err
 	}
+	return served, nil
 }
 
 // anyResourceServed tells whether discovery lists the resource of a selected

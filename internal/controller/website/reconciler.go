@@ -110,7 +110,7 @@ func (r *WebsiteReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	}
 	status := computeStatus(website, obs, r.ClusterDomain, metav1.NewTime(r.Clock.Now()))
 	r.recordBlockerEvent(website, obs.blocker)
-	statusDue, err := r.patchProgress(ctx, website, status)
+	statusDue, err := r.writeStatus(ctx, website, status, statusProgressInterval)
 	if err != nil {
 		return ctrl.Result{}, errors.Join(childErr, err)
 	}
@@ -169,7 +169,8 @@ func (r *WebsiteReconciler) reconcileDeletion(ctx context.Context, w *websitev1.
 		ObservedGeneration: w.Generation, LastTransitionTime: metav1.NewTime(r.Clock.Now()),
 	})
 	status.ObservedGeneration = w.Generation
-	return ctrl.Result{}, r.patchStatus(ctx, w, status)
+	_, err := r.writeStatus(ctx, w, status, 0)
+	return ctrl.Result{}, err
 }
 
 // statusProgressInterval is how long a Website's status may lag behind a
@@ -179,21 +180,11 @@ func (r *WebsiteReconciler) reconcileDeletion(ctx context.Context, w *websitev1.
 // created, pod started, endpoints ready), each worth no write of its own.
 const statusProgressInterval = time.Second
 
-// patchStatus writes status to w at once when it differs from what w has,
-// or from what this process last wrote.
-func (r *WebsiteReconciler) patchStatus(ctx context.Context, w *websitev1.Website, status websitev1.WebsiteStatus) error {
-	_, err := r.writeStatus(ctx, w, status, 0)
-	return err
-}
-
-// patchProgress is patchStatus for the status of a reconcile: a change of
-// readiness or of the generation it describes is written at once, any
-// other at most once per statusProgressInterval. It returns when to come
-// back for a change it held back.
-func (r *WebsiteReconciler) patchProgress(ctx context.Context, w *websitev1.Website, status websitev1.WebsiteStatus) (time.Duration, error) {
-	return r.writeStatus(ctx, w, status, statusProgressInterval)
-}
-
+// writeStatus writes status to w when it differs from what w has, or from
+// what this process last wrote. With an interval, a change of readiness or
+// of the generation it describes is written at once, any other at most once
+// per interval, and it returns when to come back for a change it held back;
+// without, every change is written at once.
 func (r *WebsiteReconciler) writeStatus(ctx context.Context, w *websitev1.Website, status websitev1.WebsiteStatus, interval time.Duration) (time.Duration, error) {
 	updated := w.DeepCopy()
 	updated.Status = status
@@ -202,9 +193,13 @@ func (r *WebsiteReconciler) writeStatus(ctx context.Context, w *websitev1.Websit
 		return 0, err
 	}
 	if wrote {
-		ctrl.LoggerFrom(ctx).V(1).Info("Status updated",
-			"ready", meta.FindStatusCondition(status.Conditions, websitev1.ReadyCondition).Reason,
-			"replicas", status.Ready)
+		// A Website first seen while being deleted may have no Ready
+		// condition yet.
+		var ready string
+		if c := meta.FindStatusCondition(status.Conditions, websitev1.ReadyCondition); c != nil {
+			ready = c.Reason
+		}
+		ctrl.LoggerFrom(ctx).V(1).Info("Status updated", "ready", ready, "replicas", status.Ready)
 	}
 	return due, nil
 }
