@@ -3,10 +3,12 @@ package children
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"sync"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/managedfields"
@@ -191,9 +193,10 @@ func liveHash(live client.Object) string {
 // maxVerified bounds the verifiedCache.
 const maxVerified = 100_000
 
-// verifiedCache remembers, per child, the version found equal to its desired
+// verifiedCache remembers, per child, the state found equal to its desired
 // state, so that the many reconciles that change nothing (a pod became
-// ready) do not compare the same two objects again.
+// ready, the Deployment controller updated the status) do not compare the
+// same two objects again.
 type verifiedCache struct {
 	mu      sync.Mutex
 	entries map[string]string
@@ -205,13 +208,42 @@ func newVerifiedCache() *verifiedCache {
 
 func (c *verifiedCache) key(live client.Object) string { return string(live.GetUID()) }
 
+// comparedState names the state of live that a comparison looks at: what
+// the operator sets, never the status. The resourceVersion changes with
+// every write, status included, and a Deployment's status changes several
+// times in a rollout. Where the API server maintains metadata.generation
+// (Deployments, Ingresses, Jobs, custom resources: every type that sets
+// it at creation), it changes with every change but those to the metadata
+// and the status, so the generation with the metadata the operator sets
+// (labels, annotations, owners) names the state across status updates.
+// Types without a generation (Services, Secrets, RoleBindings) fall back
+// to the resourceVersion.
+func comparedState(live client.Object) string {
+	if live.GetGeneration() == 0 {
+		return "rv/" + live.GetResourceVersion()
+	}
+	metadata, err := json.Marshal(struct {
+		Labels      map[string]string       `json:"l,omitempty"`
+		Annotations map[string]string       `json:"a,omitempty"`
+		Owners      []metav1.OwnerReference `json:"o,omitempty"`
+	}{live.GetLabels(), live.GetAnnotations(), live.GetOwnerReferences()})
+	if err != nil {
+		// Maps of strings and owner references always marshal; were it
+		// not so, comparing again is the safe side.
+		return "rv/" + live.GetResourceVersion()
+	}
+	return fmt.Sprintf("generation/%d/%s", live.GetGeneration(), hashOf(metadata))
+}
+
 func (c *verifiedCache) matches(live client.Object, hash string) bool {
+	state := comparedState(live) + "/" + hash
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.entries[c.key(live)] == live.GetResourceVersion()+"/"+hash
+	return c.entries[c.key(live)] == state
 }
 
 func (c *verifiedCache) remember(live client.Object, hash string) {
+	state := comparedState(live) + "/" + hash
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(c.entries) >= maxVerified {
@@ -219,7 +251,7 @@ func (c *verifiedCache) remember(live client.Object, hash string) {
 		// by one; starting afresh costs one comparison per child.
 		clear(c.entries)
 	}
-	c.entries[c.key(live)] = live.GetResourceVersion() + "/" + hash
+	c.entries[c.key(live)] = state
 }
 
 func (c *verifiedCache) forget(live client.Object) {

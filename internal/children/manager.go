@@ -194,6 +194,10 @@ func (m *Manager) create(ctx context.Context, owner client.Object, in *intent, l
 	err := m.client.Create(ctx, live, client.FieldOwner(platform.Name))
 	if err == nil {
 		m.refused.forget(in)
+		// live is now the child as the API server stored it from the
+		// desired state: its next sight in the cache needs no comparison,
+		// nor do the status updates after it.
+		m.verified.remember(live, in.hash)
 		countWrite(m.ownerKind, kind, "create")
 		if !o.quietCreate {
 			m.recorder.Eventf(owner, live, corev1.EventTypeNormal, kind+"Created", "Create", "%s %s created", kind, in.key.Name)

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -67,11 +68,16 @@ func (e *env) operatorBurst(ctx context.Context) error {
 	deployments := newProgress("operator: Deployments exist", e.n, start)
 	exist := newProgress("operator: Deployments and Services exist", 2*e.n, start)
 	ready := newProgress("operator: Websites Ready", e.n, start)
+	// A Website's Deployment has the Website's name.
+	available := newProgress("operator: Deployments available", e.n, start)
 	unsub := []func(){
 		e.deploymentHub.subscribe(func(obj metav1.Object, ev eventType) {
 			if ev != deleted {
 				deployments.mark(obj.GetName())
 				exist.mark("deployment/" + obj.GetName())
+				if d, ok := obj.(*appsv1.Deployment); ok && deploymentAvailable(d) {
+					available.mark(d.Name)
+				}
 			}
 		}),
 		e.serviceHub.subscribe(func(obj metav1.Object, ev eventType) {
@@ -108,6 +114,10 @@ func (e *env) operatorBurst(ctx context.Context) error {
 	e.logf("operator: all children exist: %s", res.Exist)
 	res.Ready = ready.wait(ctx, deadline, e.logf, e.podsMarkedNotReady(ctx, benchNamespace))
 	e.logf("operator: all Websites Ready: %s", res.Ready)
+	if res.ReadyLag = ready.lagBehind(available); res.ReadyLag != nil {
+		e.logf("operator: Ready after the Deployment was available: p50 %.3f s, p99 %.3f s, max %.3f s (%d Websites)",
+			res.ReadyLag.P50, res.ReadyLag.P99, res.ReadyLag.Max, res.ReadyLag.Samples)
+	}
 	res.CPUSeconds = e.recordCPU("operator burst", cpu0)
 	if after, err := scrapeAPIServer(ctx, e.admin); err == nil {
 		res.Writes, res.Reads = after.writesSince(before), after.readsSince(before)

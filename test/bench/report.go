@@ -166,6 +166,13 @@ func markdown(res *results) string {
 			b.DeploymentsExist, ratioStr(b.DeploymentsRatio), b.OperatorStartSeconds, b.CreateCallsSeconds)
 	}
 	for _, r := range res.Runs {
+		if r.Burst != nil && r.Burst.ReadyLag != nil {
+			l := r.Burst.ReadyLag
+			p("\nN=%d, how long each Website's status lagged behind the truth: from its Deployment seen available to the Website seen Ready (its Service's endpoints included), over %d Websites: p50 %.3f s, p99 %.3f s, max %.3f s.",
+				r.N, l.Samples, l.P50, l.P99, l.Max)
+		}
+	}
+	for _, r := range res.Runs {
 		if sp := r.Services; sp != nil {
 			p("\nN=%d, services scenario, %d creates with 1 worker / %d workers on the bare cluster: ClusterIP Services %.2f s / %.2f s, headless Services %.2f s / %.2f s, ConfigMaps %.2f s / %.2f s.",
 				r.N, sp.Count, sp.Workers, sp.ServicesOne, sp.ServicesMany, sp.HeadlessOne, sp.HeadlessMany, sp.ConfigMapsOne, sp.ConfigMapsMany)

@@ -173,10 +173,14 @@ type burstResult struct {
 	// ceiling; nil when either side is missing or timed out.
 	// DeploymentsRatio compares the operator's Deployments with the
 	// Deployments-alone ceiling.
-	ExistRatio       *float64           `json:"existRatio,omitempty"`
-	ReadyRatio       *float64           `json:"readyVsAvailableRatio,omitempty"`
-	DeploymentsRatio *float64           `json:"deploymentsExistRatio,omitempty"`
-	CPUSeconds       map[string]float64 `json:"cpuSeconds"`
+	ExistRatio       *float64 `json:"existRatio,omitempty"`
+	ReadyRatio       *float64 `json:"readyVsAvailableRatio,omitempty"`
+	DeploymentsRatio *float64 `json:"deploymentsExistRatio,omitempty"`
+	// ReadyLag is, per Website, the time from its Deployment being seen
+	// available to the Website being seen Ready: how long its status lagged
+	// behind the truth (the Service's endpoints becoming ready included).
+	ReadyLag   *lagResult         `json:"readyLag,omitempty"`
+	CPUSeconds map[string]float64 `json:"cpuSeconds"`
 	// Writes and Reads are all the API server's requests, by every client,
 	// from the first create until every Website was Ready: to compare with
 	// the ceiling's.
@@ -184,6 +188,14 @@ type burstResult struct {
 	Reads  requestCounts `json:"reads"`
 	// Operator is what the operator's own metrics said after the burst.
 	Operator operatorStats `json:"operatorMetrics"`
+}
+
+// lagResult summarizes the delays between two moments of each object.
+type lagResult struct {
+	Samples int     `json:"samples"`
+	P50     float64 `json:"p50Seconds"`
+	P99     float64 `json:"p99Seconds"`
+	Max     float64 `json:"maxSeconds"`
 }
 
 type costResult struct {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -119,6 +120,27 @@ func (p *progress) timelineLocked() []float64 {
 		out = append(out, round3(times[k]))
 	}
 	return out
+}
+
+// lagBehind summarizes, over the keys both saw, how long after earlier saw
+// a key p saw it; nil when they share none.
+func (p *progress) lagBehind(earlier *progress) *lagResult {
+	earlier.mu.Lock()
+	from := maps.Clone(earlier.first)
+	earlier.mu.Unlock()
+	p.mu.Lock()
+	var lags []float64
+	for key, at := range p.first {
+		if t, ok := from[key]; ok {
+			lags = append(lags, max(0, at.Sub(t).Seconds()))
+		}
+	}
+	p.mu.Unlock()
+	if len(lags) == 0 {
+		return nil
+	}
+	slices.Sort(lags)
+	return &lagResult{Samples: len(lags), P50: round3(percentile(lags, 0.50)), P99: round3(percentile(lags, 0.99)), Max: round3(lags[len(lags)-1])}
 }
 
 func (p *progress) count() int {

@@ -376,3 +376,33 @@ func valueAt(obj map[string]any, path []any) (any, bool) {
 	}
 	return nil, false
 }
+
+// The children manager compares a child that has a generation again only
+// when its generation, labels, annotations or owner references change, so
+// that the status updates of a rollout cost no comparison: a builder that
+// set any other metadata would have it go unwatched.
+func TestBuildersSetNoMetadataThatTheGenerationDoesNotCover(t *testing.T) {
+	w := testgen.Website("site", "default", testgen.WithIngress("www.example.com", "/", "nginx", "www-tls"))
+	watched := map[string]bool{"name": true, "namespace": true, "labels": true, "annotations": true, "ownerReferences": true}
+	for _, desired := range []runtime.ApplyConfiguration{website.DesiredDeployment(w), website.DesiredService(w), website.DesiredIngress(w)} {
+		var obj struct {
+			Kind     string         `json:"kind"`
+			Metadata map[string]any `json:"metadata"`
+		}
+		data, err := json.Marshal(desired)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(data, &obj); err != nil {
+			t.Fatal(err)
+		}
+		if len(obj.Metadata) == 0 {
+			t.Fatalf("%s: no metadata", obj.Kind)
+		}
+		for field := range obj.Metadata {
+			if !watched[field] {
+				t.Errorf("%s sets metadata.%s, which a change of the generation does not cover", obj.Kind, field)
+			}
+		}
+	}
+}

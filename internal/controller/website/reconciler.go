@@ -241,16 +241,20 @@ func (r *WebsiteReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := indexFields(context.Background(), mgr); err != nil {
 		return err
 	}
+	ownedByWebsite := handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &websitev1.Website{}, handler.OnlyControllerOwner())
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&websitev1.Website{},
 			// Status writes, the operator's own included, need no reconcile.
 			// Annotations do: example.com/adopt asks for an adoption.
 			builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
-		Owns(&appsv1.Deployment{}).
-		Owns(&corev1.Service{}).
-		Owns(&networkingv1.Ingress{}).
-		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(websiteOfPod)).
-		Watches(&discoveryv1.EndpointSlice{}, handler.EnqueueRequestsFromMapFunc(websiteOfEndpointSlice)).
+		// A child's change is news about a Website already built: it goes
+		// before Websites still waiting for their children (see
+		// controller.ChildEventPriority).
+		Watches(&appsv1.Deployment{}, controller.WithChildEventPriority(ownedByWebsite)).
+		Watches(&corev1.Service{}, controller.WithChildEventPriority(ownedByWebsite)).
+		Watches(&networkingv1.Ingress{}, controller.WithChildEventPriority(ownedByWebsite)).
+		Watches(&corev1.Pod{}, controller.WithChildEventPriority(handler.EnqueueRequestsFromMapFunc(websiteOfPod))).
+		Watches(&discoveryv1.EndpointSlice{}, controller.WithChildEventPriority(handler.EnqueueRequestsFromMapFunc(websiteOfEndpointSlice))).
 		WithOptions(crcontroller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}).
 		WithLogConstructor(func(req *reconcile.Request) logr.Logger {
 			logger := mgr.GetLogger().WithValues("controller", "website")

@@ -1,0 +1,82 @@
+package children
+
+import (
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+func verifiedDeployment() *appsv1.Deployment {
+	return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{
+		Name: "site", Namespace: "default", UID: "uid-1", ResourceVersion: "10", Generation: 2,
+		Labels:          map[string]string{"app": "site"},
+		Annotations:     map[string]string{ConfigHashAnnotation: "abc"},
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "example.com/v1", Kind: "Website", Name: "site", UID: "owner-1"}},
+	}}
+}
+
+// A child found equal to its desired state is not compared again until
+// what the operator sets in it may have changed: its spec (the generation),
+// the metadata it sets, or the desired state. The status changes that a
+// Deployment goes through in a rollout do not count.
+func TestVerifiedChildrenAreComparedAgainOnlyWhenWhatTheOperatorSetsMayHaveChanged(t *testing.T) {
+	const desired = "hash-1"
+	for _, tc := range []struct {
+		name     string
+		change   func(client.Object)
+		desired  string
+		verified bool
+	}{
+		{name: "nothing", change: func(client.Object) {}, desired: desired, verified: true},
+		{name: "a status update", desired: desired, verified: true, change: func(o client.Object) {
+			o.SetResourceVersion("11")
+			o.(*appsv1.Deployment).Status.AvailableReplicas = 1
+		}},
+		{name: "the desired state", change: func(client.Object) {}, desired: "hash-2"},
+		{name: "the spec, by someone else", desired: desired, change: func(o client.Object) {
+			o.SetResourceVersion("11")
+			o.SetGeneration(3)
+		}},
+		{name: "a label removed", desired: desired, change: func(o client.Object) {
+			o.SetResourceVersion("11")
+			o.SetLabels(nil)
+		}},
+		{name: "an annotation changed", desired: desired, change: func(o client.Object) {
+			o.SetResourceVersion("11")
+			o.SetAnnotations(map[string]string{ConfigHashAnnotation: "other"})
+		}},
+		{name: "the owner reference removed", desired: desired, change: func(o client.Object) {
+			o.SetResourceVersion("11")
+			o.SetOwnerReferences(nil)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cache := newVerifiedCache()
+			live := verifiedDeployment()
+			cache.remember(live, desired)
+			tc.change(live)
+			if got := cache.matches(live, tc.desired); got != tc.verified {
+				t.Errorf("after a change of %s: verified %v, want %v", tc.name, got, tc.verified)
+			}
+		})
+	}
+}
+
+// Objects without a generation (a Service) are compared again after any
+// write.
+func TestChildrenWithoutAGenerationAreComparedAgainAfterAnyWrite(t *testing.T) {
+	cache := newVerifiedCache()
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "site", UID: "uid-2", ResourceVersion: "5"}}
+	cache.remember(svc, "hash")
+	if !cache.matches(svc, "hash") {
+		t.Fatal("the Service as remembered is not verified")
+	}
+	svc.Spec.Ports = []corev1.ServicePort{{Port: 8080}}
+	svc.ResourceVersion = "6"
+	if cache.matches(svc, "hash") {
+		t.Error("a Service written since it was verified still is")
+	}
+}

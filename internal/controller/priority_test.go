@@ -1,0 +1,82 @@
+package controller
+
+import (
+	"context"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+)
+
+func request(name string) reconcile.Request {
+	return reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: name}}
+}
+
+func pod(resourceVersion string) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "site-abc", ResourceVersion: resourceVersion}}
+}
+
+// ownerOfPod maps every pod to the object "built".
+var ownerOfPod = handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
+	return []reconcile.Request{request("built")}
+})
+
+// next takes the queue's next item and its priority.
+func next(q priorityqueue.PriorityQueue[reconcile.Request]) (string, int) {
+	item, priority, _ := q.GetWithPriority()
+	q.Done(item)
+	return item.Name, priority
+}
+
+func TestAChildsChangeGoesBeforeObjectsWaitingToBeBuilt(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	q := priorityqueue.New[reconcile.Request]("child-change-first")
+	defer q.ShutDown()
+
+	// Objects created before, each waiting for its first reconcile.
+	q.Add(request("new-1"))
+	q.Add(request("new-2"))
+	WithChildEventPriority(ownerOfPod).Update(ctx, event.UpdateEvent{ObjectOld: pod("1"), ObjectNew: pod("2")}, q)
+
+	name, priority := next(q)
+	g.Expect(name).To(Equal("built"))
+	g.Expect(priority).To(Equal(ChildEventPriority))
+	for _, want := range []string{"new-1", "new-2"} {
+		name, priority = next(q)
+		g.Expect(name).To(Equal(want))
+		g.Expect(priority).To(BeZero())
+	}
+}
+
+func TestChildrenListedAtStartKeepTheLowPriority(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	q := priorityqueue.New[reconcile.Request]("child-initial-list")
+	defer q.ShutDown()
+
+	WithChildEventPriority(ownerOfPod).Create(ctx, event.CreateEvent{Object: pod("1"), IsInInitialList: true}, q)
+	q.Add(request("changed"))
+
+	name, priority := next(q)
+	g.Expect(name).To(Equal("changed"))
+	g.Expect(priority).To(BeZero())
+	name, priority = next(q)
+	g.Expect(name).To(Equal("built"))
+	g.Expect(priority).To(Equal(handler.LowPriority))
+}
+
+func TestChildEventPriorityLeavesAPlainQueueAlone(t *testing.T) {
+	g := NewWithT(t)
+	plain := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+	defer plain.ShutDown()
+	g.Expect(withDefaultPriority(plain, ChildEventPriority)).To(BeIdenticalTo(plain))
+}
