@@ -211,13 +211,15 @@ func (c *verifiedCache) key(live client.Object) string { return string(live.GetU
 // comparedState names the state of live that a comparison looks at: what
 // the operator sets, never the status. The resourceVersion changes with
 // every write, status included, and a Deployment's status changes several
-// times in a rollout. Where the API server maintains metadata.generation
-// (Deployments, Ingresses, Jobs, custom resources: every type that sets
-// it at creation), it changes with every change but those to the metadata
-// and the status, so the generation with the metadata the operator sets
-// (labels, annotations, owners) names the state across status updates.
-// Types without a generation (Services, Secrets, RoleBindings) fall back
-// to the resourceVersion.
+// times in a rollout. Of the children the operator manages, Deployments,
+// Ingresses, NetworkPolicies, Jobs and custom resources (VolumeSnapshots)
+// have a generation that the API server bumps with every change of their
+// spec, which holds everything they have besides metadata and status; so
+// the generation with the metadata the operator sets (labels, annotations,
+// owners) names the state across status updates. The others (Services,
+// Namespaces, RoleBindings, claims) have none and fall back to the
+// resourceVersion. A child type with a generation that does not cover a
+// field the operator sets could not use this cache.
 func comparedState(live client.Object) string {
 	if live.GetGeneration() == 0 {
 		return "rv/" + live.GetResourceVersion()

@@ -174,11 +174,15 @@ func (r *WebsiteReconciler) reconcileDeletion(ctx context.Context, w *websitev1.
 }
 
 // statusProgressInterval is how long a Website's status may lag behind a
-// change that is only progress: counts, messages and reasons while its
-// readiness and the generation it describes stay the same. A rollout passes
-// through several such states within a moment (Deployment created, pod
-// created, pod started, endpoints ready), each worth no write of its own.
-const statusProgressInterval = time.Second
+// change that is only progress: counts, messages and reasons while the
+// generation it describes, its readiness and whether something is wrong
+// stay the same. A rollout passes through several such states (Deployment
+// created, pod created, pod started, endpoints ready), each worth no write
+// of its own: with child events handled as they come, a one-second
+// interval still gave 2% of the Websites of a burst a third status write
+// before Ready; a rollout that takes longer than this shows its progress
+// at this pace.
+const statusProgressInterval = 5 * time.Second
 
 // writeStatus writes status to w when it differs from what w has, or from
 // what this process last wrote. With an interval, a change of readiness or
@@ -204,14 +208,17 @@ func (r *WebsiteReconciler) writeStatus(ctx context.Context, w *websitev1.Websit
 	return due, nil
 }
 
-// statusSummary is what makes a status urgent: the generation it describes
-// and whether the Website is ready.
+// statusSummary is what makes a status urgent: the generation it
+// describes, whether the Website is ready and whether something is wrong
+// (a pod that cannot pull its image shows at once).
 func statusSummary(status websitev1.WebsiteStatus) string {
-	ready := metav1.ConditionUnknown
-	if c := meta.FindStatusCondition(status.Conditions, websitev1.ReadyCondition); c != nil {
-		ready = c.Status
+	conditionStatus := func(conditionType string) metav1.ConditionStatus {
+		if c := meta.FindStatusCondition(status.Conditions, conditionType); c != nil {
+			return c.Status
+		}
+		return metav1.ConditionUnknown
 	}
-	return fmt.Sprintf("%d/%s", status.ObservedGeneration, ready)
+	return fmt.Sprintf("%d/%s/%s", status.ObservedGeneration, conditionStatus(websitev1.ReadyCondition), conditionStatus(websitev1.DegradedCondition))
 }
 
 // recordBlockerEvent emits a Warning when a Website becomes blocked or

@@ -340,3 +340,35 @@ func TestComputeStatusIsStable(t *testing.T) {
 	second := computeStatus(w, obs, "cluster.local", metav1.NewTime(now.Add(time.Minute)))
 	g.Expect(second).To(Equal(first))
 }
+
+// What makes a status urgent (written at once rather than within
+// statusProgressInterval): the generation it describes, readiness and a
+// problem. Counts and messages of a rollout under way are not.
+func TestStatusSummaryChangesWithGenerationReadinessAndProblemsOnly(t *testing.T) {
+	rollingOut := websitev1.WebsiteStatus{ObservedGeneration: 1, Replicas: 1, Conditions: []metav1.Condition{
+		{Type: websitev1.ReadyCondition, Status: metav1.ConditionFalse, Reason: websitev1.RollingOutReason, Message: "0 of 1 replicas available"},
+		{Type: websitev1.DegradedCondition, Status: metav1.ConditionFalse, Reason: websitev1.AsExpectedReason},
+	}}
+	change := func(mutate func(*websitev1.WebsiteStatus)) websitev1.WebsiteStatus {
+		s := *rollingOut.DeepCopy()
+		mutate(&s)
+		return s
+	}
+	for _, tc := range []struct {
+		name   string
+		status websitev1.WebsiteStatus
+		urgent bool
+	}{
+		{"a message", change(func(s *websitev1.WebsiteStatus) { s.Conditions[0].Message = "1 pod starting" }), false},
+		{"a count", change(func(s *websitev1.WebsiteStatus) { s.ReadyReplicas = 1 }), false},
+		{"readiness", change(func(s *websitev1.WebsiteStatus) { s.Conditions[0].Status = metav1.ConditionTrue }), true},
+		{"a problem", change(func(s *websitev1.WebsiteStatus) {
+			s.Conditions[1].Status, s.Conditions[1].Reason = metav1.ConditionTrue, websitev1.ImagePullFailedReason
+		}), true},
+		{"the generation", change(func(s *websitev1.WebsiteStatus) { s.ObservedGeneration = 2 }), true},
+	} {
+		if urgent := statusSummary(tc.status) != statusSummary(rollingOut); urgent != tc.urgent {
+			t.Errorf("a change of %s: urgent %v, want %v", tc.name, urgent, tc.urgent)
+		}
+	}
+}
