@@ -32,28 +32,27 @@ const ChildEventPriority = 10
 // list). It changes nothing when the controller's queue is not a priority
 // queue.
 func WithChildEventPriority(h handler.EventHandler) handler.EventHandler {
-	return prioritizedHandler{inner: h, priority: ChildEventPriority}
+	return childEventHandler{inner: h}
 }
 
-type prioritizedHandler struct {
-	inner    handler.EventHandler
-	priority int
+type childEventHandler struct {
+	inner handler.EventHandler
 }
 
-func (h prioritizedHandler) Create(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	h.inner.Create(ctx, e, withDefaultPriority(q, h.priority))
+func (h childEventHandler) Create(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	h.inner.Create(ctx, e, withDefaultPriority(q, ChildEventPriority))
 }
 
-func (h prioritizedHandler) Update(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	h.inner.Update(ctx, e, withDefaultPriority(q, h.priority))
+func (h childEventHandler) Update(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	h.inner.Update(ctx, e, withDefaultPriority(q, ChildEventPriority))
 }
 
-func (h prioritizedHandler) Delete(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	h.inner.Delete(ctx, e, withDefaultPriority(q, h.priority))
+func (h childEventHandler) Delete(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	h.inner.Delete(ctx, e, withDefaultPriority(q, ChildEventPriority))
 }
 
-func (h prioritizedHandler) Generic(ctx context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	h.inner.Generic(ctx, e, withDefaultPriority(q, h.priority))
+func (h childEventHandler) Generic(ctx context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	h.inner.Generic(ctx, e, withDefaultPriority(q, ChildEventPriority))
 }
 
 // withDefaultPriority returns q with priority as the priority of every item

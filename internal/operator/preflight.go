@@ -91,10 +91,11 @@ func discoverControllerAPIs(ctx context.Context, client discovery.ServerResource
 		if served, err = discoverAPIs(ctx, client); err != nil {
 			return false, err
 		}
-		if answers++; answers == 1 && !anyResourceServed(sel, served) {
+		ready := anyResourceServed(sel, served)
+		if answers++; answers == 1 && !ready {
 			log.Info("Waiting for the API server to serve the resource of any selected controller", "upTo", discoveryGrace.String())
 		}
-		return anyResourceServed(sel, served), nil
+		return ready, nil
 	})
 	switch {
 	case ctx.Err() != nil:

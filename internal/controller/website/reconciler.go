@@ -185,9 +185,9 @@ func (r *WebsiteReconciler) reconcileDeletion(ctx context.Context, w *websitev1.
 const statusProgressInterval = 5 * time.Second
 
 // writeStatus writes status to w when it differs from what w has, or from
-// what this process last wrote. With an interval, a change of readiness or
-// of the generation it describes is written at once, any other at most once
-// per interval, and it returns when to come back for a change it held back;
+// what this process last wrote. With an interval, a change of what
+// statusSummary holds is written at once, any other at most once per
+// interval, and it returns when to come back for a change it held back;
 // without, every change is written at once.
 func (r *WebsiteReconciler) writeStatus(ctx context.Context, w *websitev1.Website, status websitev1.WebsiteStatus, interval time.Duration) (time.Duration, error) {
 	updated := w.DeepCopy()
