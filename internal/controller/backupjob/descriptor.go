@@ -117,10 +117,14 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			// Status writes need no reconcile; spec changes (runNow
 			// among them) and a deletion do.
 			builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, deletionStarted))).
-		Owns(&batchv1.Job{}).
-		Watches(&corev1.PersistentVolumeClaim{}, handler.EnqueueRequestsFromMapFunc(backupJobOf))
+		// A run's progress is news about a BackupJob already started: it
+		// goes before BackupJobs still waiting for their first reconcile
+		// (see controller.ChildEventPriority).
+		Watches(&batchv1.Job{}, controller.WithChildEventPriority(
+			handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &v1alpha1.BackupJob{}, handler.OnlyControllerOwner()))).
+		Watches(&corev1.PersistentVolumeClaim{}, controller.WithChildEventPriority(handler.EnqueueRequestsFromMapFunc(backupJobOf)))
 	if r.SnapshotsServed {
-		b = b.Watches(&snapshotv1.VolumeSnapshot{}, handler.EnqueueRequestsFromMapFunc(backupJobOf))
+		b = b.Watches(&snapshotv1.VolumeSnapshot{}, controller.WithChildEventPriority(handler.EnqueueRequestsFromMapFunc(backupJobOf)))
 	}
 	return b.
 		WithOptions(crcontroller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}).

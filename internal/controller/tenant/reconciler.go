@@ -284,18 +284,22 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	r.children = children.NewManager(mgr, tenantKind, r.Recorder)
 	r.status = children.NewStatusWriter(r.Client)
+	ownedByTenant := handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &tenantv1.Tenant{}, handler.OnlyControllerOwner())
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&tenantv1.Tenant{},
 			// Status writes need no reconcile; the confirmation annotation
 			// and a deletion (which bumps the generation) do.
 			builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, deletionStarted))).
-		Owns(&rbacv1.RoleBinding{}).
-		Owns(&corev1.ServiceAccount{}).
-		Owns(&corev1.Secret{}).
-		Owns(&corev1.ResourceQuota{}).
-		Owns(&corev1.LimitRange{}).
-		Owns(&networkingv1.NetworkPolicy{}).
-		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(tenantOfNamespace)).
+		// A child's change is news about a Tenant already built: it goes
+		// before Tenants still waiting for theirs (see
+		// controller.ChildEventPriority).
+		Watches(&rbacv1.RoleBinding{}, controller.WithChildEventPriority(ownedByTenant)).
+		Watches(&corev1.ServiceAccount{}, controller.WithChildEventPriority(ownedByTenant)).
+		Watches(&corev1.Secret{}, controller.WithChildEventPriority(ownedByTenant)).
+		Watches(&corev1.ResourceQuota{}, controller.WithChildEventPriority(ownedByTenant)).
+		Watches(&corev1.LimitRange{}, controller.WithChildEventPriority(ownedByTenant)).
+		Watches(&networkingv1.NetworkPolicy{}, controller.WithChildEventPriority(ownedByTenant)).
+		Watches(&corev1.Namespace{}, controller.WithChildEventPriority(handler.EnqueueRequestsFromMapFunc(tenantOfNamespace))).
 		WithOptions(crcontroller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}).
 		WithLogConstructor(func(req *reconcile.Request) logr.Logger {
 			logger := mgr.GetLogger().WithValues("controller", "tenant")
