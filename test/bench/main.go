@@ -83,6 +83,10 @@ type config struct {
 	idle           time.Duration
 	driftCount     int
 	nodes          int
+	// rounds is how many times the ceiling and the operator's burst run at
+	// each N; round names an extra round in the log.
+	rounds int
+	round  string
 }
 
 func main() {
@@ -169,6 +173,7 @@ func parseFlags(args []string) (*config, error) {
 	fs.DurationVar(&cfg.idle, "idle", 60*time.Second, "length of the idle window of the cost scenario")
 	fs.IntVar(&cfg.driftCount, "drift-count", 100, "changes per kind in the drift scenario")
 	fs.IntVar(&cfg.nodes, "nodes", 0, "kwok nodes per cluster (default: max(1, N/500))")
+	fs.IntVar(&cfg.rounds, "rounds", 3, "rounds of the ceiling (Deployments and Services) and the operator's burst at each N, each on fresh clusters; the ratio targets are judged on the median of the rounds' ratios, everything else on the last round")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -218,6 +223,9 @@ func parseFlags(args []string) (*config, error) {
 	}
 	if cfg.driftCount < 1 {
 		return nil, errors.New("-drift-count must be at least 1")
+	}
+	if cfg.rounds < 1 {
+		return nil, errors.New("-rounds must be at least 1")
 	}
 	if cfg.load.Workers < 1 {
 		return nil, errors.New("-load-workers must be at least 1")
@@ -314,6 +322,7 @@ func notes(cfg *config) []string {
 		fmt.Sprintf("The ceiling is a plain client-go clientset with %s creating (POST) website.DesiredDeployment and DesiredService of a testgen Website (owner references removed: the Website does not exist, and the garbage collector would delete the children), first the Deployments alone, then Deployments and Services. The client that creates the Websites of the operator phase has the same settings. The operator runs with %s.", cfg.load, cfg.operatorClient),
 		"Times are from the first create call to the moment this program's informer saw the last object meet the condition. Ready means the Ready condition is True with observedGeneration equal to metadata.generation; Available means status.availableReplicas equals spec.replicas.",
 		"Ratios: operator's children exist ÷ ceiling's Deployments and Services exist; operator's Websites Ready ÷ ceiling's Deployments Available; operator's Deployments exist ÷ Deployments-alone ceiling's Deployments exist. The operator's Websites, its status writes and its events are work that the ceiling does not do.",
+		fmt.Sprintf("Rounds (-rounds %d): the ceiling (Deployments and Services) and the operator's burst run %d times at each N, one after the other, each on a fresh cluster; each round's ratios compare that round's operator with that round's ceiling, and the ratio targets are judged on the median of the rounds' ratios. The rounds before the last measure these times only; everything else (the Deployments-alone ceiling, footprint, costs, restart, drift, profiles) comes from the last round.", cfg.rounds, cfg.rounds),
 		"Writes are counted from kube-apiserver's apiserver_request_total (verbs POST, PUT, PATCH, APPLY, DELETE), which has no user label. Writes to websites (except creates, which this program makes), websites/status and the main deployments and services resources are attributed to the operator: kube-controller-manager writes deployments/status only, which the ceiling phase checks (kcmDeploymentMainWrites). Events are written by the scheduler and kube-controller-manager as well, so the operator's events are counted as the events.k8s.io Events whose reportingController is platform-operator (one write each, plus one per series).",
 		"Restart writes are the API server's writes from SIGTERM until the new process had reconciled every Website and the writes stopped, minus the new Website's own. The new process runs with --verbose, so its log names the Website of every write; changes of existing Websites seen by the watch, and writes logged for them, are cross-checks.",
 		"Drift: a child Service is deleted (with a UID precondition), or a Deployment's image is changed with a strategic merge patch by another field manager; the time is from the call to the moment the informer saw the restored object.",

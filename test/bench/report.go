@@ -43,6 +43,31 @@ func fmtRatio(r *float64, op, ceiling waitResult) (string, string) {
 	}
 }
 
+// judgeOnMedian judges a ratio on the median of the rounds, when there are
+// several, and shows the last round's figure after it. Without a median (a
+// round failed or timed out) the verdict is the last round's, unless an
+// extra round's operator did not finish.
+func judgeOnMedian(rounds *roundsResult, pick func(roundResult) *float64, lastFigure, lastMet string) (string, string) {
+	if rounds == nil || len(rounds.Rounds) < 2 {
+		return lastFigure, lastMet
+	}
+	all := ratioList(rounds.Rounds, pick)
+	values := make([]*float64, len(rounds.Rounds))
+	for i, r := range rounds.Rounds {
+		values[i] = pick(r)
+	}
+	m := median(values)
+	if m == nil {
+		for _, r := range rounds.Rounds {
+			if !r.OperatorExist.ok() || !r.OperatorReady.ok() {
+				lastMet = "no"
+			}
+		}
+		return fmt.Sprintf("no median of %d rounds (%s); last round %s", len(rounds.Rounds), all, lastFigure), lastMet
+	}
+	return fmt.Sprintf("median %.2f× of %d rounds (%s); last round %s", *m, len(rounds.Rounds), all, lastFigure), yesNo(*m <= ratioTarget)
+}
+
 func computeChecks(res *results) []check {
 	var checks []check
 	add := func(scenario string, n int, target, figure, met string) {
@@ -59,8 +84,10 @@ func computeChecks(res *results) []check {
 		}
 		if b := r.Burst; b != nil && r.Ceiling != nil {
 			fig, met := fmtRatio(b.ExistRatio, b.Exist, r.Ceiling.Exist)
+			fig, met = judgeOnMedian(r.Rounds, func(r roundResult) *float64 { return r.ExistRatio }, fig, met)
 			add("burst", r.N, "Deployments and Services exist within 1.3× of the ceiling", fig, met)
 			fig, met = fmtRatio(b.ReadyRatio, b.Ready, r.Ceiling.Available)
+			fig, met = judgeOnMedian(r.Rounds, func(r roundResult) *float64 { return r.ReadyRatio }, fig, met)
 			add("burst", r.N, "Ready within 1.3× of the ceiling's Available", fig, readiness(met))
 		}
 		if b := r.Burst; b != nil && r.CeilingDeployments != nil {
@@ -164,6 +191,20 @@ func markdown(res *results) string {
 		}
 		p("| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %.2f s | %.2f s |\n", r.N, cds, ce, b.Exist, ratioStr(b.ExistRatio), ca, b.Ready, ratioStr(b.ReadyRatio),
 			b.DeploymentsExist, ratioStr(b.DeploymentsRatio), b.OperatorStartSeconds, b.CreateCallsSeconds)
+	}
+	if res.anyRun(func(r *runResult) bool { return r.Rounds != nil }) {
+		p("\nEvery round of the ceiling (Deployments and Services) and the operator's burst, each on fresh clusters, the last being the run above; the ratio targets are judged on the medians:\n\n")
+		p("| N | round | ceiling: exist | operator: exist | ratio | ceiling: Available | operator: Ready | ratio |\n|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+		for _, r := range res.Runs {
+			if r.Rounds == nil {
+				continue
+			}
+			for i, round := range r.Rounds.Rounds {
+				p("| %d | %d | %s | %s | %s | %s | %s | %s |\n", r.N, i+1, round.Ceiling, round.OperatorExist, ratioStr(round.ExistRatio),
+					round.CeilingAvailable, round.OperatorReady, ratioStr(round.ReadyRatio))
+			}
+			p("| %d | median | | | **%s** | | | **%s** |\n", r.N, ratioStr(r.Rounds.ExistRatio), ratioStr(r.Rounds.ReadyRatio))
+		}
 	}
 	for _, r := range res.Runs {
 		if r.Burst != nil && r.Burst.ReadyLag != nil {

@@ -86,13 +86,16 @@ type runResult struct {
 	Services *serviceProbeResult `json:"services,omitempty"`
 	// CeilingDeployments creates the Deployments alone, Ceiling the
 	// Deployments and the Services.
-	CeilingDeployments *ceilingResult  `json:"ceilingDeploymentsAlone,omitempty"`
-	Ceiling            *ceilingResult  `json:"ceiling,omitempty"`
-	Burst              *burstResult    `json:"burst,omitempty"`
-	Cost               *costResult     `json:"cost,omitempty"`
-	Restart            *restartResult  `json:"restart,omitempty"`
-	Drift              []driftResult   `json:"drift,omitempty"`
-	Footprint          footprintResult `json:"footprint"`
+	CeilingDeployments *ceilingResult `json:"ceilingDeploymentsAlone,omitempty"`
+	Ceiling            *ceilingResult `json:"ceiling,omitempty"`
+	Burst              *burstResult   `json:"burst,omitempty"`
+	// Rounds, with -rounds above 1, are every round of the ceiling and the
+	// burst, this run's own last, and the medians of their ratios.
+	Rounds    *roundsResult   `json:"rounds,omitempty"`
+	Cost      *costResult     `json:"cost,omitempty"`
+	Restart   *restartResult  `json:"restart,omitempty"`
+	Drift     []driftResult   `json:"drift,omitempty"`
+	Footprint footprintResult `json:"footprint"`
 	// ClusterHealth reports NodeNotReady events: the node lifecycle
 	// controller marked pods not ready because kwok's node heartbeats came
 	// late (an overloaded machine); kwok does not make them ready again.

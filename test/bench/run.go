@@ -28,19 +28,32 @@ func runN(ctx context.Context, cfg *config, n int) (res *runResult) {
 	deadline := max(3*time.Minute, time.Duration(n)*600*time.Millisecond)
 	res.WaitDeadline = deadline.String()
 	began := time.Now()
+	label := fmt.Sprintf("N=%d", n)
+	if cfg.round != "" {
+		label += " " + cfg.round
+	}
 	logf := func(format string, args ...any) {
-		fmt.Fprintf(os.Stderr, "[N=%d %6.1fs] %s\n", n, time.Since(began).Seconds(), fmt.Sprintf(format, args...))
+		fmt.Fprintf(os.Stderr, "[%s %6.1fs] %s\n", label, time.Since(began).Seconds(), fmt.Sprintf(format, args...))
 	}
 	e := &env{cfg: cfg, n: n, deadline: deadline, res: res, logf: logf, stopInformers: func() {},
 		logDir: filepath.Join(cfg.logDir, fmt.Sprintf("n%d", n))}
 	res.Footprint.CPUSeconds = map[string]map[string]float64{}
 	res.Footprint.SampleEvery = "200ms"
+	// The extra rounds of the ceiling and the burst come first, each on
+	// clusters of its own; this run is the last round.
+	var extra []roundResult
+	if cfg.rounds > 1 && cfg.scenarios["ceiling"] && cfg.scenarios["burst"] {
+		extra = extraRounds(ctx, cfg, n)
+	}
 	// Registered first, so it runs last: a panic is recorded, after every
 	// other deferred clean-up has run, and the next N still runs.
 	defer func() {
 		if r := recover(); r != nil {
 			res.Errors = append(res.Errors, fmt.Sprintf("panic: %v\n%s", r, debug.Stack()))
 			logf("PANIC: %v", r)
+		}
+		if extra != nil {
+			res.Rounds = summarizeRounds(extra, res)
 		}
 		res.Finished = time.Now()
 	}()

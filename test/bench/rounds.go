@@ -1,0 +1,123 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// roundResult is one round of the burst's comparison: the ceiling creating
+// Deployments and Services and the operator's burst, each on a fresh
+// cluster of its own, one after the other.
+type roundResult struct {
+	Ceiling          waitResult `json:"ceilingExist"`
+	CeilingAvailable waitResult `json:"ceilingAvailable"`
+	OperatorExist    waitResult `json:"operatorExist"`
+	OperatorReady    waitResult `json:"operatorReady"`
+	ExistRatio       *float64   `json:"existRatio,omitempty"`
+	ReadyRatio       *float64   `json:"readyVsAvailableRatio,omitempty"`
+	Errors           []string   `json:"errors,omitempty"`
+}
+
+// roundsResult holds every round of one N, the measuring run's own last,
+// and the medians of their ratios, on which the ratio targets are judged:
+// on this shared machine one round's ratio moves by more than the margin
+// of the target.
+type roundsResult struct {
+	Rounds []roundResult `json:"rounds"`
+	// ExistRatio and ReadyRatio are the medians of the rounds' ratios; nil
+	// unless every round has one.
+	ExistRatio *float64 `json:"medianExistRatio,omitempty"`
+	ReadyRatio *float64 `json:"medianReadyVsAvailableRatio,omitempty"`
+}
+
+// extraRounds runs rounds-1 rounds of the ceiling and the operator's burst
+// alone, before the measuring run of n: their times only, while the
+// footprint, the costs, the restart and the drift come from the measuring
+// run. Each round has its own clusters and operator process, and its logs
+// in a folder of its own.
+func extraRounds(ctx context.Context, cfg *config, n int) []roundResult {
+	var rounds []roundResult
+	for k := 1; k < cfg.rounds && ctx.Err() == nil; k++ {
+		r := runN(ctx, roundConfig(cfg, k), n)
+		rounds = append(rounds, roundOf(r))
+	}
+	return rounds
+}
+
+// roundConfig is cfg for extra round k: the ceiling and the burst only,
+// without profiles.
+func roundConfig(cfg *config, k int) *config {
+	c := *cfg
+	c.rounds = 1
+	c.round = fmt.Sprintf("round %d/%d", k, cfg.rounds)
+	c.scenarios = map[string]bool{"ceiling": true, "burst": true}
+	c.scenarioList = slices.Sorted(maps.Keys(c.scenarios))
+	c.heapProfile, c.cpuProfile = false, 0
+	c.logDir = filepath.Join(cfg.logDir, fmt.Sprintf("round-%d", k))
+	return &c
+}
+
+// roundOf is the round that run r measured.
+func roundOf(r *runResult) roundResult {
+	round := roundResult{Errors: r.Errors}
+	if c := r.Ceiling; c != nil {
+		round.Ceiling, round.CeilingAvailable = c.Exist, c.Available
+	}
+	if b := r.Burst; b != nil {
+		round.OperatorExist, round.OperatorReady = b.Exist, b.Ready
+		round.ExistRatio, round.ReadyRatio = b.ExistRatio, b.ReadyRatio
+	}
+	return round
+}
+
+// summarizeRounds adds the measuring run's own round to the extra ones and
+// takes the medians.
+func summarizeRounds(extra []roundResult, measuring *runResult) *roundsResult {
+	res := &roundsResult{Rounds: append(slices.Clone(extra), roundOf(measuring))}
+	var exist, ready []*float64
+	for _, r := range res.Rounds {
+		exist, ready = append(exist, r.ExistRatio), append(ready, r.ReadyRatio)
+	}
+	res.ExistRatio, res.ReadyRatio = median(exist), median(ready)
+	return res
+}
+
+// median is the median of values, the mean of the middle two for an even
+// count, or nil when any value is missing: a round that failed or timed
+// out makes no median.
+func median(values []*float64) *float64 {
+	if len(values) == 0 {
+		return nil
+	}
+	sorted := make([]float64, 0, len(values))
+	for _, v := range values {
+		if v == nil {
+			return nil
+		}
+		sorted = append(sorted, *v)
+	}
+	slices.Sort(sorted)
+	mid := len(sorted) / 2
+	m := sorted[mid]
+	if len(sorted)%2 == 0 {
+		m = (sorted[mid-1] + sorted[mid]) / 2
+	}
+	m = round3(m)
+	return &m
+}
+
+// ratioList is the rounds' ratios, in the order they ran.
+func ratioList(rounds []roundResult, pick func(roundResult) *float64) string {
+	parts := make([]string, len(rounds))
+	for i, r := range rounds {
+		parts[i] = "—"
+		if v := pick(r); v != nil {
+			parts[i] = fmt.Sprintf("%.2f", *v)
+		}
+	}
+	return strings.Join(parts, ", ")
+}
