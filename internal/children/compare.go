@@ -208,19 +208,22 @@ func newVerifiedCache() *verifiedCache {
 
 func (c *verifiedCache) key(live client.Object) string { return string(live.GetUID()) }
 
-// comparedState names the state of live that a comparison looks at: what
-// the operator sets, never the status. The resourceVersion changes with
-// every write, status included, and a Deployment's status changes several
-// times in a rollout. Of the children the operator manages, Deployments,
-// Ingresses, NetworkPolicies, Jobs and custom resources (VolumeSnapshots)
-// have a generation that the API server bumps with every change of their
-// spec, which holds everything they have besides metadata and status; so
-// the generation with the metadata the operator sets (labels, annotations,
-// owners) names the state across status updates. The others (Services,
-// Namespaces, RoleBindings, claims) have none and fall back to the
+// comparedState names the state of live that a comparison with in looks
+// at: what the operator sets, never the status. The resourceVersion changes
+// with every write, status included, and a Deployment's status changes
+// several times in a rollout. Of the children the operator manages,
+// Deployments, Ingresses, NetworkPolicies, Jobs and custom resources
+// (VolumeSnapshots) have a generation that the API server bumps with every
+// change of their spec, which holds everything they have besides metadata
+// and status; so the generation with the metadata the operator sets names
+// the state across status updates: the labels and annotations whose keys in
+// sets, and the owners. Metadata that others add (the Deployment
+// controller's revision annotation, written once after each create) is not
+// the operator's to compare. The others (Services, Namespaces,
+// RoleBindings, claims) have no generation and fall back to the
 // resourceVersion. A child type with a generation that does not cover a
 // field the operator sets could not use this cache.
-func comparedState(live client.Object) string {
+func comparedState(live client.Object, in *intent) string {
 	if live.GetGeneration() == 0 {
 		return "rv/" + live.GetResourceVersion()
 	}
@@ -228,7 +231,11 @@ func comparedState(live client.Object) string {
 		Labels      map[string]string       `json:"l,omitempty"`
 		Annotations map[string]string       `json:"a,omitempty"`
 		Owners      []metav1.OwnerReference `json:"o,omitempty"`
-	}{live.GetLabels(), live.GetAnnotations(), live.GetOwnerReferences()})
+	}{
+		onlyKeysOf(live.GetLabels(), in.object.GetLabels()),
+		onlyKeysOf(live.GetAnnotations(), in.object.GetAnnotations()),
+		live.GetOwnerReferences(),
+	})
 	if err != nil {
 		// Maps of strings and owner references always marshal; were it
 		// not so, comparing again is the safe side.
@@ -237,15 +244,26 @@ func comparedState(live client.Object) string {
 	return fmt.Sprintf("generation/%d/%s", live.GetGeneration(), hashOf(metadata))
 }
 
-func (c *verifiedCache) matches(live client.Object, hash string) bool {
-	state := comparedState(live) + "/" + hash
+// onlyKeysOf is the part of live whose keys desired has.
+func onlyKeysOf(live, desired map[string]string) map[string]string {
+	out := make(map[string]string, len(desired))
+	for k := range desired {
+		if v, ok := live[k]; ok {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+func (c *verifiedCache) matches(live client.Object, in *intent) bool {
+	state := comparedState(live, in) + "/" + in.hash
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.entries[c.key(live)] == state
 }
 
-func (c *verifiedCache) remember(live client.Object, hash string) {
-	state := comparedState(live) + "/" + hash
+func (c *verifiedCache) remember(live client.Object, in *intent) {
+	state := comparedState(live, in) + "/" + in.hash
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(c.entries) >= maxVerified {

@@ -6,6 +6,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -18,10 +19,20 @@ func verifiedDeployment() *appsv1.Deployment {
 	}}
 }
 
+// desiredMetadata is an intent that sets the labels and annotations of
+// verifiedDeployment, with the digest hash.
+func desiredMetadata(hash string) *intent {
+	u := &unstructured.Unstructured{}
+	u.SetLabels(map[string]string{"app": "site"})
+	u.SetAnnotations(map[string]string{ConfigHashAnnotation: "abc"})
+	return &intent{object: u, hash: hash}
+}
+
 // A child found equal to its desired state is not compared again until
 // what the operator sets in it may have changed: its spec (the generation),
 // the metadata it sets, or the desired state. The status changes that a
-// Deployment goes through in a rollout do not count.
+// Deployment goes through in a rollout, and metadata that others add, do
+// not count.
 func TestVerifiedChildrenAreComparedAgainOnlyWhenWhatTheOperatorSetsMayHaveChanged(t *testing.T) {
 	const desired = "hash-1"
 	for _, tc := range []struct {
@@ -30,6 +41,26 @@ func TestVerifiedChildrenAreComparedAgainOnlyWhenWhatTheOperatorSetsMayHaveChang
 		desired  string
 		verified bool
 	}{
+		{name: "an annotation of someone else's added (the Deployment controller's revision)", desired: desired, verified: true, change: func(o client.Object) {
+			o.SetResourceVersion("11")
+			o.SetAnnotations(map[string]string{ConfigHashAnnotation: "abc", "deployment.kubernetes.io/revision": "1"})
+		}},
+		{name: "a label of someone else's added", desired: desired, verified: true, change: func(o client.Object) {
+			o.SetResourceVersion("11")
+			o.SetLabels(map[string]string{"app": "site", "team": "web"})
+		}},
+		{name: "a label the operator sets changed", desired: desired, change: func(o client.Object) {
+			o.SetResourceVersion("11")
+			o.SetLabels(map[string]string{"app": "other"})
+		}},
+		{name: "an annotation the operator sets removed, another added", desired: desired, change: func(o client.Object) {
+			o.SetResourceVersion("11")
+			o.SetAnnotations(map[string]string{"deployment.kubernetes.io/revision": "1"})
+		}},
+		{name: "an owner added", desired: desired, change: func(o client.Object) {
+			o.SetResourceVersion("11")
+			o.SetOwnerReferences(append(o.GetOwnerReferences(), metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "x", UID: "owner-2"}))
+		}},
 		{name: "nothing", change: func(client.Object) {}, desired: desired, verified: true},
 		{name: "a status update", desired: desired, verified: true, change: func(o client.Object) {
 			o.SetResourceVersion("11")
@@ -56,9 +87,9 @@ func TestVerifiedChildrenAreComparedAgainOnlyWhenWhatTheOperatorSetsMayHaveChang
 		t.Run(tc.name, func(t *testing.T) {
 			cache := newVerifiedCache()
 			live := verifiedDeployment()
-			cache.remember(live, desired)
+			cache.remember(live, desiredMetadata(desired))
 			tc.change(live)
-			if got := cache.matches(live, tc.desired); got != tc.verified {
+			if got := cache.matches(live, desiredMetadata(tc.desired)); got != tc.verified {
 				t.Errorf("after a change of %s: verified %v, want %v", tc.name, got, tc.verified)
 			}
 		})
@@ -70,13 +101,13 @@ func TestVerifiedChildrenAreComparedAgainOnlyWhenWhatTheOperatorSetsMayHaveChang
 func TestChildrenWithoutAGenerationAreComparedAgainAfterAnyWrite(t *testing.T) {
 	cache := newVerifiedCache()
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "site", UID: "uid-2", ResourceVersion: "5"}}
-	cache.remember(svc, "hash")
-	if !cache.matches(svc, "hash") {
+	cache.remember(svc, desiredMetadata("hash"))
+	if !cache.matches(svc, desiredMetadata("hash")) {
 		t.Fatal("the Service as remembered is not verified")
 	}
 	svc.Spec.Ports = []corev1.ServicePort{{Port: 8080}}
 	svc.ResourceVersion = "6"
-	if cache.matches(svc, "hash") {
+	if cache.matches(svc, desiredMetadata("hash")) {
 		t.Error("a Service written since it was verified still is")
 	}
 }

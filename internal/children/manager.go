@@ -197,7 +197,7 @@ func (m *Manager) create(ctx context.Context, owner client.Object, in *intent, l
 		// live is now the child as the API server stored it from the
 		// desired state: its next sight in the cache needs no comparison,
 		// nor do the status updates after it.
-		m.verified.remember(live, in.hash)
+		m.verified.remember(live, in)
 		countWrite(m.ownerKind, kind, "create")
 		if !o.quietCreate {
 			m.recorder.Eventf(owner, live, corev1.EventTypeNormal, kind+"Created", "Create", "%s %s created", kind, in.key.Name)
@@ -230,7 +230,7 @@ func (m *Manager) create(ctx context.Context, owner client.Object, in *intent, l
 // update applies in when live differs from it.
 func (m *Manager) update(ctx context.Context, owner client.Object, in *intent, live client.Object, o ensureOptions) Result {
 	kind := in.gvk.Kind
-	if m.verified.matches(live, in.hash) {
+	if m.verified.matches(live, in) {
 		return Result{Action: Unchanged, Exists: true}
 	}
 	action := Updated
@@ -240,7 +240,7 @@ func (m *Manager) update(ctx context.Context, owner client.Object, in *intent, l
 			return failed(fmt.Errorf("compare %s %s with its desired state: %w", kind, in.key.Name, err))
 		}
 		if !differs {
-			m.verified.remember(live, in.hash)
+			m.verified.remember(live, in)
 			return Result{Action: Unchanged, Exists: true}
 		}
 		action = Restored
@@ -261,7 +261,7 @@ func (m *Manager) update(ctx context.Context, owner client.Object, in *intent, l
 	if err != nil {
 		return writeFailed(fmt.Errorf("apply %s %s: %w", kind, in.key.Name, err))
 	}
-	m.verified.remember(live, in.hash)
+	m.verified.remember(live, in)
 	m.refused.forget(in)
 	if action == Updated {
 		countWrite(m.ownerKind, kind, "update")
