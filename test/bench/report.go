@@ -82,13 +82,19 @@ func computeChecks(res *results) []check {
 			}
 			return met
 		}
+		roundsReadiness := func(met string) string {
+			if rounds := r.Rounds.podsMarkedNotReady(); rounds != "" {
+				return readiness(met + " (invalid: pods were marked not ready in round " + rounds + ")")
+			}
+			return readiness(met)
+		}
 		if b := r.Burst; b != nil && r.Ceiling != nil {
 			fig, met := fmtRatio(b.ExistRatio, b.Exist, r.Ceiling.Exist)
 			fig, met = judgeOnMedian(r.Rounds, func(r roundResult) *float64 { return r.ExistRatio }, fig, met)
 			add("burst", r.N, "Deployments and Services exist within 1.3× of the ceiling", fig, met)
 			fig, met = fmtRatio(b.ReadyRatio, b.Ready, r.Ceiling.Available)
 			fig, met = judgeOnMedian(r.Rounds, func(r roundResult) *float64 { return r.ReadyRatio }, fig, met)
-			add("burst", r.N, "Ready within 1.3× of the ceiling's Available", fig, readiness(met))
+			add("burst", r.N, "Ready within 1.3× of the ceiling's Available", fig, roundsReadiness(met))
 		}
 		if b := r.Burst; b != nil && r.CeilingDeployments != nil {
 			fig, _ := fmtRatio(b.DeploymentsRatio, b.DeploymentsExist, r.CeilingDeployments.DeploymentsExist)

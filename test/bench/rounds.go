@@ -20,6 +20,7 @@ type roundResult struct {
 	ExistRatio       *float64   `json:"existRatio,omitempty"`
 	ReadyRatio       *float64   `json:"readyVsAvailableRatio,omitempty"`
 	Errors           []string   `json:"errors,omitempty"`
+	ClusterHealth    []string   `json:"clusterHealth,omitempty"`
 }
 
 // roundsResult holds every round of one N, the measuring run's own last,
@@ -48,6 +49,30 @@ func extraRounds(ctx context.Context, cfg *config, n int) []roundResult {
 	return rounds
 }
 
+// addRoundErrors makes the extra rounds' errors the measuring run's.
+func addRoundErrors(res *runResult, extra []roundResult) {
+	for k, r := range extra {
+		for _, e := range r.Errors {
+			res.Errors = append(res.Errors, fmt.Sprintf("round %d: %s", k+1, e))
+		}
+	}
+}
+
+// podsMarkedNotReady names the rounds in which the node lifecycle
+// controller marked pods not ready, which invalidates their Ready times.
+func (r *roundsResult) podsMarkedNotReady() string {
+	if r == nil {
+		return ""
+	}
+	var rounds []string
+	for k, round := range r.Rounds {
+		if len(round.ClusterHealth) > 0 {
+			rounds = append(rounds, fmt.Sprint(k+1))
+		}
+	}
+	return strings.Join(rounds, ", ")
+}
+
 // roundConfig is cfg for extra round k: the ceiling and the burst only,
 // without profiles.
 func roundConfig(cfg *config, k int) *config {
@@ -63,7 +88,7 @@ func roundConfig(cfg *config, k int) *config {
 
 // roundOf is the round that run r measured.
 func roundOf(r *runResult) roundResult {
-	round := roundResult{Errors: r.Errors}
+	round := roundResult{Errors: r.Errors, ClusterHealth: r.ClusterHealth}
 	if c := r.Ceiling; c != nil {
 		round.Ceiling, round.CeilingAvailable = c.Exist, c.Available
 	}

@@ -54,6 +54,7 @@ func runN(ctx context.Context, cfg *config, n int) (res *runResult) {
 		}
 		if extra != nil {
 			res.Rounds = summarizeRounds(extra, res)
+			addRoundErrors(res, extra)
 		}
 		res.Finished = time.Now()
 	}()
@@ -86,7 +87,9 @@ func runN(ctx context.Context, cfg *config, n int) (res *runResult) {
 	}
 	for _, p := range bare {
 		scenario, _, _ := strings.Cut(p.name, " ")
-		if !cfg.scenarios[scenario] {
+		if !cfg.scenarios[scenario] || (cfg.round != "" && p.name != "ceiling") {
+			// An extra round compares the burst with the ceiling of
+			// Deployments and Services only.
 			continue
 		}
 		stop, err := e.startCluster(ctx, p.name)
