@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"example.com/platform-operator/internal/controller"
@@ -92,21 +93,24 @@ type Manager struct {
 	differ    *differ
 	verified  *verifiedCache
 	refused   *refusals
+	pending   *pendingCreates
 }
 
 // NewManager returns the children manager of a kind's controller. ownerKind
 // names the kind in metrics and messages.
 func NewManager(mgr ctrl.Manager, ownerKind string, recorder events.EventRecorder) *Manager {
-	return newManager(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetScheme(), recorder, ownerKind)
+	return newManager(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetCache(), mgr.GetScheme(), recorder, ownerKind)
 }
 
 // NewManagerWithClient is NewManager with another client than the
 // manager's: a wrapper that counts writes in tests.
 func NewManagerWithClient(mgr ctrl.Manager, c client.Client, ownerKind string, recorder events.EventRecorder) *Manager {
-	return newManager(c, mgr.GetAPIReader(), mgr.GetScheme(), recorder, ownerKind)
+	return newManager(c, mgr.GetAPIReader(), mgr.GetCache(), mgr.GetScheme(), recorder, ownerKind)
 }
 
-func newManager(c client.Client, apiReader client.Reader, scheme *runtime.Scheme, recorder events.EventRecorder, ownerKind string) *Manager {
+// newManager returns a Manager whose client reads from the cache that
+// informers feeds; informers may be nil in unit tests.
+func newManager(c client.Client, apiReader client.Reader, informers cache.Informers, scheme *runtime.Scheme, recorder events.EventRecorder, ownerKind string) *Manager {
 	return &Manager{
 		client:    c,
 		apiReader: apiReader,
@@ -116,6 +120,7 @@ func newManager(c client.Client, apiReader client.Reader, scheme *runtime.Scheme
 		differ:    newDiffer(scheme),
 		verified:  newVerifiedCache(),
 		refused:   newRefusals(clock.RealClock{}),
+		pending:   newPendingCreates(informers, clock.RealClock{}),
 	}
 }
 
@@ -170,6 +175,10 @@ func (m *Manager) Ensure(ctx context.Context, owner client.Object, desired runti
 
 	err = m.client.Get(ctx, intent.key, live)
 	switch {
+	case apierrors.IsNotFound(err) && m.pending.fill(intent.gvk, intent.key, live):
+		// Created by an earlier reconcile, not yet in the cache: it exists
+		// as the create answered.
+		return m.update(ctx, owner, intent, live, o)
 	case apierrors.IsNotFound(err):
 		return m.create(ctx, owner, intent, live, o)
 	case err != nil:
@@ -191,8 +200,15 @@ func (m *Manager) create(ctx context.Context, owner client.Object, in *intent, l
 	if err := in.decodeInto(live); err != nil {
 		return failed(err)
 	}
+	if err := m.pending.expect(ctx, in.gvk, live); err != nil {
+		return failed(err)
+	}
 	err := m.client.Create(ctx, live, client.FieldOwner(platform.Name))
+	if err != nil {
+		m.pending.observed(in.gvk, in.key)
+	}
 	if err == nil {
+		m.pending.created(in.gvk, live)
 		m.refused.forget(in)
 		// live is now the child as the API server stored it from the
 		// desired state: its next sight in the cache needs no comparison,
