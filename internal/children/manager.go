@@ -204,9 +204,6 @@ func (m *Manager) create(ctx context.Context, owner client.Object, in *intent, l
 		return failed(err)
 	}
 	err := m.client.Create(ctx, live, client.FieldOwner(platform.Name))
-	if err != nil {
-		m.pending.observed(in.gvk, in.key)
-	}
 	if err == nil {
 		m.pending.created(in.gvk, live)
 		m.refused.forget(in)
@@ -220,6 +217,8 @@ func (m *Manager) create(ctx context.Context, owner client.Object, in *intent, l
 		}
 		return Result{Action: Created, Exists: true}
 	}
+	// Nothing was created: there is nothing to wait for.
+	m.pending.observed(in.gvk, in.key)
 	switch {
 	case errors.Is(err, controller.ErrNotLeader):
 		return Result{Action: Failed, Err: err}
