@@ -52,11 +52,7 @@ func judgeOnMedian(rounds *roundsResult, pick func(roundResult) *float64, lastFi
 		return lastFigure, lastMet
 	}
 	all := ratioList(rounds.Rounds, pick)
-	values := make([]*float64, len(rounds.Rounds))
-	for i, r := range rounds.Rounds {
-		values[i] = pick(r)
-	}
-	m := median(values)
+	m := rounds.medianOf(pick)
 	if m == nil {
 		for _, r := range rounds.Rounds {
 			if !r.OperatorExist.ok() || !r.OperatorReady.ok() {

@@ -103,12 +103,18 @@ func roundOf(r *runResult) roundResult {
 // takes the medians.
 func summarizeRounds(extra []roundResult, measuring *runResult) *roundsResult {
 	res := &roundsResult{Rounds: append(slices.Clone(extra), roundOf(measuring))}
-	var exist, ready []*float64
-	for _, r := range res.Rounds {
-		exist, ready = append(exist, r.ExistRatio), append(ready, r.ReadyRatio)
-	}
-	res.ExistRatio, res.ReadyRatio = median(exist), median(ready)
+	res.ExistRatio = res.medianOf(func(r roundResult) *float64 { return r.ExistRatio })
+	res.ReadyRatio = res.medianOf(func(r roundResult) *float64 { return r.ReadyRatio })
 	return res
+}
+
+// medianOf is the median of the ratio that pick reads from each round.
+func (r *roundsResult) medianOf(pick func(roundResult) *float64) *float64 {
+	values := make([]*float64, len(r.Rounds))
+	for i, round := range r.Rounds {
+		values[i] = pick(round)
+	}
+	return median(values)
 }
 
 // median is the median of values, the mean of the middle two for an even
