@@ -16,6 +16,8 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache/informertest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -148,4 +150,50 @@ func TestAnEventDuringTheCreateCallEndsTheEntry(t *testing.T) {
 	live := &corev1.Service{}
 	g.Expect(p.fill(servicesGVK, key, live)).To(BeTrue())
 	g.Expect(live.ResourceVersion).To(Equal("1"))
+}
+
+// The informer of the child's type ends entries by itself: whatever event
+// it delivers for the child (added, updated or deleted), the cache answers
+// for the child from then on. The handler is registered once per child
+// type, not once per create.
+func TestTheInformersEventsEndEntries(t *testing.T) {
+	g := NewWithT(t)
+	scheme := runtime.NewScheme()
+	g.Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
+	informers := &countingInformers{FakeInformers: &informertest.FakeInformers{Scheme: scheme}}
+	p := newPendingCreates(informers, clocktesting.NewFakeClock(time.Now()))
+	informer, err := informers.FakeInformerFor(context.Background(), &corev1.Service{})
+	g.Expect(err).NotTo(HaveOccurred())
+
+	deliveries := map[string]func(child *corev1.Service){
+		"added":   func(child *corev1.Service) { informer.Add(child) },
+		"updated": func(child *corev1.Service) { informer.Update(child, child) },
+		"deleted": func(child *corev1.Service) { informer.Delete(child) },
+	}
+	for name, deliver := range deliveries {
+		child := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "site-" + name, Namespace: "ns", ResourceVersion: "1"}}
+		key := client.ObjectKeyFromObject(child)
+		g.Expect(p.expect(context.Background(), servicesGVK, child)).To(Succeed())
+		p.created(servicesGVK, child)
+		g.Expect(p.fill(servicesGVK, key, &corev1.Service{})).To(BeTrue(), "%s: before the event", name)
+
+		// Another child's event leaves the entry alone.
+		deliver(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "other", Namespace: "ns"}})
+		g.Expect(p.fill(servicesGVK, key, &corev1.Service{})).To(BeTrue(), "%s: after another child's event", name)
+
+		deliver(child)
+		g.Expect(p.fill(servicesGVK, key, &corev1.Service{})).To(BeFalse(), "%s: after the event", name)
+	}
+	g.Expect(informers.gets).To(Equal(1), "informers asked for, to register the handler")
+}
+
+// countingInformers counts the informers asked for.
+type countingInformers struct {
+	*informertest.FakeInformers
+	gets int
+}
+
+func (c *countingInformers) GetInformer(ctx context.Context, obj client.Object, opts ...cache.InformerGetOption) (cache.Informer, error) {
+	c.gets++
+	return c.FakeInformers.GetInformer(ctx, obj, opts...)
 }
