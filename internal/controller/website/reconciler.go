@@ -260,8 +260,10 @@ func (r *WebsiteReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&appsv1.Deployment{}, controller.WithChildEventPriority(ownedByWebsite)).
 		Watches(&corev1.Service{}, controller.WithChildEventPriority(ownedByWebsite)).
 		Watches(&networkingv1.Ingress{}, controller.WithChildEventPriority(ownedByWebsite)).
-		Watches(&corev1.Pod{}, controller.WithChildEventPriority(handler.EnqueueRequestsFromMapFunc(websiteOfPod))).
-		Watches(&discoveryv1.EndpointSlice{}, controller.WithChildEventPriority(handler.EnqueueRequestsFromMapFunc(websiteOfEndpointSlice))).
+		Watches(&corev1.Pod{}, controller.WithChildEventPriority(handler.EnqueueRequestsFromMapFunc(websiteOfPod)),
+			builder.WithPredicates(trimmedFormChanged)).
+		Watches(&discoveryv1.EndpointSlice{}, controller.WithChildEventPriority(handler.EnqueueRequestsFromMapFunc(websiteOfEndpointSlice)),
+			builder.WithPredicates(trimmedFormChanged)).
 		WithOptions(crcontroller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}).
 		WithLogConstructor(func(req *reconcile.Request) logr.Logger {
 			logger := mgr.GetLogger().WithValues("controller", "website")

@@ -3,7 +3,11 @@ package website
 import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 )
 
 // TrimPod is the cache transform for pods: it keeps only what the
@@ -69,4 +73,27 @@ func trimmedMeta(m metav1.ObjectMeta) metav1.ObjectMeta {
 		Labels:            m.Labels,
 		DeletionTimestamp: m.DeletionTimestamp,
 	}
+}
+
+// trimmedFormChanged passes the updates of pods and EndpointSlices whose
+// trimmed form changed. The transforms above keep of them only what the
+// reconciler reads, so an update that leaves the trimmed form as it was
+// (a pod scheduled, its IP, phase or readiness set; a slice's ports or
+// topology) brings the Website no news, only a reconcile that would find
+// what the last one found. The cache hands event handlers the transformed
+// objects; creations and deletions always pass.
+var trimmedFormChanged = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+	return !sameBesidesVersion(e.ObjectOld, e.ObjectNew)
+}}
+
+// sameBesidesVersion reports whether a and b are equal but for their
+// resourceVersion.
+func sameBesidesVersion(a, b client.Object) bool {
+	if a == nil || b == nil {
+		return false
+	}
+	a, b = a.DeepCopyObject().(client.Object), b.DeepCopyObject().(client.Object)
+	a.SetResourceVersion("")
+	b.SetResourceVersion("")
+	return equality.Semantic.DeepEqual(a, b)
 }
