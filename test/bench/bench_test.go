@@ -120,6 +120,8 @@ func TestCPUWorkRatio(t *testing.T) {
 	burst := map[string]float64{"kube-apiserver": 9, "etcd": 3, "kube-controller-manager": 3, operatorName: 3, benchName: 5, machineName: 40}
 	g.Expect(cpuWorkRatio(burst, ceiling)).To(BeNumerically("~", 1.8, 0.001), "the operator and the control plane against the control plane; this program and other processes apart")
 	g.Expect(cpuWorkRatio(burst, nil)).To(BeZero())
+	g.Expect(controlPlaneRatio(burst, ceiling)).To(BeNumerically("~", 1.5, 0.001), "the control plane alone")
+	g.Expect(controlPlaneRatio(nil, ceiling)).To(BeZero())
 }
 
 func TestRatioTargetsAreJudgedOnTheMedianOfTheRounds(t *testing.T) {
