@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -107,8 +108,12 @@ func newManager(ctx context.Context, config *rest.Config, opts Options, leaseNS 
 }
 
 // cachesSynced is ready once the informers have listed everything, so that
-// a rollout of the operator waits for a replica that knows the cluster.
-func cachesSynced(c cache.Cache) func(*http.Request) error {
+// a rollout of the operator waits for a replica that knows the cluster, and
+// an object created once the replica is ready is news to its controller,
+// not part of the initial list that it goes through at low priority. The
+// cache's sync covers the informers that exist when it is asked: see
+// warmCache.
+func cachesSynced(c cache.Informers) func(*http.Request) error {
 	return func(req *http.Request) error {
 		ctx, cancel := context.WithTimeout(req.Context(), 200*time.Millisecond)
 		defer cancel()
@@ -117,4 +122,48 @@ func cachesSynced(c cache.Cache) func(*http.Request) error {
 		}
 		return nil
 	}
+}
+
+// warmCache creates, before the manager starts, the informers of the types
+// the controllers watch. The controllers would create them only when they
+// start, after the leader election: until then the cache would call itself
+// synced without them, and a standby would take over with nothing listed.
+// So every replica lists the controllers' types before it is ready, and a
+// standby takes over with its cache warm, at the price of holding the same
+// cache as the leader.
+func warmCache(ctx context.Context, c cache.Informers, watched []client.Object) error {
+	for _, obj := range watched {
+		if _, err := c.GetInformer(ctx, obj, cache.BlockUntilSynced(false)); err != nil {
+			return fmt.Errorf("cache of %T: %w", obj, err)
+		}
+	}
+	return nil
+}
+
+// watchedObjects are the object types the controllers of descriptors watch
+// through the cache: each controller's own kind and the types of its cache
+// settings.
+func watchedObjects(mgr manager.Manager, descriptors []controller.Descriptor) ([]client.Object, error) {
+	var watched []client.Object
+	for _, d := range descriptors {
+		gvk, err := mgr.GetRESTMapper().KindFor(d.Resource)
+		if err != nil {
+			return nil, fmt.Errorf("kind of %s: %w", d.Resource, err)
+		}
+		obj, err := mgr.GetScheme().New(gvk)
+		if err != nil {
+			return nil, fmt.Errorf("type of %s: %w", gvk, err)
+		}
+		own, ok := obj.(client.Object)
+		if !ok {
+			return nil, fmt.Errorf("%s is not an object type", gvk)
+		}
+		watched = append(watched, own)
+		if d.Cache != nil {
+			for obj := range d.Cache() {
+				watched = append(watched, obj)
+			}
+		}
+	}
+	return watched, nil
 }

@@ -117,6 +117,13 @@ func Run(ctx context.Context, opts Options, config *rest.Config, logger logr.Log
 		return err
 	}
 	defer stop()
+	watched, err := watchedObjects(mgr, p.run)
+	if err != nil {
+		return err
+	}
+	if err := warmCache(ctx, mgr.GetCache(), watched); err != nil {
+		return err
+	}
 	probes.running(
 		readinessCheck{name: "caches", check: cachesSynced(mgr.GetCache())},
 		readinessCheck{name: "api-server", check: apiServerReachable(discoveryClient, config.Host)},
