@@ -9,6 +9,9 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/utils/clock"
@@ -140,28 +143,42 @@ func warmCache(ctx context.Context, c cache.Informers, watched []client.Object) 
 	return nil
 }
 
-// watchedObjects are the object types the controllers of descriptors watch
-// through the cache: each controller's own kind and the types of its cache
-// settings.
-func watchedObjects(mgr manager.Manager, descriptors []controller.Descriptor) ([]client.Object, error) {
+// watchedObjects are the object types the controllers of p watch through
+// the cache: each controller's own kind, the types of its cache settings and
+// the optional APIs the cluster serves.
+func watchedObjects(mapper meta.RESTMapper, scheme *runtime.Scheme, p plan) ([]client.Object, error) {
 	var watched []client.Object
-	for _, d := range descriptors {
-		gvk, err := mgr.GetRESTMapper().KindFor(d.Resource)
+	add := func(gvr schema.GroupVersionResource) error {
+		gvk, err := mapper.KindFor(gvr)
 		if err != nil {
-			return nil, fmt.Errorf("kind of %s: %w", d.Resource, err)
+			return fmt.Errorf("kind of %s: %w", gvr, err)
 		}
-		obj, err := mgr.GetScheme().New(gvk)
+		obj, err := scheme.New(gvk)
 		if err != nil {
-			return nil, fmt.Errorf("type of %s: %w", gvk, err)
+			return fmt.Errorf("type of %s: %w", gvk, err)
 		}
-		own, ok := obj.(client.Object)
+		typed, ok := obj.(client.Object)
 		if !ok {
-			return nil, fmt.Errorf("%s is not an object type", gvk)
+			return fmt.Errorf("%s is not an object type", gvk)
 		}
-		watched = append(watched, own)
+		watched = append(watched, typed)
+		return nil
+	}
+	for _, d := range p.run {
+		if err := add(d.Resource); err != nil {
+			return nil, err
+		}
 		if d.Cache != nil {
 			for obj := range d.Cache() {
 				watched = append(watched, obj)
+			}
+		}
+		for _, gvr := range d.OptionalAPIs {
+			if !p.servedOptional[d.Name][gvr] {
+				continue
+			}
+			if err := add(gvr); err != nil {
+				return nil, err
 			}
 		}
 	}

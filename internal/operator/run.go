@@ -117,7 +117,7 @@ func Run(ctx context.Context, opts Options, config *rest.Config, logger logr.Log
 		return err
 	}
 	defer stop()
-	watched, err := watchedObjects(mgr, p.run)
+	watched, err := watchedObjects(mgr.GetRESTMapper(), mgr.GetScheme(), p)
 	if err != nil {
 		return err
 	}
