@@ -16,7 +16,7 @@ func TestParseScenarios(t *testing.T) {
 		want       []string
 		wantErr    string
 	}{
-		{name: "all, in the order they run", list: "drift,restart,cost,burst,ceiling,services", want: []string{"services", "ceiling", "burst", "cost", "restart", "drift"}},
+		{name: "all, in the order they run", list: "drift,restart,cost,burst,scripted,ceiling,services", want: []string{"services", "ceiling", "scripted", "burst", "cost", "restart", "drift"}},
 		{name: "the ceiling alone", list: "ceiling", want: []string{"ceiling"}},
 		{name: "the burst alone", list: " burst ,burst", want: []string{"burst"}},
 		{name: "cost needs the burst's Websites", list: "ceiling,cost", wantErr: "cost works on the Websites that the burst scenario creates"},

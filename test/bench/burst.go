@@ -128,6 +128,10 @@ func (e *env) operatorBurst(ctx context.Context) error {
 		res.ExistRatio = ratio(res.Exist, c.Exist)
 		res.ReadyRatio = ratio(res.Ready, c.Available)
 	}
+	if s := e.res.Scripted; s != nil {
+		res.ScriptedExistRatio = ratio(res.Exist, s.Exist)
+		res.ScriptedReadyRatio = ratio(res.Ready, s.Ready)
+	}
 	if c := e.res.CeilingDeployments; c != nil {
 		res.DeploymentsRatio = ratio(res.DeploymentsExist, c.DeploymentsExist)
 	}

@@ -12,6 +12,11 @@
 //     builds for N Websites, then, on another fresh cluster, the Deployments
 //     and the Services: time until they exist and until every Deployment is
 //     Available. No operator can beat it on this cluster;
+//   - scripted: without an operator, the load client does the work issue
+//     11 allows an operator per Website: creates the Website, its
+//     Deployment and Service (owned by it), writes its status and one
+//     event, and its status again once the Deployment is Available. What
+//     it takes over the ceiling is the price of that work on this cluster;
 //   - burst: the operator runs with its defaults (or -operator-args), the
 //     same load client creates N Websites at once: time until their
 //     Deployments and Services exist and until every Website is Ready, and
@@ -62,7 +67,7 @@ import (
 	"example.com/platform-operator/internal/operator"
 )
 
-var allScenarios = []string{"services", "ceiling", "burst", "cost", "restart", "drift"}
+var allScenarios = []string{"services", "ceiling", "scripted", "burst", "cost", "restart", "drift"}
 
 type config struct {
 	operator        string

@@ -96,6 +96,18 @@ func computeChecks(res *results) []check {
 			fig, _ := fmtRatio(b.DeploymentsRatio, b.DeploymentsExist, r.CeilingDeployments.DeploymentsExist)
 			add("burst", r.N, "Deployments exist, against the ceiling creating Deployments alone (no target)", fig, "n/a (for comparison)")
 		}
+		if sc := r.Scripted; sc != nil && r.Ceiling != nil {
+			fig, _ := fmtRatio(sc.ReadyRatio, sc.Ready, r.Ceiling.Available)
+			fig, _ = judgeOnMedian(r.Rounds, func(r roundResult) *float64 { return r.ScriptedReadyRatio }, strings.Replace(fig, "operator ", "scripted client ", 1), "")
+			add("scripted", r.N, "the work allowed per Website, done by a plain client without an operator: Ready ÷ the ceiling's Available (what the burst's ratio cannot go below here; no target)",
+				fig, roundsReadiness("n/a (for comparison)"))
+		}
+		if b, sc := r.Burst, r.Scripted; b != nil && sc != nil {
+			exist, _ := fmtRatio(b.ScriptedExistRatio, b.Exist, sc.Exist)
+			ready, _ := fmtRatio(b.ScriptedReadyRatio, b.Ready, sc.Ready)
+			ready, _ = judgeOnMedian(r.Rounds, func(r roundResult) *float64 { return r.OperatorScriptedRatio }, ready, "")
+			add("burst", r.N, "operator ÷ the scripted client doing the same work: Ready; children exist (no target)", ready+"; exist "+exist, roundsReadiness("n/a (for comparison)"))
+		}
 		if c := r.Cost; c != nil && res.has("cost") {
 			// Issue 11's target: one write per child, at most two status
 			// writes and one event per Website, no read that bypasses the
@@ -196,16 +208,21 @@ func markdown(res *results) string {
 	}
 	if res.anyRun(func(r *runResult) bool { return r.Rounds != nil }) {
 		p("\nEvery round of the ceiling (Deployments and Services) and the operator's burst, each on fresh clusters, the last being the run above; the ratio targets are judged on the medians:\n\n")
-		p("| N | round | ceiling: exist | operator: exist | ratio | ceiling: Available | operator: Ready | ratio |\n|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+		p("| N | round | ceiling: exist | operator: exist | ratio | ceiling: Available | operator: Ready | ratio | scripted client: Ready | ÷ ceiling's Available | operator ÷ scripted |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 		for _, r := range res.Runs {
 			if r.Rounds == nil {
 				continue
 			}
 			for i, round := range r.Rounds.Rounds {
-				p("| %d | %d | %s | %s | %s | %s | %s | %s |\n", r.N, i+1, round.Ceiling, round.OperatorExist, ratioStr(round.ExistRatio),
-					round.CeilingAvailable, round.OperatorReady, ratioStr(round.ReadyRatio))
+				scripted := "—"
+				if round.ScriptedReady.Target > 0 {
+					scripted = round.ScriptedReady.String()
+				}
+				p("| %d | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", r.N, i+1, round.Ceiling, round.OperatorExist, ratioStr(round.ExistRatio),
+					round.CeilingAvailable, round.OperatorReady, ratioStr(round.ReadyRatio), scripted, ratioStr(round.ScriptedReadyRatio), ratioStr(round.OperatorScriptedRatio))
 			}
-			p("| %d | median | | | **%s** | | | **%s** |\n", r.N, ratioStr(r.Rounds.ExistRatio), ratioStr(r.Rounds.ReadyRatio))
+			p("| %d | median | | | **%s** | | | **%s** | | **%s** | **%s** |\n", r.N, ratioStr(r.Rounds.ExistRatio), ratioStr(r.Rounds.ReadyRatio),
+				ratioStr(r.Rounds.ScriptedReadyRatio), ratioStr(r.Rounds.OperatorScriptedRatio))
 		}
 	}
 	for _, r := range res.Runs {
@@ -219,6 +236,24 @@ func markdown(res *results) string {
 		if sp := r.Services; sp != nil {
 			p("\nN=%d, services scenario, %d creates with 1 worker / %d workers on the bare cluster: ClusterIP Services %.2f s / %.2f s, headless Services %.2f s / %.2f s, ConfigMaps %.2f s / %.2f s.",
 				r.N, sp.Count, sp.Workers, sp.ServicesOne, sp.ServicesMany, sp.HeadlessOne, sp.HeadlessMany, sp.ConfigMapsOne, sp.ConfigMapsMany)
+		}
+	}
+	for _, r := range res.Runs {
+		if sc := r.Scripted; sc != nil {
+			p("\nN=%d, scripted client (the work issue 11 allows an operator per Website, done by the load client without an operator: the Website, its Deployment and Service, a status and an event, then the Ready status once the Deployment is Available): children exist %s (÷ ceiling %s), Deployments Available %s, Websites Ready %s (÷ the ceiling's Available %s)",
+				r.N, sc.Exist, ratioStr(sc.ExistRatio), sc.Available, sc.Ready, ratioStr(sc.ReadyRatio))
+			if b := r.Burst; b != nil {
+				p("; the operator ÷ the scripted client: exist %s, Ready %s", ratioStr(b.ScriptedExistRatio), ratioStr(b.ScriptedReadyRatio))
+			}
+			if r.Ceiling != nil {
+				if w := controlPlaneRatio(sc.CPUSeconds, r.Ceiling.CPUSeconds); w > 0 {
+					p("; its control plane CPU ÷ the ceiling's: %.2f×", w)
+				}
+			}
+			if sc.CreateErrors != 0 || sc.ReadyErrors != 0 {
+				p("; %d create errors, %d Ready status errors (-1: unfinished), first: %s", sc.CreateErrors, sc.ReadyErrors, sc.FirstError)
+			}
+			p(".")
 		}
 	}
 	p("\nThe machine is shared: other processes take a varying part of it during each phase (CPU table below), which moves the wall-clock ratios. ")
@@ -235,7 +270,7 @@ func markdown(res *results) string {
 	p("all Deployments existed / were Available after 3.4 s / 3.6 s at N=100, 38.3 s / 38.5 s at N=1000, 161.3 s / 161.6 s at N=5000; peak RSS 85, 224, 764 MiB.\n\n")
 
 	p("CPU seconds during the burst (user+system, from /proc):\n\n")
-	cpuTable(&b, res, []string{"ceiling (Deployments alone)", "ceiling (Deployments and Services)", "operator burst"})
+	cpuTable(&b, res, []string{"ceiling (Deployments alone)", "ceiling (Deployments and Services)", scriptedName, "operator burst"})
 
 	if res.has("cost") && res.anyRun(func(r *runResult) bool { return r.Cost != nil }) {
 		p("## API cost\n\nWrite requests counted by kube-apiserver (`apiserver_request_total`), per Website, from the first create until the writes stopped after every Website was Ready.\n\n")
@@ -416,7 +451,7 @@ func cpuTable(b *strings.Builder, res *results, phases []string) {
 	sort.Strings(rest)
 	procs = append(procs, rest...)
 	fmt.Fprintf(b, "| N | phase | seconds | %s | control plane total | other processes on the machine | machine busy (of %d CPUs × seconds) |\n|---:|---|---:|%s---:|---:|---:|\n", strings.Join(procs, " | "), res.Machine.NProc, strings.Repeat("---:|", len(procs)))
-	phaseOrder := []string{"ceiling (Deployments alone)", "ceiling (Deployments and Services)", "operator burst", "idle", "restart", "drift"}
+	phaseOrder := []string{"ceiling (Deployments alone)", "ceiling (Deployments and Services)", scriptedName, "operator burst", "idle", "restart", "drift"}
 	for _, r := range res.Runs {
 		for _, ph := range phaseOrder {
 			cpu, ok := r.Footprint.CPUSeconds[ph]

@@ -88,7 +88,10 @@ type runResult struct {
 	// Deployments and the Services.
 	CeilingDeployments *ceilingResult `json:"ceilingDeploymentsAlone,omitempty"`
 	Ceiling            *ceilingResult `json:"ceiling,omitempty"`
-	Burst              *burstResult   `json:"burst,omitempty"`
+	// Scripted is a plain client doing the work issue 11 allows an
+	// operator per Website, without an operator.
+	Scripted *scriptedResult `json:"scripted,omitempty"`
+	Burst    *burstResult    `json:"burst,omitempty"`
 	// Rounds, with -rounds above 1, are every round of the ceiling and the
 	// burst, this run's own last, and the medians of their ratios.
 	Rounds    *roundsResult   `json:"rounds,omitempty"`
@@ -159,6 +162,32 @@ type ceilingResult struct {
 	CPUSeconds             map[string]float64 `json:"cpuSeconds"`
 }
 
+// scriptedResult is the scripted scenario: the load client creates each
+// Website, its Deployment and Service, writes its status twice and one
+// event, as issue 11 allows an operator to.
+type scriptedResult struct {
+	Client             clientSettings `json:"client"`
+	CreateCallsSeconds float64        `json:"createCallsSeconds"`
+	// Exist is until every Deployment and Service existed, Available until
+	// every Deployment was, Ready until every Website's second status
+	// (Ready) was seen.
+	Exist     waitResult `json:"childrenExist"`
+	Available waitResult `json:"available"`
+	Ready     waitResult `json:"ready"`
+	// ExistRatio and ReadyRatio compare with the ceiling (Deployments and
+	// Services), as the burst's do: Ready ÷ the ceiling's Available.
+	ExistRatio   *float64 `json:"existRatio,omitempty"`
+	ReadyRatio   *float64 `json:"readyVsAvailableRatio,omitempty"`
+	CreateErrors int      `json:"createErrors"`
+	// ReadyErrors are the failed second status writes, -1 when they had
+	// not finished by the deadline.
+	ReadyErrors int                `json:"readyErrors"`
+	FirstError  string             `json:"firstError,omitempty"`
+	Writes      requestCounts      `json:"writes"`
+	Reads       requestCounts      `json:"reads"`
+	CPUSeconds  map[string]float64 `json:"cpuSeconds"`
+}
+
 type burstResult struct {
 	Client clientSettings `json:"creatingClient"`
 	// OperatorStartSeconds is the time from starting the operator process
@@ -179,6 +208,10 @@ type burstResult struct {
 	ExistRatio       *float64 `json:"existRatio,omitempty"`
 	ReadyRatio       *float64 `json:"readyVsAvailableRatio,omitempty"`
 	DeploymentsRatio *float64 `json:"deploymentsExistRatio,omitempty"`
+	// ScriptedExistRatio and ScriptedReadyRatio compare with the scripted
+	// client doing the same work: operator ÷ scripted.
+	ScriptedExistRatio *float64 `json:"scriptedExistRatio,omitempty"`
+	ScriptedReadyRatio *float64 `json:"scriptedReadyRatio,omitempty"`
 	// ReadyLag is, per Website, the time from its Deployment being seen
 	// available to the Website being seen Ready: how long its status lagged
 	// behind the truth (the Service's endpoints becoming ready included).

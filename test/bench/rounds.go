@@ -10,8 +10,9 @@ import (
 )
 
 // roundResult is one round of the burst's comparison: the ceiling creating
-// Deployments and Services and the operator's burst, each on a fresh
-// cluster of its own, one after the other.
+// Deployments and Services, the scripted client (when chosen) and the
+// operator's burst, each on a fresh cluster of its own, one after the
+// other.
 type roundResult struct {
 	Ceiling          waitResult `json:"ceilingExist"`
 	CeilingAvailable waitResult `json:"ceilingAvailable"`
@@ -19,8 +20,14 @@ type roundResult struct {
 	OperatorReady    waitResult `json:"operatorReady"`
 	ExistRatio       *float64   `json:"existRatio,omitempty"`
 	ReadyRatio       *float64   `json:"readyVsAvailableRatio,omitempty"`
-	Errors           []string   `json:"errors,omitempty"`
-	ClusterHealth    []string   `json:"clusterHealth,omitempty"`
+	// ScriptedReady is the scripted client's Ready; ScriptedReadyRatio
+	// it ÷ the ceiling's Available; OperatorScriptedRatio the operator's
+	// Ready ÷ the scripted client's.
+	ScriptedReady         waitResult `json:"scriptedReady"`
+	ScriptedReadyRatio    *float64   `json:"scriptedReadyVsAvailableRatio,omitempty"`
+	OperatorScriptedRatio *float64   `json:"operatorVsScriptedReadyRatio,omitempty"`
+	Errors                []string   `json:"errors,omitempty"`
+	ClusterHealth         []string   `json:"clusterHealth,omitempty"`
 }
 
 // roundsResult holds every round of one N, the measuring run's own last,
@@ -33,6 +40,10 @@ type roundsResult struct {
 	// unless every round has one.
 	ExistRatio *float64 `json:"medianExistRatio,omitempty"`
 	ReadyRatio *float64 `json:"medianReadyVsAvailableRatio,omitempty"`
+	// ScriptedReadyRatio and OperatorScriptedRatio are the medians of the
+	// rounds' comparisons with the scripted client, when it ran.
+	ScriptedReadyRatio    *float64 `json:"medianScriptedReadyVsAvailableRatio,omitempty"`
+	OperatorScriptedRatio *float64 `json:"medianOperatorVsScriptedReadyRatio,omitempty"`
 }
 
 // extraRounds runs rounds-1 rounds of the ceiling and the operator's burst
@@ -73,13 +84,14 @@ func (r *roundsResult) podsMarkedNotReady() string {
 	return strings.Join(rounds, ", ")
 }
 
-// roundConfig is cfg for extra round k: the ceiling and the burst only,
-// without profiles.
+// roundConfig is cfg for extra round k: the ceiling, the scripted client
+// when chosen, and the burst, without profiles.
 func roundConfig(cfg *config, k int) *config {
 	c := *cfg
 	c.rounds = 1
 	c.round = fmt.Sprintf("round %d/%d", k, cfg.rounds)
-	c.scenarios = map[string]bool{"ceiling": true, "burst": true}
+	c.scenarios = map[string]bool{"ceiling": true, "burst": true, "scripted": cfg.scenarios["scripted"]}
+	maps.DeleteFunc(c.scenarios, func(_ string, chosen bool) bool { return !chosen })
 	c.scenarioList = slices.Sorted(maps.Keys(c.scenarios))
 	c.heapProfile, c.cpuProfile = false, 0
 	c.logDir = filepath.Join(cfg.logDir, fmt.Sprintf("round-%d", k))
@@ -95,6 +107,10 @@ func roundOf(r *runResult) roundResult {
 	if b := r.Burst; b != nil {
 		round.OperatorExist, round.OperatorReady = b.Exist, b.Ready
 		round.ExistRatio, round.ReadyRatio = b.ExistRatio, b.ReadyRatio
+		round.OperatorScriptedRatio = b.ScriptedReadyRatio
+	}
+	if sc := r.Scripted; sc != nil {
+		round.ScriptedReady, round.ScriptedReadyRatio = sc.Ready, sc.ReadyRatio
 	}
 	return round
 }
@@ -105,6 +121,10 @@ func summarizeRounds(extra []roundResult, measuring *runResult) *roundsResult {
 	res := &roundsResult{Rounds: append(slices.Clone(extra), roundOf(measuring))}
 	res.ExistRatio = res.medianOf(func(r roundResult) *float64 { return r.ExistRatio })
 	res.ReadyRatio = res.medianOf(func(r roundResult) *float64 { return r.ReadyRatio })
+	if measuring.Scripted != nil {
+		res.ScriptedReadyRatio = res.medianOf(func(r roundResult) *float64 { return r.ScriptedReadyRatio })
+		res.OperatorScriptedRatio = res.medianOf(func(r roundResult) *float64 { return r.OperatorScriptedRatio })
+	}
 	return res
 }
 

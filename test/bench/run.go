@@ -15,9 +15,10 @@ import (
 	"example.com/platform-operator/internal/localcluster"
 )
 
-// runN runs the chosen scenarios for one N: the services probe and the
-// ceilings, each on a bare fresh cluster, then, on another, the operator's
-// burst, which creates the Websites that cost, restart and drift work on.
+// runN runs the chosen scenarios for one N: the services probe, the
+// ceilings and the scripted client, each on a fresh cluster of its own,
+// then, on another, the operator's burst, which creates the Websites that
+// cost, restart and drift work on.
 func runN(ctx context.Context, cfg *config, n int) (res *runResult) {
 	res = &runResult{N: n, Started: time.Now(), Nodes: max(1, n/500), NodePods: 1000}
 	if cfg.nodes > 0 {
@@ -84,12 +85,16 @@ func runN(ctx context.Context, cfg *config, n int) (res *runResult) {
 			res.Ceiling, err = e.ceiling(ctx, true)
 			return err
 		}},
+		{"scripted", func(ctx context.Context) (err error) {
+			res.Scripted, err = e.scripted(ctx)
+			return err
+		}},
 	}
 	for _, p := range bare {
 		scenario, _, _ := strings.Cut(p.name, " ")
-		if !cfg.scenarios[scenario] || (cfg.round != "" && p.name != "ceiling") {
+		if !cfg.scenarios[scenario] || (cfg.round != "" && p.name != "ceiling" && p.name != "scripted") {
 			// An extra round compares the burst with the ceiling of
-			// Deployments and Services only.
+			// Deployments and Services and the scripted client only.
 			continue
 		}
 		stop, err := e.startCluster(ctx, p.name)
