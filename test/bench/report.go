@@ -99,7 +99,7 @@ func computeChecks(res *results) []check {
 		if sc := r.Scripted; sc != nil && r.Ceiling != nil {
 			fig, _ := fmtRatio(sc.ReadyRatio, sc.Ready, r.Ceiling.Available)
 			fig, _ = judgeOnMedian(r.Rounds, func(r roundResult) *float64 { return r.ScriptedReadyRatio }, strings.Replace(fig, "operator ", "scripted client ", 1), "")
-			add("scripted", r.N, "the work allowed per Website, done by a plain client without an operator: Ready ÷ the ceiling's Available (what the burst's ratio cannot go below here; no target)",
+			add("scripted", r.N, "the work allowed per Website, done by a plain client without an operator: Ready ÷ the ceiling's Available (a reference for the burst's ratio, not a bound; no target)",
 				fig, roundsReadiness("n/a (for comparison)"))
 		}
 		if b, sc := r.Burst, r.Scripted; b != nil && sc != nil {
@@ -240,7 +240,7 @@ func markdown(res *results) string {
 	}
 	for _, r := range res.Runs {
 		if sc := r.Scripted; sc != nil {
-			p("\nN=%d, scripted client (the work issue 11 allows an operator per Website, done by the load client without an operator: the Website, its Deployment and Service, a status and an event, then the Ready status once the Deployment is Available): children exist %s (÷ ceiling %s), Deployments Available %s, Websites Ready %s (÷ the ceiling's Available %s)",
+			p("\nN=%d, scripted client (the work issue 11 allows an operator per Website, done without an operator: the load client creates the Websites, and as many workers as the operator has create each one's Deployment and Service, a status and an event, then the Ready status once the Deployment is Available): children exist %s (÷ ceiling %s), Deployments Available %s, Websites Ready %s (÷ the ceiling's Available %s)",
 				r.N, sc.Exist, ratioStr(sc.ExistRatio), sc.Available, sc.Ready, ratioStr(sc.ReadyRatio))
 			if b := r.Burst; b != nil {
 				p("; the operator ÷ the scripted client: exist %s, Ready %s", ratioStr(b.ScriptedExistRatio), ratioStr(b.ScriptedReadyRatio))
@@ -250,8 +250,8 @@ func markdown(res *results) string {
 					p("; its control plane CPU ÷ the ceiling's: %.2f×", w)
 				}
 			}
-			if sc.CreateErrors != 0 || sc.ReadyErrors != 0 {
-				p("; %d create errors, %d Ready status errors (-1: unfinished), first: %s", sc.CreateErrors, sc.ReadyErrors, sc.FirstError)
+			if sc.CreateErrors != 0 || sc.WorkErrors != 0 {
+				p("; %d Website create errors, %d Websites whose other writes failed (-1: unfinished), first: %s", sc.CreateErrors, sc.WorkErrors, sc.FirstError)
 			}
 			p(".")
 		}

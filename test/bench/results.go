@@ -162,9 +162,10 @@ type ceilingResult struct {
 	CPUSeconds             map[string]float64 `json:"cpuSeconds"`
 }
 
-// scriptedResult is the scripted scenario: the load client creates each
-// Website, its Deployment and Service, writes its status twice and one
-// event, as issue 11 allows an operator to.
+// scriptedResult is the scripted scenario: the load client creates the
+// Websites, and as many workers as the operator has create each one's
+// Deployment and Service and write its status twice and one event, as
+// issue 11 allows an operator to.
 type scriptedResult struct {
 	Client             clientSettings `json:"client"`
 	CreateCallsSeconds float64        `json:"createCallsSeconds"`
@@ -179,13 +180,14 @@ type scriptedResult struct {
 	ExistRatio   *float64 `json:"existRatio,omitempty"`
 	ReadyRatio   *float64 `json:"readyVsAvailableRatio,omitempty"`
 	CreateErrors int      `json:"createErrors"`
-	// ReadyErrors are the failed second status writes, -1 when they had
-	// not finished by the deadline.
-	ReadyErrors int                `json:"readyErrors"`
-	FirstError  string             `json:"firstError,omitempty"`
-	Writes      requestCounts      `json:"writes"`
-	Reads       requestCounts      `json:"reads"`
-	CPUSeconds  map[string]float64 `json:"cpuSeconds"`
+	// WorkErrors are the Websites whose children, first status and event,
+	// or Ready status, failed after retries; -1 when the workers had not
+	// finished by the deadline.
+	WorkErrors int                `json:"workErrors"`
+	FirstError string             `json:"firstError,omitempty"`
+	Writes     requestCounts      `json:"writes"`
+	Reads      requestCounts      `json:"reads"`
+	CPUSeconds map[string]float64 `json:"cpuSeconds"`
 }
 
 type burstResult struct {
