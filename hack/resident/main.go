@@ -37,21 +37,41 @@ func main() {
 }
 
 func run(pid int, out io.Writer) error {
-	exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+	exe, sections, total, err := residentSections(pid)
 	if err != nil {
 		return err
+	}
+	fmt.Fprintf(out, "%s: %.1f MiB of the binary resident\n", exe, mib(total))
+	fmt.Fprintf(out, "%-20s %10s %10s\n", "section", "size MiB", "resident")
+	for _, s := range sections {
+		fmt.Fprintf(out, "%-20s %10.2f %10.2f\n", s.name, mib(s.size), mib(s.resident))
+	}
+	return nil
+}
+
+// section is one of the binary's sections loaded from its file, with how
+// many of its bytes are resident, in whole pages.
+type section struct {
+	name           string
+	size, resident int
+}
+
+// residentSections reads which pages of pid's executable are resident, in
+// all (total) and per section.
+func residentSections(pid int) (exe string, sections []section, total int, err error) {
+	exe, err = os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+	if err != nil {
+		return "", nil, 0, err
 	}
 	present, err := presentPages(pid, exe)
 	if err != nil {
-		return err
+		return "", nil, 0, err
 	}
 	f, err := elf.Open(fmt.Sprintf("/proc/%d/exe", pid))
 	if err != nil {
-		return fmt.Errorf("read the binary's sections: %w", err)
+		return "", nil, 0, fmt.Errorf("read the binary's sections: %w", err)
 	}
 	defer f.Close()
-	fmt.Fprintf(out, "%s: %.1f MiB of the binary resident\n", exe, mib(len(present)*pageSize))
-	fmt.Fprintf(out, "%-20s %10s %10s\n", "section", "size MiB", "resident")
 	for _, s := range f.Sections {
 		if s.Flags&elf.SHF_ALLOC == 0 || s.Type == elf.SHT_NOBITS || s.Size == 0 {
 			continue // not loaded from the file
@@ -62,9 +82,9 @@ func run(pid int, out io.Writer) error {
 				n++
 			}
 		}
-		fmt.Fprintf(out, "%-20s %10.2f %10.2f\n", s.Name, mib(int(s.Size)), mib(n*pageSize))
+		sections = append(sections, section{name: s.Name, size: int(s.Size), resident: n * pageSize})
 	}
-	return nil
+	return exe, sections, len(present) * pageSize, nil
 }
 
 // presentPages are the pages of exe's mappings in the process that are
