@@ -12,11 +12,12 @@
 //     builds for N Websites, then, on another fresh cluster, the Deployments
 //     and the Services: time until they exist and until every Deployment is
 //     Available. No operator can beat it on this cluster;
-//   - scripted: without an operator, the load client does the work issue
-//     11 allows an operator per Website: creates the Website, its
-//     Deployment and Service (owned by it), writes its status and one
-//     event, and its status again once the Deployment is Available. What
-//     it takes over the ceiling is the price of that work on this cluster;
+//   - scripted: without an operator, the work issue 11 allows an operator
+//     per Website: the load client creates the Websites, and as many
+//     workers as the operator has create each one's Deployment and Service
+//     (owned by it), write its status and one event, and its status again
+//     once the Deployment is Available. What it takes over the ceiling is
+//     about what that work costs on this cluster: a reference, not a bound;
 //   - burst: the operator runs with its defaults (or -operator-args), the
 //     same load client creates N Websites at once: time until their
 //     Deployments and Services exist and until every Website is Ready, and
@@ -171,7 +172,7 @@ func parseFlags(args []string) (*config, error) {
 	nList := fs.String("n", "100,1000", "comma-separated numbers of Websites")
 	large := fs.Bool("large", false, "add N=5000")
 	fs.BoolVar(&cfg.heapProfile, "heap-profile", false, "run the operator with --pprof-bind-address on a free local port and save its heap profile after each burst in the logs folder")
-	fs.DurationVar(&cfg.cpuProfile, "cpu-profile", 0, "take CPU profiles of the operator (through --pprof-bind-address) and of kube-apiserver over this long from the start of each operator burst, saved in the logs folder (default: none)")
+	fs.DurationVar(&cfg.cpuProfile, "cpu-profile", 0, "take CPU profiles of the operator (through --pprof-bind-address) and of kube-apiserver over this long from the start of the ceiling (Deployments and Services), the scripted client and each operator burst, saved in the logs folder (default: none)")
 	fs.StringVar(&cfg.operatorArgsRaw, "operator-args", "", "extra flags for the operator, space-separated, e.g. \"--max-concurrent-reconciles=4 --kube-api-qps=50 --kube-api-burst=100\"")
 	scenarios := fs.String("scenarios", strings.Join(allScenarios, ","), "comma-separated scenarios: "+strings.Join(allScenarios, ",")+"; cost, restart and drift need burst")
 	fs.IntVar(&cfg.load.Workers, "load-workers", 16, "workers of the client that creates the Websites and the ceilings' children, which has no client-side rate limit")

@@ -12,8 +12,9 @@ import (
 // startCPUProfiles takes, when -cpu-profile asks for it, CPU profiles of
 // kube-apiserver and, when it runs, of the operator at once, over the first
 // part of the phase, into the logs folder (named after phase): where each
-// one's time goes, to be read with go tool pprof. The returned func waits
-// for them.
+// one's time goes, to be read with go tool pprof. The ceiling, the scripted
+// client and the burst take them, so that kube-apiserver's profiles can be
+// compared. The returned func waits for them.
 func (e *env) startCPUProfiles(ctx context.Context, phase string) (wait func()) {
 	if e.cfg.cpuProfile <= 0 {
 		return func() {}

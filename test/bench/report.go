@@ -207,7 +207,7 @@ func markdown(res *results) string {
 			b.DeploymentsExist, ratioStr(b.DeploymentsRatio), b.OperatorStartSeconds, b.CreateCallsSeconds)
 	}
 	if res.anyRun(func(r *runResult) bool { return r.Rounds != nil }) {
-		p("\nEvery round of the ceiling (Deployments and Services) and the operator's burst, each on fresh clusters, the last being the run above; the ratio targets are judged on the medians:\n\n")
+		p("\nEvery round of the ceiling (Deployments and Services), the scripted client when it ran and the operator's burst, each on fresh clusters, the last being the run above; the ratio targets are judged on the medians:\n\n")
 		p("| N | round | ceiling: exist | operator: exist | ratio | ceiling: Available | operator: Ready | ratio | scripted client: Ready | ÷ ceiling's Available | operator ÷ scripted |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 		for _, r := range res.Runs {
 			if r.Rounds == nil {

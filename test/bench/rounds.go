@@ -46,11 +46,11 @@ type roundsResult struct {
 	OperatorScriptedRatio *float64 `json:"medianOperatorVsScriptedReadyRatio,omitempty"`
 }
 
-// extraRounds runs rounds-1 rounds of the ceiling and the operator's burst
-// alone, before the measuring run of n: their times only, while the
-// footprint, the costs, the restart and the drift come from the measuring
-// run. Each round has its own clusters and operator process, and its logs
-// in a folder of its own.
+// extraRounds runs rounds-1 rounds of the ceiling, the scripted client
+// (when chosen) and the operator's burst alone, before the measuring run of
+// n: their times only, while the footprint, the costs, the restart and the
+// drift come from the measuring run. Each round has its own clusters and
+// operator process, and its logs in a folder of its own.
 func extraRounds(ctx context.Context, cfg *config, n int) []roundResult {
 	var rounds []roundResult
 	for k := 1; k < cfg.rounds && ctx.Err() == nil; k++ {

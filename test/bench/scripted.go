@@ -112,6 +112,8 @@ func (e *env) scripted(ctx context.Context) (*scriptedResult, error) {
 		}
 	}()
 
+	waitProfiles := e.startCPUProfiles(ctx, "scripted")
+	defer waitProfiles()
 	e.logf("%s: creating %d Websites with %s; their children, statuses and events with %d workers", scriptedName, e.n, e.cfg.load, e.cfg.operatorClient.Workers)
 	// The workers go on until every Website they were given is Ready, or
 	// the phase ends.
