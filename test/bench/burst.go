@@ -65,37 +65,9 @@ func (e *env) operatorBurst(ctx context.Context) error {
 	}
 	start := time.Now()
 	e.burstStart = &burstStart{at: start, apiStart: before, opStart: opBefore}
-	deployments := newProgress("operator: Deployments exist", e.n, start)
-	exist := newProgress("operator: Deployments and Services exist", 2*e.n, start)
-	ready := newProgress("operator: Websites Ready", e.n, start)
-	// A Website's Deployment has the Website's name.
-	available := newProgress("operator: Deployments available", e.n, start)
-	unsub := []func(){
-		e.deploymentHub.subscribe(func(obj metav1.Object, ev eventType) {
-			if ev != deleted {
-				deployments.mark(obj.GetName())
-				exist.mark("deployment/" + obj.GetName())
-				if d, ok := obj.(*appsv1.Deployment); ok && deploymentAvailable(d) {
-					available.mark(d.Name)
-				}
-			}
-		}),
-		e.serviceHub.subscribe(func(obj metav1.Object, ev eventType) {
-			if ev != deleted {
-				exist.mark("service/" + obj.GetName())
-			}
-		}),
-		e.websiteHub.subscribe(func(obj metav1.Object, ev eventType) {
-			if ev != deleted && websiteReady(obj) {
-				ready.mark(obj.GetName())
-			}
-		}),
-	}
-	defer func() {
-		for _, u := range unsub {
-			u()
-		}
-	}()
+	progress, unsubscribe := e.followWebsites("operator", start, nil)
+	defer unsubscribe()
+	deployments, exist, available, ready := progress.deployments, progress.exist, progress.available, progress.ready
 	waitProfiles := e.startCPUProfiles(ctx, "burst")
 	defer waitProfiles()
 	e.logf("operator: creating %d Websites with %s; the operator has %s", e.n, e.cfg.load, e.cfg.operatorClient)
@@ -145,6 +117,57 @@ func (e *env) operatorBurst(ctx context.Context) error {
 	e.logf("operator: children exist %s, Ready %s (operator ÷ ceiling: exist %s, Ready ÷ Available %s, Deployments ÷ Deployments alone %s)",
 		res.Exist, res.Ready, ratioStr(res.ExistRatio), ratioStr(res.ReadyRatio), ratioStr(res.DeploymentsRatio))
 	return nil
+}
+
+// websiteProgress is how far the N Websites of a phase are, as the
+// benchmark's own watches see them.
+type websiteProgress struct {
+	// deployments counts the Deployments that exist, exist the
+	// Deployments and Services, available the Deployments Available, ready
+	// the Websites Ready. A Website's Deployment and Service have its name.
+	deployments, exist, available, ready *progress
+}
+
+// followWebsites marks the progress of a phase's N Websites from the
+// benchmark's watches, from start, until unsubscribe is called; it calls
+// onAvailable, when not nil, for every event of an Available Deployment.
+func (e *env) followWebsites(who string, start time.Time, onAvailable func(name string)) (p *websiteProgress, unsubscribe func()) {
+	p = &websiteProgress{
+		deployments: newProgress(who+": Deployments exist", e.n, start),
+		exist:       newProgress(who+": Deployments and Services exist", 2*e.n, start),
+		available:   newProgress(who+": Deployments available", e.n, start),
+		ready:       newProgress(who+": Websites Ready", e.n, start),
+	}
+	unsub := []func(){
+		e.deploymentHub.subscribe(func(obj metav1.Object, ev eventType) {
+			if ev == deleted {
+				return
+			}
+			p.deployments.mark(obj.GetName())
+			p.exist.mark("deployment/" + obj.GetName())
+			if d, ok := obj.(*appsv1.Deployment); ok && deploymentAvailable(d) {
+				p.available.mark(d.Name)
+				if onAvailable != nil {
+					onAvailable(d.Name)
+				}
+			}
+		}),
+		e.serviceHub.subscribe(func(obj metav1.Object, ev eventType) {
+			if ev != deleted {
+				p.exist.mark("service/" + obj.GetName())
+			}
+		}),
+		e.websiteHub.subscribe(func(obj metav1.Object, ev eventType) {
+			if ev != deleted && websiteReady(obj) {
+				p.ready.mark(obj.GetName())
+			}
+		}),
+	}
+	return p, func() {
+		for _, u := range unsub {
+			u()
+		}
+	}
 }
 
 func ratio(op, ceiling waitResult) *float64 {

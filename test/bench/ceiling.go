@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
 
+	websitev1 "example.com/platform-operator/api/v1"
 	"example.com/platform-operator/internal/controller/website"
 	"example.com/platform-operator/internal/testgen"
 )
@@ -125,7 +126,17 @@ func (e *env) ceiling(ctx context.Context, services bool) (*ceilingResult, error
 // owner references are removed: the Website does not exist, and the garbage
 // collector would delete the children at once.
 func ceilingObjects(name string) (*appsv1.Deployment, *corev1.Service, error) {
-	w := testgen.Website(name, ceilingNamespace)
+	d, s, err := websiteChildren(testgen.Website(name, ceilingNamespace))
+	if err != nil {
+		return nil, nil, err
+	}
+	d.OwnerReferences, s.OwnerReferences = nil, nil
+	return d, s, nil
+}
+
+// websiteChildren are the Deployment and Service the operator builds for w, owned
+// by w, as typed objects to create.
+func websiteChildren(w *websitev1.Website) (*appsv1.Deployment, *corev1.Service, error) {
 	d, s := &appsv1.Deployment{}, &corev1.Service{}
 	for _, c := range []struct {
 		from any
@@ -139,7 +150,6 @@ func ceilingObjects(name string) (*appsv1.Deployment, *corev1.Service, error) {
 			return nil, nil, fmt.Errorf("decode %T: %w", c.into, err)
 		}
 	}
-	d.OwnerReferences, s.OwnerReferences = nil, nil
 	return d, s, nil
 }
 

@@ -10,7 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,7 +20,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	websitev1 "example.com/platform-operator/api/v1"
-	"example.com/platform-operator/internal/controller/website"
 )
 
 // scriptedName is the scripted phase's name in the phases and CPU tables.
@@ -63,9 +61,6 @@ func (e *env) scripted(ctx context.Context) (*scriptedResult, error) {
 		return nil, err
 	}
 	start := time.Now()
-	exist := newProgress(scriptedName+": Deployments and Services exist", 2*e.n, start)
-	available := newProgress(scriptedName+": Deployments available", e.n, start)
-	ready := newProgress(scriptedName+": Websites Ready", e.n, start)
 	w := &scriptedWriter{cs: cs, dyn: dyn, first: map[string]chan struct{}{}}
 	for i := range e.n {
 		w.first[siteName(i)] = make(chan struct{})
@@ -84,33 +79,9 @@ func (e *env) scripted(ctx context.Context) (*scriptedResult, error) {
 			close(becameAvailable)
 		}
 	}
-	unsub := []func(){
-		e.deploymentHub.subscribe(func(obj metav1.Object, ev eventType) {
-			if ev == deleted {
-				return
-			}
-			exist.mark("deployment/" + obj.GetName())
-			if d, ok := obj.(*appsv1.Deployment); ok && deploymentAvailable(d) {
-				available.mark(d.Name)
-				queueReady(d.Name)
-			}
-		}),
-		e.serviceHub.subscribe(func(obj metav1.Object, ev eventType) {
-			if ev != deleted {
-				exist.mark("service/" + obj.GetName())
-			}
-		}),
-		e.websiteHub.subscribe(func(obj metav1.Object, ev eventType) {
-			if ev != deleted && websiteReady(obj) {
-				ready.mark(obj.GetName())
-			}
-		}),
-	}
-	defer func() {
-		for _, u := range unsub {
-			u()
-		}
-	}()
+	progress, unsubscribe := e.followWebsites(scriptedName, start, queueReady)
+	defer unsubscribe()
+	exist, available, ready := progress.exist, progress.available, progress.ready
 
 	waitProfiles := e.startCPUProfiles(ctx, "scripted")
 	defer waitProfiles()
@@ -180,7 +151,7 @@ type scriptedWriter struct {
 // children creates w's Deployment and Service and writes its first status
 // and the event. A retry finds the children that exist already.
 func (s *scriptedWriter) children(ctx context.Context, w *websitev1.Website) error {
-	d, svc, err := children(w)
+	d, svc, err := websiteChildren(w)
 	if err != nil {
 		return err
 	}
@@ -244,24 +215,24 @@ func (s *scriptedWriter) work(ctx context.Context, created <-chan *websitev1.Web
 	for range workers {
 		wg.Go(func() {
 			websites, available := created, becameAvailable
+			readyFor := func(name string, ok bool) {
+				if !ok {
+					available = nil
+					return
+				}
+				retry(func() error { return s.ready(ctx, name) })
+			}
 			for websites != nil || available != nil {
+				// A Ready status first, when one waits.
 				select {
 				case name, ok := <-available:
-					if !ok {
-						available = nil
-						continue
-					}
-					retry(func() error { return s.ready(ctx, name) })
+					readyFor(name, ok)
 					continue
 				default:
 				}
 				select {
 				case name, ok := <-available:
-					if !ok {
-						available = nil
-						continue
-					}
-					retry(func() error { return s.ready(ctx, name) })
+					readyFor(name, ok)
 				case w, ok := <-websites:
 					if !ok {
 						websites = nil
@@ -308,25 +279,6 @@ func (s *scriptedWriter) writeStatus(ctx context.Context, w *websitev1.Website, 
 		return fmt.Errorf("write status of Website %s: %w", w.Name, err)
 	}
 	return nil
-}
-
-// children are the Deployment and Service the operator builds for w, owned
-// by w, as typed objects to create.
-func children(w *websitev1.Website) (*appsv1.Deployment, *corev1.Service, error) {
-	d, s := &appsv1.Deployment{}, &corev1.Service{}
-	for _, c := range []struct {
-		from any
-		into runtime.Object
-	}{{website.DesiredDeployment(w), d}, {website.DesiredService(w), s}} {
-		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(c.from)
-		if err != nil {
-			return nil, nil, err
-		}
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u, c.into); err != nil {
-			return nil, nil, fmt.Errorf("decode %T: %w", c.into, err)
-		}
-	}
-	return d, s, nil
 }
 
 // scriptedStatus is a status like the operator's, before and after the

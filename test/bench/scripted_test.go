@@ -32,7 +32,7 @@ func TestScriptedStatusesReadAsTheOperatorsDo(t *testing.T) {
 func TestScriptedChildrenAreOwnedByTheirWebsite(t *testing.T) {
 	g := NewWithT(t)
 	w := &websitev1.Website{ObjectMeta: metav1.ObjectMeta{Name: "site-00001", Namespace: benchNamespace, Generation: 1, UID: types.UID("u1")}}
-	d, s, err := children(w)
+	d, s, err := websiteChildren(w)
 	g.Expect(err).NotTo(HaveOccurred())
 	for _, refs := range [][]metav1.OwnerReference{d.OwnerReferences, s.OwnerReferences} {
 		g.Expect(refs).To(HaveLen(1))
