@@ -32,7 +32,8 @@ const scriptedName = "scripted client"
 // Service the operator builds for it (owned by it, so the garbage collector
 // tracks them as it does the operator's), write its status (not ready yet)
 // and one DeploymentCreated event, and, once the Deployment is Available,
-// write its status again, Ready, before taking another Website. Each step
+// write its status again, Ready (a worker takes that before a new Website
+// when both wait, as the operator's queue puts child events first). Each step
 // waits for nothing but the API server: no watch to learn of the Website,
 // no cache, no queue, no comparison. What it takes over the ceiling's time
 // is about what that work costs on this cluster, and the burst is compared
@@ -260,6 +261,7 @@ func (s *scriptedWriter) ready(ctx context.Context, name string) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+	// A new Website's generation is 1; status writes do not change it.
 	w := &websitev1.Website{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: benchNamespace, Generation: 1}}
 	return s.writeStatus(ctx, w, true)
 }
