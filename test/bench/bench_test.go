@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -165,4 +167,28 @@ func TestMedianOfRoundsNeedsEveryRound(t *testing.T) {
 	if got.ReadyRatio != nil {
 		t.Errorf("ready median with a round missing its ratio = %v, want none", *got.ReadyRatio)
 	}
+}
+
+// forEach retries each item up to five times, counts the items that still
+// failed and keeps the first error.
+func TestForEachRetriesAndCountsFailures(t *testing.T) {
+	g := NewWithT(t)
+	var mu sync.Mutex
+	attempts := map[int]int{}
+	failing := errors.New("item 1 always fails")
+	failures, first := forEach(context.Background(), 3, 2, func(_ context.Context, i int) error {
+		mu.Lock()
+		defer mu.Unlock()
+		attempts[i]++
+		switch {
+		case i == 1:
+			return failing
+		case i == 2 && attempts[i] == 1:
+			return errors.New("item 2 fails once")
+		}
+		return nil
+	})
+	g.Expect(failures).To(Equal(1))
+	g.Expect(first).To(MatchError(failing))
+	g.Expect(attempts).To(Equal(map[int]int{0: 1, 1: 5, 2: 2}))
 }

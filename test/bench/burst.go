@@ -130,7 +130,8 @@ type websiteProgress struct {
 
 // followWebsites marks the progress of a phase's N Websites from the
 // benchmark's watches, from start, until unsubscribe is called; it calls
-// onAvailable, when not nil, for every event of an Available Deployment.
+// onAvailable, when not nil, once for each Deployment, when it is first
+// seen Available, from the one goroutine of the Deployments' watch.
 func (e *env) followWebsites(who string, start time.Time, onAvailable func(name string)) (p *websiteProgress, unsubscribe func()) {
 	p = &websiteProgress{
 		deployments: newProgress(who+": Deployments exist", e.n, start),
@@ -145,11 +146,8 @@ func (e *env) followWebsites(who string, start time.Time, onAvailable func(name 
 			}
 			p.deployments.mark(obj.GetName())
 			p.exist.mark("deployment/" + obj.GetName())
-			if d, ok := obj.(*appsv1.Deployment); ok && deploymentAvailable(d) {
-				p.available.mark(d.Name)
-				if onAvailable != nil {
-					onAvailable(d.Name)
-				}
+			if d, ok := obj.(*appsv1.Deployment); ok && deploymentAvailable(d) && p.available.mark(d.Name) && onAvailable != nil {
+				onAvailable(d.Name)
 			}
 		}),
 		e.serviceHub.subscribe(func(obj metav1.Object, ev eventType) {

@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	listersappsv1 "k8s.io/client-go/listers/apps/v1"
 	listerscorev1 "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/rest"
 
 	websitev1 "example.com/platform-operator/api/v1"
 	"example.com/platform-operator/internal/devenv"
@@ -140,14 +141,7 @@ func (e *env) recordCPU(name string, before cpuSnapshot) map[string]float64 {
 // loadClients are the admin's clients with the load client's settings:
 // what creates the Websites and the ceilings' children.
 func (e *env) loadClients() (kubernetes.Interface, dynamic.Interface, error) {
-	c := e.cluster.RESTConfig()
-	c.QPS, c.Burst = float32(e.cfg.load.QPS), e.cfg.load.Burst
-	if c.QPS <= 0 {
-		// client-go: a negative QPS means no client-side rate limiter (0
-		// would mean its default of 5).
-		c.QPS = -1
-	}
-	c.UserAgent = "platform-operator-bench"
+	c := e.loadConfig()
 	cs, err := kubernetes.NewForConfig(c)
 	if err != nil {
 		return nil, nil, err
@@ -156,13 +150,25 @@ func (e *env) loadClients() (kubernetes.Interface, dynamic.Interface, error) {
 	return cs, dyn, err
 }
 
-// forEach runs f for 0..n-1 on the given number of workers and returns the
-// number of failures and the first error.
+// loadConfig is the admin's client configuration with the load client's
+// settings.
+func (e *env) loadConfig() *rest.Config {
+	c := e.cluster.RESTConfig()
+	c.QPS, c.Burst = float32(e.cfg.load.QPS), e.cfg.load.Burst
+	if c.QPS <= 0 {
+		// client-go: a negative QPS means no client-side rate limiter (0
+		// would mean its default of 5).
+		c.QPS = -1
+	}
+	c.UserAgent = "platform-operator-bench"
+	return c
+}
+
+// forEach runs f for 0..n-1 on the given number of workers, each with
+// retries, and returns the number of failures and the first error.
 func forEach(ctx context.Context, n, workers int, f func(ctx context.Context, i int) error) (int, error) {
 	var next atomic.Int64
-	var failures atomic.Int64
-	var first error
-	var once sync.Once
+	var failed failures
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Go(func() {
@@ -171,22 +177,50 @@ func forEach(ctx context.Context, n, workers int, f func(ctx context.Context, i 
 				if i >= n || ctx.Err() != nil {
 					return
 				}
-				var err error
-				for attempt := range 5 {
-					if err = f(ctx, i); err == nil || ctx.Err() != nil {
-						break
-					}
-					time.Sleep(time.Duration(attempt+1) * 200 * time.Millisecond)
-				}
-				if err != nil {
-					failures.Add(1)
-					once.Do(func() { first = err })
-				}
+				failed.add(retried(ctx, func() error { return f(ctx, i) }))
 			}
 		})
 	}
 	wg.Wait()
-	return int(failures.Load()), first
+	return failed.count()
+}
+
+// retried runs f until it succeeds, five times at most, waiting 200 ms
+// longer after each failure, or until ctx ends; it returns f's last error.
+func retried(ctx context.Context, f func() error) error {
+	var err error
+	for attempt := range 5 {
+		if err = f(); err == nil || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(time.Duration(attempt+1) * 200 * time.Millisecond)
+	}
+	return err
+}
+
+// failures counts the errors given to add, and keeps the first.
+type failures struct {
+	mu    sync.Mutex
+	n     int
+	first error
+}
+
+func (f *failures) add(err error) {
+	if err == nil {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.n++
+	if f.first == nil {
+		f.first = err
+	}
+}
+
+func (f *failures) count() (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.n, f.first
 }
 
 func siteName(i int) string { return fmt.Sprintf("site-%05d", i) }

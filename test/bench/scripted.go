@@ -2,24 +2,23 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	websitev1 "example.com/platform-operator/api/v1"
+	"example.com/platform-operator/internal/children"
 )
 
 // scriptedName is the scripted phase's name in the phases and CPU tables.
@@ -51,7 +50,7 @@ func (e *env) scripted(ctx context.Context) (*scriptedResult, error) {
 	}
 	e.startInformers(ctx)
 	defer e.stopInformers()
-	cs, dyn, err := e.loadClients()
+	w, err := e.newScriptedWriter()
 	if err != nil {
 		return nil, err
 	}
@@ -62,21 +61,17 @@ func (e *env) scripted(ctx context.Context) (*scriptedResult, error) {
 		return nil, err
 	}
 	start := time.Now()
-	w := &scriptedWriter{cs: cs, dyn: dyn, first: map[string]chan struct{}{}}
 	for i := range e.n {
-		w.first[siteName(i)] = make(chan struct{})
+		w.sites[siteName(i)] = &scriptedSite{firstStatus: make(chan struct{})}
 	}
-	// Deployments seen Available, for the second status write: each once,
-	// and the channel closed after the last.
+	// Deployments first seen Available, for the second status write; the
+	// channel is closed after the last. followWebsites calls queueReady
+	// from one goroutine.
 	becameAvailable := make(chan string, e.n)
-	var queued sync.Map
-	var sent atomic.Int64
+	sent := 0
 	queueReady := func(name string) {
-		if _, seen := queued.LoadOrStore(name, true); seen {
-			return
-		}
 		becameAvailable <- name
-		if sent.Add(1) == int64(e.n) {
+		if sent++; sent == e.n {
 			close(becameAvailable)
 		}
 	}
@@ -144,9 +139,38 @@ type workOutcome struct {
 type scriptedWriter struct {
 	cs  kubernetes.Interface
 	dyn dynamic.Interface
-	// first is closed, per Website, once its first status is written: the
-	// Ready status must come after it.
-	first map[string]chan struct{}
+	// status writes statuses as the operator does, with its own writer.
+	status *children.StatusWriter
+	// sites are the phase's Websites by name, filled in as they are
+	// created; not added to after the phase starts.
+	sites map[string]*scriptedSite
+}
+
+// scriptedSite is what the workers share of one Website.
+type scriptedSite struct {
+	// website is the Website as created; set before firstStatus closes.
+	website *websitev1.Website
+	// firstStatus is closed once the first status is written: the Ready
+	// status must come after it.
+	firstStatus chan struct{}
+}
+
+// newScriptedWriter makes the writer's clients with the load client's
+// settings.
+func (e *env) newScriptedWriter() (*scriptedWriter, error) {
+	cs, dyn, err := e.loadClients()
+	if err != nil {
+		return nil, err
+	}
+	scheme := runtime.NewScheme()
+	if err := websitev1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	c, err := client.New(e.loadConfig(), client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, err
+	}
+	return &scriptedWriter{cs: cs, dyn: dyn, status: children.NewStatusWriter(c), sites: map[string]*scriptedSite{}}, nil
 }
 
 // children creates w's Deployment and Service and writes its first status
@@ -168,7 +192,9 @@ func (s *scriptedWriter) children(ctx context.Context, w *websitev1.Website) err
 	if _, err := s.cs.EventsV1().Events(benchNamespace).Create(ctx, deploymentCreatedEvent(w), metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("create event for %s: %w", w.Name, err)
 	}
-	close(s.first[w.Name])
+	site := s.sites[w.Name]
+	site.website = w
+	close(site.firstStatus)
 	return nil
 }
 
@@ -196,23 +222,8 @@ func (s *scriptedWriter) website(ctx context.Context, name string) (*websitev1.W
 // Like the operator's queue, a worker takes a Ready status before a new
 // Website when both wait.
 func (s *scriptedWriter) work(ctx context.Context, created <-chan *websitev1.Website, becameAvailable <-chan string, workers int) workOutcome {
-	var failures atomic.Int64
-	var first error
-	var once sync.Once
+	var failed failures
 	var wg sync.WaitGroup
-	retry := func(step func() error) {
-		var err error
-		for attempt := range 5 {
-			if err = step(); err == nil || ctx.Err() != nil {
-				break
-			}
-			time.Sleep(time.Duration(attempt+1) * 200 * time.Millisecond)
-		}
-		if err != nil {
-			failures.Add(1)
-			once.Do(func() { first = err })
-		}
-	}
 	for range workers {
 		wg.Go(func() {
 			websites, available := created, becameAvailable
@@ -221,7 +232,7 @@ func (s *scriptedWriter) work(ctx context.Context, created <-chan *websitev1.Web
 					available = nil
 					return
 				}
-				retry(func() error { return s.ready(ctx, name) })
+				failed.add(retried(ctx, func() error { return s.ready(ctx, name) }))
 			}
 			for websites != nil || available != nil {
 				// A Ready status first, when one waits.
@@ -239,7 +250,7 @@ func (s *scriptedWriter) work(ctx context.Context, created <-chan *websitev1.Web
 						websites = nil
 						continue
 					}
-					retry(func() error { return s.children(ctx, w) })
+					failed.add(retried(ctx, func() error { return s.children(ctx, w) }))
 				case <-ctx.Done():
 					return
 				}
@@ -247,37 +258,31 @@ func (s *scriptedWriter) work(ctx context.Context, created <-chan *websitev1.Web
 		})
 	}
 	wg.Wait()
-	return workOutcome{int(failures.Load()), first}
+	n, first := failed.count()
+	return workOutcome{n, first}
 }
 
 // ready writes the Ready status of the Website name, after its first.
 func (s *scriptedWriter) ready(ctx context.Context, name string) error {
-	first, ok := s.first[name]
+	site, ok := s.sites[name]
 	if !ok {
 		return fmt.Errorf("Deployment %s belongs to no Website of this phase", name)
 	}
 	select {
-	case <-first:
+	case <-site.firstStatus:
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	// A new Website's generation is 1; status writes do not change it.
-	w := &websitev1.Website{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: benchNamespace, Generation: 1}}
-	return s.writeStatus(ctx, w, true)
+	return s.writeStatus(ctx, site.website, true)
 }
 
-// writeStatus replaces the Website's status, as the operator does: a JSON
-// patch that adds /status.
+// writeStatus writes the Website's status with the operator's own status
+// writer: the same request, a JSON patch that replaces /status. w is the
+// Website as created, without a status.
 func (s *scriptedWriter) writeStatus(ctx context.Context, w *websitev1.Website, ready bool) error {
-	data, err := json.Marshal(scriptedStatus(w, ready, time.Now()))
-	if err != nil {
-		return err
-	}
-	patch, err := json.Marshal([]map[string]any{{"op": "add", "path": "/status", "value": json.RawMessage(data)}})
-	if err != nil {
-		return err
-	}
-	if _, err := s.dyn.Resource(websitesGVR).Namespace(benchNamespace).Patch(ctx, w.Name, types.JSONPatchType, patch, metav1.PatchOptions{}, "status"); err != nil {
+	updated := w.DeepCopy()
+	updated.Status = scriptedStatus(w, ready, time.Now())
+	if _, err := s.status.Patch(ctx, w, updated, w.Status, updated.Status); err != nil {
 		return fmt.Errorf("write status of Website %s: %w", w.Name, err)
 	}
 	return nil

@@ -88,19 +88,21 @@ func newProgress(what string, target int, start time.Time) *progress {
 	return &progress{what: what, target: target, start: start, first: map[string]time.Time{}, reached: make(chan struct{})}
 }
 
-// mark records that key met the condition now, if it had not before.
-func (p *progress) mark(key string) {
+// mark records that key met the condition now, if it had not before, and
+// reports whether this is its first time.
+func (p *progress) mark(key string) bool {
 	now := time.Now()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if _, seen := p.first[key]; seen {
-		return
+		return false
 	}
 	p.first[key] = now
 	p.last = now
 	if len(p.first) == p.target {
 		close(p.reached)
 	}
+	return true
 }
 
 // timelineLocked is the Timeline of the objects seen so far; p.mu is held.
