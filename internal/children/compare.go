@@ -123,6 +123,8 @@ type desiredValue struct {
 	// dropped are the fields the operator sets to a value that storage
 	// omits (an empty string, a zero number).
 	dropped *fieldpath.Set
+	// fields are all the fields the operator sets, dropped or kept.
+	fields *fieldpath.Set
 }
 
 func (d *differ) desired(in *intent) (*desiredValue, error) {
@@ -145,7 +147,25 @@ func (d *differ) desired(in *intent) (*desiredValue, error) {
 	if err != nil {
 		return nil, fmt.Errorf("desired fields: %w", err)
 	}
-	return &desiredValue{converter: converter, value: value, dropped: set.Leaves().Difference(kept)}, nil
+	return &desiredValue{converter: converter, value: value, dropped: set.Leaves().Difference(kept), fields: set}, nil
+}
+
+// agree reports whether a and b, two states of the child that in
+// describes, hold the same values in every field that in sets.
+func (d *differ) agree(in *intent, a, b runtime.Object) (bool, error) {
+	want, err := d.desired(in)
+	if err != nil {
+		return false, err
+	}
+	var values [2]value.Value
+	for i, obj := range []runtime.Object{a, b} {
+		tv, err := toTyped(want.converter, obj, in.gvk)
+		if err != nil {
+			return false, err
+		}
+		values[i] = tv.ExtractItems(want.fields, typed.WithAppendKeyFields()).AsValue()
+	}
+	return value.Equals(values[0], values[1]), nil
 }
 
 // converterFor picks the schema of the child's type: client-go's for the

@@ -7,6 +7,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -109,5 +113,59 @@ func TestChildrenWithoutAGenerationAreComparedAgainAfterAnyWrite(t *testing.T) {
 	svc.ResourceVersion = "6"
 	if cache.matches(svc, desiredMetadata("hash")) {
 		t.Error("a Service written since it was verified still is")
+	}
+}
+
+// Two states of a child agree when every field the operator sets holds the
+// same value in both, whatever else differs: what tells an apply that would
+// change nothing (the API server rewrites the field on every write) from one
+// that restores a hand edit.
+func TestStatesAgreeOnlyWhenTheFieldsTheOperatorSetsAreEqual(t *testing.T) {
+	desired := appsv1ac.Deployment("site", "default").WithLabels(map[string]string{"app": "site"}).
+		WithSpec(appsv1ac.DeploymentSpec().WithTemplate(corev1ac.PodTemplateSpec().WithSpec(corev1ac.PodSpec().
+			WithContainers(corev1ac.Container().WithName("web").WithImage("nginx")))))
+	in, err := newIntent(desired)
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := func() *appsv1.Deployment {
+		return &appsv1.Deployment{
+			ObjectMeta: metav1.ObjectMeta{Name: "site", Namespace: "default", ResourceVersion: "10",
+				Labels: map[string]string{"app": "site"}, Annotations: in.object.GetAnnotations()},
+			Spec: appsv1.DeploymentSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+				Containers: []corev1.Container{{Name: "web", Image: "mirror.example.com/nginx"}},
+			}}},
+		}
+	}
+	for _, tc := range []struct {
+		name   string
+		change func(*appsv1.Deployment)
+		agree  bool
+	}{
+		{name: "the same object", change: func(*appsv1.Deployment) {}, agree: true},
+		{name: "others' fields differ", agree: true, change: func(d *appsv1.Deployment) {
+			d.ResourceVersion = "11"
+			d.Labels["team"] = "web"
+			d.Spec.Replicas = ptr.To[int32](3)
+			d.Spec.Template.Spec.Containers = append(d.Spec.Template.Spec.Containers, corev1.Container{Name: "proxy", Image: "envoy"})
+			d.Status.ReadyReplicas = 3
+		}},
+		{name: "an image the operator sets differs", change: func(d *appsv1.Deployment) {
+			d.Spec.Template.Spec.Containers[0].Image = "mirror.example.com/evil"
+		}},
+		{name: "a label the operator sets differs", change: func(d *appsv1.Deployment) { d.Labels["app"] = "other" }},
+		{name: "a label the operator sets is gone", change: func(d *appsv1.Deployment) { delete(d.Labels, "app") }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			other := live()
+			tc.change(other)
+			agree, err := newDiffer(clientgoscheme.Scheme).agree(in, live(), other)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if agree != tc.agree {
+				t.Errorf("agree = %t, want %t", agree, tc.agree)
+			}
+		})
 	}
 }

@@ -20,6 +20,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"example.com/platform-operator/internal/controller"
 	"example.com/platform-operator/internal/platform"
@@ -258,6 +259,16 @@ func (m *Manager) update(ctx context.Context, owner client.Object, in *intent, l
 			m.verified.remember(live, in)
 			return Result{Action: Unchanged, Exists: true}
 		}
+		// Either someone changed what the operator set, or the API server
+		// changes it on every write (a registry mirror's admission policy
+		// rewriting images): an apply would put back the first and could
+		// not undo the second, which is no drift. A dry run tells which.
+		if m.applyChangesNothing(ctx, in, live) {
+			m.verified.remember(live, in)
+			log.FromContext(ctx).V(1).Info("Child differs from its desired state as the API server's admission makes it; left as it is",
+				"kind", kind, "name", in.key.Name)
+			return Result{Action: Unchanged, Exists: true}
+		}
 		action = Restored
 	}
 	if refused, ok := m.refused.lookup(in); ok {
@@ -350,6 +361,19 @@ func (m *Manager) apply(ctx context.Context, in *intent, live client.Object) err
 		return fmt.Errorf("decode the applied %s: %w", in.gvk.Kind, err)
 	}
 	return nil
+}
+
+// applyChangesNothing reports whether applying in would leave every field
+// that in sets as live holds it, by a dry run of the apply. When the dry run
+// fails, it reports false: the apply itself then meets the failure and
+// reports it.
+func (m *Manager) applyChangesNothing(ctx context.Context, in *intent, live client.Object) bool {
+	u := in.object.DeepCopy()
+	if err := m.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(platform.Name), client.ForceOwnership, client.DryRunAll); err != nil {
+		return false
+	}
+	same, err := m.differ.agree(in, live, u)
+	return err == nil && same
 }
 
 // refuse reports a desired state the API server refused as invalid and

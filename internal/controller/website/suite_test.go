@@ -42,6 +42,7 @@ var (
 	k8sClient  client.Client // the test's own client, uncached
 	writes     *writeLog     // the reconciler's writes
 	reconciler *website.WebsiteReconciler
+	manager    ctrl.Manager // runs reconciler; a test may build another reconciler on it
 	scheme     = runtime.NewScheme()
 )
 
@@ -111,6 +112,7 @@ func runSuite(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "manager:", err)
 		return 1
 	}
+	manager = mgr
 	writes = &writeLog{byNamespace: map[string]int{}, beforeCreate: map[string]func(context.Context, client.Object){}}
 	reconciler = website.NewReconciler(mgr, writes.wrap(asWithWatch(mgr.GetClient())), controller.SetupOptions{
 		ClusterDomain:           "cluster.local",
@@ -153,7 +155,7 @@ func zapLevel() zapcore.Level {
 }
 
 // writeLog counts the reconciler's write calls per namespace, status writes
-// included, and lets a test act just before the reconciler creates an
+// included and dry runs not, and lets a test act just before the reconciler creates an
 // object.
 type writeLog struct {
 	mu           sync.Mutex
@@ -205,7 +207,9 @@ func (l *writeLog) wrap(c client.WithWatch) client.WithWatch {
 			return c.Patch(ctx, obj, patch, opts...)
 		},
 		Apply: func(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
-			l.add(applyTarget(obj))
+			if len((&client.ApplyOptions{}).ApplyOptions(opts).DryRun) == 0 {
+				l.add(applyTarget(obj))
+			}
 			return c.Apply(ctx, obj, opts...)
 		},
 		Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
