@@ -7,6 +7,7 @@ import (
 	snapshotv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -121,7 +122,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// goes before BackupJobs still waiting for their first reconcile
 		// (see controller.ChildEventPriority).
 		Watches(&batchv1.Job{}, controller.WithChildEventPriority(
-			handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &v1alpha1.BackupJob{}, handler.OnlyControllerOwner()))).
+			controller.EnqueueControllingOwner(v1alpha1.GroupVersion.WithKind("BackupJob").GroupKind(), meta.RESTScopeNameNamespace))).
 		Watches(&corev1.PersistentVolumeClaim{}, controller.WithChildEventPriority(handler.EnqueueRequestsFromMapFunc(backupJobOf)))
 	if r.SnapshotsServed {
 		b = b.Watches(&snapshotv1.VolumeSnapshot{}, controller.WithChildEventPriority(handler.EnqueueRequestsFromMapFunc(backupJobOf)))

@@ -284,7 +284,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	r.children = children.NewManager(mgr, tenantKind, r.Recorder)
 	r.status = children.NewStatusWriter(r.Client)
-	ownedByTenant := handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &tenantv1.Tenant{}, handler.OnlyControllerOwner())
+	ownedByTenant := controller.EnqueueControllingOwner(tenantv1.GroupVersion.WithKind(tenantKind).GroupKind(), meta.RESTScopeNameRoot)
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&tenantv1.Tenant{},
 			// Status writes need no reconcile; the confirmation annotation

@@ -588,3 +588,35 @@ func childWrites(g Gomega, childKind, operation string) float64 {
 	}
 	return 0
 }
+
+// Access granted by hand is not kept: a subject someone adds to the
+// tenant's RoleBinding is removed, and a RoleBinding someone deletes comes
+// back, at once, from the watch of the Tenant's children (not from a
+// periodic resync).
+func TestAccessChangedByHandIsPutBack(t *testing.T) {
+	needsAPIServer(t)
+	ctx := t.Context()
+	home, dev := unique("home"), unique("dev")
+	tn := newTenant(t, []string{home, dev})
+	eventuallyCondition(t, tn.Name, tenantv1.TenantReadyCondition, metav1.ConditionTrue, tenantv1.TenantActiveReason)
+	g := NewWithT(t)
+	const soon = 5 * time.Second
+
+	rb := &rbacv1.RoleBinding{}
+	g.Expect(k8sClient.Get(ctx, key(dev, "tenant-admin"), rb)).To(Succeed())
+	granted := rb.Subjects
+	rb.Subjects = append(rb.Subjects, rbacv1.Subject{Kind: "User", APIGroup: "rbac.authorization.k8s.io", Name: "mallory"})
+	g.Expect(k8sClient.Update(ctx, rb)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8sClient.Get(ctx, key(dev, "tenant-admin"), rb)).To(Succeed())
+		g.Expect(rb.Subjects).To(Equal(granted))
+	}).WithTimeout(soon).Should(Succeed(), "the added subject is removed")
+
+	g.Expect(k8sClient.Delete(ctx, rb)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		recreated := &rbacv1.RoleBinding{}
+		g.Expect(k8sClient.Get(ctx, key(dev, "tenant-admin"), recreated)).To(Succeed())
+		g.Expect(recreated.UID).NotTo(Equal(rb.UID))
+		g.Expect(recreated.Subjects).To(Equal(granted))
+	}).WithTimeout(soon).Should(Succeed(), "the deleted RoleBinding is back")
+}

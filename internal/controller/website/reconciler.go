@@ -248,7 +248,7 @@ func (r *WebsiteReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := indexFields(context.Background(), mgr); err != nil {
 		return err
 	}
-	ownedByWebsite := handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &websitev1.Website{}, handler.OnlyControllerOwner())
+	ownedByWebsite := controller.EnqueueControllingOwner(websitev1.GroupVersion.WithKind("Website").GroupKind(), meta.RESTScopeNameNamespace)
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&websitev1.Website{},
 			// Status writes, the operator's own included, need no reconcile.
