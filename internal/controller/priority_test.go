@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -79,4 +80,35 @@ func TestChildEventPriorityLeavesAPlainQueueAlone(t *testing.T) {
 	plain := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
 	defer plain.ShutDown()
 	g.Expect(withDefaultPriority(plain, ChildEventPriority)).To(BeIdenticalTo(plain))
+}
+
+// Of the objects a controller lists at start, those with work pending (a
+// status behind the spec) go before those that only need a check, and
+// after nothing else.
+func TestPendingObjectsListedAtStartGoBeforeTheChecks(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	q := priorityqueue.New[reconcile.Request]("pending-first")
+	defer q.ShutDown()
+	website := func(name string, generation int64) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, Generation: generation}}
+	}
+	observed := map[string]int64{"checked-1": 1, "checked-2": 3, "changed": 1, "created": 0, "deleting": 1}
+	pending := func(o client.Object) bool { return Unobserved(o, observed[o.GetName()]) }
+	h := PendingFirst(&handler.EnqueueRequestForObject{}, pending)
+
+	h.Create(ctx, event.CreateEvent{Object: website("checked-1", 1), IsInInitialList: true}, q)
+	h.Create(ctx, event.CreateEvent{Object: website("checked-2", 3), IsInInitialList: true}, q)
+	h.Create(ctx, event.CreateEvent{Object: website("changed", 2), IsInInitialList: true}, q)
+	h.Create(ctx, event.CreateEvent{Object: website("created", 1), IsInInitialList: true}, q)
+	deleting := website("deleting", 1)
+	deleting.DeletionTimestamp = &metav1.Time{Time: time.Unix(1, 0)}
+	h.Create(ctx, event.CreateEvent{Object: deleting, IsInInitialList: true}, q)
+
+	got := map[string]int{}
+	for range 5 {
+		name, priority := next(q)
+		got[name] = priority
+	}
+	g.Expect(got).To(Equal(map[string]int{"changed": 0, "created": 0, "deleting": 0, "checked-1": handler.LowPriority, "checked-2": handler.LowPriority}))
 }

@@ -113,8 +113,13 @@ func (r *Reconciler) defaults() {
 // served, snapshots labelled for them (backups have no owner reference).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.defaults()
+	// Not For: see controller.PendingFirst.
 	b := ctrl.NewControllerManagedBy(mgr).
-		For(&v1alpha1.BackupJob{},
+		Named("backupjob").
+		Watches(&v1alpha1.BackupJob{}, controller.PendingFirst(&handler.EnqueueRequestForObject{}, func(o client.Object) bool {
+			bj, ok := o.(*v1alpha1.BackupJob)
+			return !ok || controller.Unobserved(bj, bj.Status.ObservedGeneration)
+		}),
 			// Status writes need no reconcile; spec changes (runNow
 			// among them) and a deletion do.
 			builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, deletionStarted))).

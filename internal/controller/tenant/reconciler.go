@@ -285,8 +285,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.children = children.NewManager(mgr, tenantKind, r.Recorder)
 	r.status = children.NewStatusWriter(r.Client)
 	ownedByTenant := controller.EnqueueControllingOwner(tenantv1.GroupVersion.WithKind(tenantKind).GroupKind(), meta.RESTScopeNameRoot)
+	// Not For: see controller.PendingFirst.
 	return ctrl.NewControllerManagedBy(mgr).
-		For(&tenantv1.Tenant{},
+		Named("tenant").
+		Watches(&tenantv1.Tenant{}, controller.PendingFirst(&handler.EnqueueRequestForObject{}, func(o client.Object) bool {
+			t, ok := o.(*tenantv1.Tenant)
+			return !ok || controller.Unobserved(t, t.Status.ObservedGeneration)
+		}),
 			// Status writes need no reconcile; the confirmation annotation
 			// and a deletion (which bumps the generation) do.
 			builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, deletionStarted))).

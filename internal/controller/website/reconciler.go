@@ -249,8 +249,12 @@ func (r *WebsiteReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return err
 	}
 	ownedByWebsite := controller.EnqueueControllingOwner(websitev1.GroupVersion.WithKind("Website").GroupKind(), meta.RESTScopeNameNamespace)
+	// Not For: its handler would queue every Website listed at start-up
+	// behind later changes, those with work pending too (see
+	// controller.PendingFirst).
 	return ctrl.NewControllerManagedBy(mgr).
-		For(&websitev1.Website{},
+		Named("website").
+		Watches(&websitev1.Website{}, controller.PendingFirst(&handler.EnqueueRequestForObject{}, websitePending),
 			// Status writes, the operator's own included, need no reconcile.
 			// Annotations do: example.com/adopt asks for an adoption.
 			builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
@@ -273,6 +277,13 @@ func (r *WebsiteReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			return logger
 		}).
 		Complete(r)
+}
+
+// websitePending reports whether a Website has work pending: its status
+// does not describe its current generation.
+func websitePending(o client.Object) bool {
+	w, ok := o.(*websitev1.Website)
+	return !ok || controller.Unobserved(w, w.Status.ObservedGeneration)
 }
 
 // websiteOfPod maps a pod to the Website that runs it, by the instance label
