@@ -259,20 +259,20 @@ func (m *Manager) update(ctx context.Context, owner client.Object, in *intent, l
 			m.verified.remember(live, in)
 			return Result{Action: Unchanged, Exists: true}
 		}
-		// Either someone changed what the operator set, or the API server
-		// changes it on every write (a registry mirror's admission policy
-		// rewriting images): an apply would put back the first and could
-		// not undo the second, which is no drift. A dry run tells which.
-		if m.applyChangesNothing(ctx, in, live) {
-			m.verified.remember(live, in)
-			log.FromContext(ctx).V(1).Info("Child differs from its desired state as the API server's admission makes it; left as it is",
-				"kind", kind, "name", in.key.Name)
-			return Result{Action: Unchanged, Exists: true}
-		}
 		action = Restored
 	}
 	if refused, ok := m.refused.lookup(in); ok {
 		return refused
+	}
+	// A restore: either someone changed what the operator set, or the API
+	// server changes it on every write (a registry mirror's admission
+	// policy rewriting images). An apply would put back the first and could
+	// not undo the second, which is no drift. A dry run tells which.
+	if action == Restored && m.applyChangesNothing(ctx, in, live) {
+		m.verified.remember(live, in)
+		log.FromContext(ctx).V(1).Info("Child differs from its desired state as the API server's admission makes it; left as it is",
+			"kind", kind, "name", in.key.Name)
+		return Result{Action: Unchanged, Exists: true}
 	}
 
 	// The conversion is guarded by the resourceVersion it read: a write

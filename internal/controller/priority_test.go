@@ -83,8 +83,8 @@ func TestChildEventPriorityLeavesAPlainQueueAlone(t *testing.T) {
 }
 
 // Of the objects a controller lists at start, those with work pending (a
-// status behind the spec) go before those that only need a check, and
-// after nothing else.
+// status behind the spec, a deletion) keep the default priority; those that
+// only need a check go behind.
 func TestPendingObjectsListedAtStartGoBeforeTheChecks(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
