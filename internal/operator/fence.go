@@ -11,6 +11,7 @@ import (
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	"example.com/platform-operator/internal/controller"
@@ -84,7 +85,21 @@ func (g *LeaseGuard) Create(ctx context.Context, record resourcelock.LeaderElect
 }
 
 // Update records a renewal, or a release when the holder is emptied.
+//
+// A release is sent only while Holding says the lease is this process's.
+// client-go's leader elector releases the lease whenever it stops leading,
+// also when it stopped because it could not renew: a leader that wakes up
+// from a pause longer than the lease fails its renewal, reads the Lease
+// (now a standby's) and, judging by what it saw before the pause, writes an
+// empty holder over it. That would hand the new leader's lease to anyone.
+// The refused release is no error: there is nothing of ours to release.
 func (g *LeaseGuard) Update(ctx context.Context, record resourcelock.LeaderElectionRecord) error {
+	if record.HolderIdentity == "" {
+		if err := g.Holding(); err != nil {
+			klog.FromContext(ctx).Info("Not releasing the leader election lease: it may be another replica's", "reason", err.Error())
+			return nil
+		}
+	}
 	sent := g.clock.Now()
 	err := g.Interface.Update(ctx, record)
 	g.record(err, record, sent)

@@ -87,6 +87,43 @@ func TestLeaseGuard(t *testing.T) {
 	g.Expect(guard.Holding()).To(MatchError(ContainSubstring("does not hold")))
 }
 
+// updates records what the lock was asked to write.
+type updatesLock struct {
+	fakeLock
+	updates []resourcelock.LeaderElectionRecord
+}
+
+func (l *updatesLock) Update(_ context.Context, record resourcelock.LeaderElectionRecord) error {
+	l.updates = append(l.updates, record)
+	return nil
+}
+
+// A release (the holder emptied) is sent on a graceful stop, while the
+// lease is surely this process's; a leader that wakes up after its lease
+// lapsed, and may have been taken over, releases nothing.
+func TestLeaseGuardReleasesOnlyALeaseItHolds(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	clock := clocktesting.NewFakePassiveClock(start)
+	lock := &updatesLock{}
+	guard := newTestGuard(lock, clock)
+	release := resourcelock.LeaderElectionRecord{HolderIdentity: ""}
+
+	g.Expect(guard.Update(ctx, resourcelock.LeaderElectionRecord{HolderIdentity: "me"})).To(Succeed())
+	clock.SetTime(start.Add(5 * time.Second))
+	g.Expect(guard.Update(ctx, release)).To(Succeed())
+	g.Expect(lock.updates).To(HaveLen(2), "a release 5 s after the renewal is sent")
+
+	g.Expect(guard.Update(ctx, resourcelock.LeaderElectionRecord{HolderIdentity: "me"})).To(Succeed())
+	clock.SetTime(start.Add(25 * time.Second))
+	g.Expect(guard.Update(ctx, release)).To(Succeed(), "nothing to release is no error")
+	g.Expect(lock.updates).To(HaveLen(3), "a release 20 s after the renewal is not sent")
+
+	g.Expect(guard.Update(ctx, resourcelock.LeaderElectionRecord{HolderIdentity: "other"})).To(Succeed())
+	g.Expect(guard.Update(ctx, release)).To(Succeed())
+	g.Expect(lock.updates).To(HaveLen(4), "nor one after the record named another holder")
+}
+
 // The renewal counts from when it was sent, not from when it returned: a
 // standby measures from when it saw it, which is after it was sent.
 func TestLeaseGuardCountsFromTheSending(t *testing.T) {
