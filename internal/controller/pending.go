@@ -50,6 +50,15 @@ func (h pendingFirstHandler) Generic(ctx context.Context, e event.GenericEvent, 
 	h.inner.Generic(ctx, e, q)
 }
 
+// StatusBehind is the pending test of PendingFirst for a kind T whose
+// status records the generation it describes, read by observed.
+func StatusBehind[T client.Object](observed func(T) int64) func(client.Object) bool {
+	return func(o client.Object) bool {
+		t, ok := o.(T)
+		return !ok || Unobserved(t, observed(t))
+	}
+}
+
 // Unobserved reports whether an object with this generation, deletion and
 // status.observedGeneration has work pending: its status does not yet
 // describe its current spec, or it is being deleted.

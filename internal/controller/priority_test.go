@@ -94,7 +94,7 @@ func TestPendingObjectsListedAtStartGoBeforeTheChecks(t *testing.T) {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, Generation: generation}}
 	}
 	observed := map[string]int64{"checked-1": 1, "checked-2": 3, "changed": 1, "created": 0, "deleting": 1}
-	pending := func(o client.Object) bool { return Unobserved(o, observed[o.GetName()]) }
+	pending := StatusBehind(func(p *corev1.Pod) int64 { return observed[p.Name] })
 	h := PendingFirst(&handler.EnqueueRequestForObject{}, pending)
 
 	h.Create(ctx, event.CreateEvent{Object: website("checked-1", 1), IsInInitialList: true}, q)

@@ -254,7 +254,8 @@ func (r *WebsiteReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	// controller.PendingFirst).
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("website").
-		Watches(&websitev1.Website{}, controller.PendingFirst(&handler.EnqueueRequestForObject{}, websitePending),
+		Watches(&websitev1.Website{}, controller.PendingFirst(&handler.EnqueueRequestForObject{},
+			controller.StatusBehind(func(w *websitev1.Website) int64 { return w.Status.ObservedGeneration })),
 			// Status writes, the operator's own included, need no reconcile.
 			// Annotations do: example.com/adopt asks for an adoption.
 			builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
@@ -277,13 +278,6 @@ func (r *WebsiteReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			return logger
 		}).
 		Complete(r)
-}
-
-// websitePending reports whether a Website has work pending: its status
-// does not describe its current generation.
-func websitePending(o client.Object) bool {
-	w, ok := o.(*websitev1.Website)
-	return !ok || controller.Unobserved(w, w.Status.ObservedGeneration)
 }
 
 // websiteOfPod maps a pod to the Website that runs it, by the instance label
