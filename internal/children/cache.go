@@ -43,6 +43,35 @@ func CacheConfig(transform toolscache.TransformFunc) cache.ByObject {
 	return cache.ByObject{Label: ManagedSelector(), Transform: trim}
 }
 
+// PartialAnnotation marks a child that the cache holds without fields that
+// the comparison with its desired state reads: a cache transform left them
+// out to save memory (see MarkPartial). The mark exists only in the
+// operator's cache, never in the API server; its value names what was left
+// out.
+const PartialAnnotation = "example.com/partial-in-cache"
+
+// MarkPartial marks obj, in a cache transform, as a child whose fields in
+// left are left out of the cache. Before comparing such a child with its
+// desired state the Manager reads it from the API server, which happens when
+// its generation or the metadata the operator sets changed, and once per
+// child after a restart; status updates need no comparison (see
+// comparedState), so a rollout reads nothing.
+func MarkPartial(obj metav1.Object, left string) {
+	annotations := obj.GetAnnotations()
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	annotations[PartialAnnotation] = left
+	obj.SetAnnotations(annotations)
+}
+
+// isPartial reports whether obj came from a cache that left out some of its
+// fields.
+func isPartial(obj metav1.Object) bool {
+	_, ok := obj.GetAnnotations()[PartialAnnotation]
+	return ok
+}
+
 // TrimManagedFields keeps of an object's managed fields only the manager,
 // operation and subresource of each entry: the field sets, a large part of
 // an object's size, are read from the API server on the rare occasions

@@ -85,8 +85,10 @@ type Manager struct {
 	// Client reads from the operator's cache and writes to the API server.
 	client client.Client
 	// apiReader reads from the API server, on the rare paths where the cache
-	// cannot answer: an object in the way that the cache does not hold, and
-	// the full field ownership of a child before it is converted or replaced.
+	// cannot answer: an object in the way that the cache does not hold, the
+	// full field ownership of a child before it is converted or replaced, and
+	// a child the cache holds partially (MarkPartial) when it must be
+	// compared.
 	apiReader client.Reader
 	scheme    *runtime.Scheme
 	recorder  events.EventRecorder
@@ -248,6 +250,20 @@ func (m *Manager) update(ctx context.Context, owner client.Object, in *intent, l
 	kind := in.gvk.Kind
 	if m.verified.matches(live, in) {
 		return Result{Action: Unchanged, Exists: true}
+	}
+	if liveHash(live) == in.hash && isPartial(live) {
+		// The cache holds the child without fields the comparison reads.
+		whole, err := m.readWhole(ctx, in, live)
+		if err != nil {
+			// live, as cached, still tells the caller the child's status.
+			r := failed(fmt.Errorf("get %s %s to compare it with its desired state: %w", kind, in.key.Name, err))
+			r.Exists = true
+			return r
+		}
+		reflect.ValueOf(live).Elem().Set(reflect.ValueOf(whole).Elem())
+		if m.verified.matches(live, in) {
+			return Result{Action: Unchanged, Exists: true}
+		}
 	}
 	action := Updated
 	if liveHash(live) == in.hash {
@@ -415,6 +431,21 @@ func conflict(kind, name string, live client.Object, ownerKind string) Result {
 	return Result{Action: Conflict, Message: fmt.Sprintf(
 		"%s %s already exists and %s; the operator leaves it untouched. Delete or rename it, or give the %s another name",
 		kind, name, holder, ownerKind)}
+}
+
+// readWhole reads the child of in, of live's type, from the API server as
+// it is there: with the field sets of its managed fields, which the cache
+// does not keep, and the fields a partial cache leaves out (MarkPartial).
+func (m *Manager) readWhole(ctx context.Context, in *intent, live client.Object) (client.Object, error) {
+	whole, ok := live.DeepCopyObject().(client.Object)
+	if !ok {
+		return nil, fmt.Errorf("%T is not an object", live)
+	}
+	resetObject(whole)
+	if err := m.apiReader.Get(ctx, in.key, whole); err != nil {
+		return nil, err
+	}
+	return whole, nil
 }
 
 // resetObject empties obj, so that decoding into it leaves nothing of what

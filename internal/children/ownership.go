@@ -45,9 +45,9 @@ func (m *Manager) upgradeOwnership(ctx context.Context, in *intent, live client.
 	if !needsOwnershipUpgrade(live) {
 		return nil
 	}
-	full, err := m.readManagedFields(ctx, in, live)
+	full, err := m.readWhole(ctx, in, live)
 	if err != nil {
-		return err
+		return fmt.Errorf("read managed fields: %w", err)
 	}
 	if err := renameLegacyApplier(full); err != nil {
 		return err
@@ -65,17 +65,6 @@ func (m *Manager) upgradeOwnership(ctx context.Context, in *intent, live client.
 	return m.writeManagedFields(ctx, full, live, patch)
 }
 
-// readManagedFields reads the child of in from the API server, with the
-// field sets of its managed fields, which the cache does not keep.
-func (m *Manager) readManagedFields(ctx context.Context, in *intent, live client.Object) (client.Object, error) {
-	full := live.DeepCopyObject().(client.Object)
-	resetObject(full)
-	if err := m.apiReader.Get(ctx, in.key, full); err != nil {
-		return nil, fmt.Errorf("read managed fields: %w", err)
-	}
-	return full, nil
-}
-
 // writeManagedFields sends patch, a JSON patch of full's managed fields
 // guarded by its resourceVersion, and gives live the new resourceVersion.
 func (m *Manager) writeManagedFields(ctx context.Context, full, live client.Object, patch []byte) error {
@@ -91,9 +80,9 @@ func (m *Manager) writeManagedFields(ctx context.Context, full, live client.Obje
 // alone. Fields that only others set stay theirs. It reads the child's field
 // sets from the API server, and writes them guarded by its resourceVersion.
 func (m *Manager) takeOverSharedFields(ctx context.Context, in *intent, live client.Object) error {
-	full, err := m.readManagedFields(ctx, in, live)
+	full, err := m.readWhole(ctx, in, live)
 	if err != nil {
-		return err
+		return fmt.Errorf("read managed fields: %w", err)
 	}
 	entries := full.GetManagedFields()
 	ours := slices.IndexFunc(entries, func(e metav1.ManagedFieldsEntry) bool {
@@ -212,9 +201,9 @@ func replaceManagedFieldsPatch(obj client.Object) ([]byte, error) {
 // and writes the result with an update guarded by the resourceVersion. It
 // returns the managers whose fields it dropped.
 func (m *Manager) replaceForeignSpec(ctx context.Context, in *intent, live client.Object) ([]string, error) {
-	full, err := m.readManagedFields(ctx, in, live)
+	full, err := m.readWhole(ctx, in, live)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("read managed fields: %w", err)
 	}
 	want, err := m.differ.desired(in)
 	if err != nil {

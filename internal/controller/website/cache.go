@@ -14,11 +14,11 @@ import (
 // cacheObjects keeps the cache to what the controller reads: of
 // Deployments, Services, Ingresses, EndpointSlices and pods only those the
 // operator manages, selected by its label (EndpointSlices copy their
-// Service's labels), and pods and EndpointSlices trimmed to what the
-// status needs.
+// Service's labels), pods and EndpointSlices trimmed to what the status
+// needs, and Deployments without their pod template's spec.
 func cacheObjects() map[client.Object]cache.ByObject {
 	return map[client.Object]cache.ByObject{
-		&appsv1.Deployment{}:         children.CacheConfig(nil),
+		&appsv1.Deployment{}:         children.CacheConfig(TrimDeployment),
 		&corev1.Service{}:            children.CacheConfig(nil),
 		&networkingv1.Ingress{}:      children.CacheConfig(nil),
 		&discoveryv1.EndpointSlice{}: {Label: children.ManagedSelector(), Transform: TrimEndpointSlice},

@@ -1,16 +1,67 @@
 package website
 
 import (
+	"encoding/json"
 	"testing"
 
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+
+	"example.com/platform-operator/internal/children"
+	"example.com/platform-operator/internal/testgen"
 )
+
+// A cached Deployment keeps what a reconcile reads besides the comparison
+// with the desired state: its status, generation, metadata, replicas and
+// selector; its pod template's spec is left out and the object says so.
+func TestTrimDeploymentKeepsWhatTheStatusAndTheAdoptionRead(t *testing.T) {
+	g := NewWithT(t)
+	w := testgen.Website("site", "team", testgen.WithReplicas(3))
+	full := &appsv1.Deployment{}
+	data, err := json.Marshal(DesiredAdoptedDeployment(w))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(json.Unmarshal(data, full)).To(Succeed())
+	full.Generation = 4
+	full.Annotations = map[string]string{children.ConfigHashAnnotation: "abc", "deployment.kubernetes.io/revision": "2"}
+	full.Status = appsv1.DeploymentStatus{
+		ObservedGeneration: 4, Replicas: 3, ReadyReplicas: 1, UpdatedReplicas: 3,
+		Conditions: []appsv1.DeploymentCondition{{
+			Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse,
+			Reason: "ProgressDeadlineExceeded", Message: "ReplicaSet site-abc has timed out progressing.",
+		}},
+	}
+	g.Expect(full.Spec.Template.Spec.Containers).NotTo(BeEmpty())
+
+	out, err := TrimDeployment(full.DeepCopy())
+	g.Expect(err).NotTo(HaveOccurred())
+	trimmed := out.(*appsv1.Deployment)
+
+	g.Expect(trimmed.Spec.Template.Spec).To(Equal(corev1.PodSpec{}))
+	g.Expect(trimmed.Annotations).To(HaveKey(children.PartialAnnotation))
+	g.Expect(trimmed.Status).To(Equal(full.Status))
+	g.Expect(trimmed.Generation).To(Equal(full.Generation))
+	g.Expect(trimmed.Labels).To(Equal(full.Labels))
+	g.Expect(trimmed.OwnerReferences).To(Equal(full.OwnerReferences))
+	g.Expect(trimmed.Spec.Replicas).To(Equal(full.Spec.Replicas))
+	g.Expect(trimmed.Spec.Template.Labels).To(Equal(full.Spec.Template.Labels))
+	g.Expect(hasTutorialSelector(w, trimmed)).To(BeTrue())
+	g.Expect(deploymentProblem(trimmed)).To(Equal(deploymentProblem(full)))
+	g.Expect(deploymentProblem(full)).NotTo(BeNil())
+	for key, value := range full.Annotations {
+		g.Expect(trimmed.Annotations).To(HaveKeyWithValue(key, value))
+	}
+
+	tombstone := "not a Deployment"
+	out, err = TrimDeployment(tombstone)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(out).To(Equal(tombstone))
+}
 
 // The trimmed slices keep what indexes them and what the status counts: a
 // reconcile sees the same Service and the same routed pods as with the
