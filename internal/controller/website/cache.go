@@ -15,7 +15,7 @@ import (
 // Deployments, Services, Ingresses, EndpointSlices and pods only those the
 // operator manages, selected by its label (EndpointSlices copy their
 // Service's labels), pods and EndpointSlices trimmed to what the status
-// needs, and Deployments without their pod template's spec.
+// needs, and Deployments without their pod template.
 func cacheObjects() map[client.Object]cache.ByObject {
 	return map[client.Object]cache.ByObject{
 		&appsv1.Deployment{}:         children.CacheConfig(TrimDeployment),

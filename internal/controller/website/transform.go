@@ -14,20 +14,20 @@ import (
 )
 
 // TrimDeployment is the cache transform for Deployments: it leaves out the
-// pod template's spec, about half of what a cached Deployment costs, which
-// only the comparison with the desired state reads. The children manager
-// reads the Deployment from the API server for that (children.MarkPartial):
-// after a restart and after a change of its spec, not during a rollout,
-// whose status updates leave the generation as it is. The status, the
-// metadata, the replicas, the selector and the template's labels stay.
+// pod template, about half of what a cached Deployment costs, which only the
+// comparison with the desired state reads. The children manager reads the
+// Deployment from the API server for that (children.MarkPartial): after a
+// restart and after a change of its spec, not during a rollout, whose status
+// updates leave the generation as it is. The status, the metadata, the
+// replicas and the selector (which tells an adopted Deployment) stay.
 func TrimDeployment(obj any) (any, error) {
 	d, ok := obj.(*appsv1.Deployment)
 	if !ok {
 		// Tombstones of deleted objects pass through untouched.
 		return obj, nil
 	}
-	d.Spec.Template.Spec = corev1.PodSpec{}
-	children.MarkPartial(d, "spec.template.spec")
+	d.Spec.Template = corev1.PodTemplateSpec{}
+	children.MarkPartial(d, "spec.template")
 	return d, nil
 }
 
