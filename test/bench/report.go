@@ -306,15 +306,19 @@ func markdown(res *results) string {
 
 	if res.anyRun(func(r *runResult) bool { return r.Restart != nil }) {
 		p("## Restart\n\nThe operator is stopped with SIGTERM and started again with N Websites present; a new Website is created as soon as /readyz answers.\n\n")
-		p("| N | stop | readyz after start | readyz after SIGTERM | new Website Ready after its creation | all Websites reconciled (from SIGTERM) | writes in the window | the new Website's own | restart's own writes | existing Websites: changes seen / events |\n")
-		p("|---:|---:|---:|---:|---:|---:|---|---|---:|---|\n")
+		p("| N | stop | readyz after start | readyz after SIGTERM | new Website Ready after its creation | all Websites reconciled (from SIGTERM) | writes in the window | the new Website's own | restart's own writes | existing Websites: changes seen / events | the new process's requests by method |\n")
+		p("|---:|---:|---:|---:|---:|---:|---|---|---:|---|---|\n")
 		for _, r := range res.Runs {
 			rs := r.Restart
 			if rs == nil {
 				continue
 			}
-			p("| %d | %.2f s | %.2f s | %.2f s | %s | %s | %s (%.0f s) | %s | **%g** | %d / %d |\n", r.N, rs.StopSeconds, rs.ReadyzSeconds, rs.ReadyzFromStopSeconds, rs.NewWebsiteReady,
-				rs.InitialPass, writesStr(rs.Window), rs.WindowSeconds, writesStr(rs.NewWebsiteOwn), rs.Total, rs.ExistingStatusChanges, rs.OperatorEvents)
+			requests := "—"
+			if rs.OperatorClientRequests != nil {
+				requests = fmt.Sprint(rs.OperatorClientRequests)
+			}
+			p("| %d | %.2f s | %.2f s | %.2f s | %s | %s | %s (%.0f s) | %s | **%g** | %d / %d | %s |\n", r.N, rs.StopSeconds, rs.ReadyzSeconds, rs.ReadyzFromStopSeconds, rs.NewWebsiteReady,
+				rs.InitialPass, writesStr(rs.Window), rs.WindowSeconds, writesStr(rs.NewWebsiteOwn), rs.Total, rs.ExistingStatusChanges, rs.OperatorEvents, requests)
 		}
 		p("\n")
 	}

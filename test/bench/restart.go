@@ -94,6 +94,12 @@ func (e *env) restart(ctx context.Context) error {
 	}
 	res.WindowSeconds = round3(time.Since(stopStart).Seconds())
 	e.recordCPU("restart", cpu0)
+	// The new process's counters start at zero: all its requests so far.
+	if samples, err := e.endpoint.scrape(ctx); err != nil {
+		e.logf("restart: the new process's metrics: %v", err)
+	} else {
+		res.OperatorClientRequests = summarizeOperator(samples).Requests
+	}
 	res.WindowRaw = after.writesSince(before)
 	res.Window = attribute(res.WindowRaw)
 
@@ -112,7 +118,7 @@ func (e *env) restart(ctx context.Context) error {
 		return err
 	}
 	res.OperatorEvents = events1.writes() - events0.writes()
-	e.logf("restart: writes in the window %s; the new Website's own %s; the restart's own %g (existing Websites: %d changes seen, %d events)",
-		writesStr(res.Window), writesStr(res.NewWebsiteOwn), res.Total, res.ExistingStatusChanges, res.OperatorEvents)
+	e.logf("restart: writes in the window %s; the new Website's own %s; the restart's own %g (existing Websites: %d changes seen, %d events); the new process's requests by method %v",
+		writesStr(res.Window), writesStr(res.NewWebsiteOwn), res.Total, res.ExistingStatusChanges, res.OperatorEvents, res.OperatorClientRequests)
 	return nil
 }

@@ -311,6 +311,11 @@ type restartResult struct {
 	// OperatorEvents are the operator's events about existing Websites
 	// created in the window.
 	OperatorEvents int `json:"operatorEventWrites"`
+	// OperatorClientRequests are the new process's own requests by method,
+	// from its start to the end of the window (leader election, the caches'
+	// lists and watches, and the reads of partially cached children
+	// included).
+	OperatorClientRequests map[string]float64 `json:"operatorClientRequestsByMethod,omitempty"`
 }
 
 type driftResult struct {
