@@ -108,6 +108,12 @@ func (r *Reconciler) defaults() {
 	}
 }
 
+// jobEvents reconciles the BackupJob that controls a Job: a run's or a
+// drill's.
+func jobEvents() handler.EventHandler {
+	return controller.EnqueueControllingOwner(v1alpha1.GroupVersion.WithKind("BackupJob").GroupKind(), meta.RESTScopeNameNamespace)
+}
+
 // SetupWithManager registers the reconciler: it watches BackupJobs (spec
 // changes and deletion), the Jobs they control, and the claims and, where
 // served, snapshots labelled for them (backups have no owner reference).
@@ -124,8 +130,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// A run's progress is news about a BackupJob already started: it
 		// goes before BackupJobs still waiting for their first reconcile
 		// (see controller.ChildEventPriority).
-		Watches(&batchv1.Job{}, controller.WithChildEventPriority(
-			controller.EnqueueControllingOwner(v1alpha1.GroupVersion.WithKind("BackupJob").GroupKind(), meta.RESTScopeNameNamespace))).
+		Watches(&batchv1.Job{}, controller.WithChildEventPriority(jobEvents())).
 		Watches(&corev1.PersistentVolumeClaim{}, controller.WithChildEventPriority(handler.EnqueueRequestsFromMapFunc(backupJobOf)))
 	if r.SnapshotsServed {
 		b = b.Watches(&snapshotv1.VolumeSnapshot{}, controller.WithChildEventPriority(handler.EnqueueRequestsFromMapFunc(backupJobOf)))
