@@ -90,18 +90,17 @@ func TestPendingObjectsListedAtStartGoBeforeTheChecks(t *testing.T) {
 	ctx := context.Background()
 	q := priorityqueue.New[reconcile.Request]("pending-first")
 	defer q.ShutDown()
-	website := func(name string, generation int64) *corev1.Pod {
+	object := func(name string, generation int64) *corev1.Pod {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, Generation: generation}}
 	}
 	observed := map[string]int64{"checked-1": 1, "checked-2": 3, "changed": 1, "created": 0, "deleting": 1}
-	pending := StatusBehind(func(p *corev1.Pod) int64 { return observed[p.Name] })
-	h := PendingFirst(&handler.EnqueueRequestForObject{}, pending)
+	h := PendingFirst(func(p *corev1.Pod) int64 { return observed[p.Name] })
 
-	h.Create(ctx, event.CreateEvent{Object: website("checked-1", 1), IsInInitialList: true}, q)
-	h.Create(ctx, event.CreateEvent{Object: website("checked-2", 3), IsInInitialList: true}, q)
-	h.Create(ctx, event.CreateEvent{Object: website("changed", 2), IsInInitialList: true}, q)
-	h.Create(ctx, event.CreateEvent{Object: website("created", 1), IsInInitialList: true}, q)
-	deleting := website("deleting", 1)
+	h.Create(ctx, event.CreateEvent{Object: object("checked-1", 1), IsInInitialList: true}, q)
+	h.Create(ctx, event.CreateEvent{Object: object("checked-2", 3), IsInInitialList: true}, q)
+	h.Create(ctx, event.CreateEvent{Object: object("changed", 2), IsInInitialList: true}, q)
+	h.Create(ctx, event.CreateEvent{Object: object("created", 1), IsInInitialList: true}, q)
+	deleting := object("deleting", 1)
 	deleting.DeletionTimestamp = &metav1.Time{Time: time.Unix(1, 0)}
 	h.Create(ctx, event.CreateEvent{Object: deleting, IsInInitialList: true}, q)
 

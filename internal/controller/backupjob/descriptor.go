@@ -122,8 +122,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	// Not For: see controller.PendingFirst.
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("backupjob").
-		Watches(&v1alpha1.BackupJob{}, controller.PendingFirst(&handler.EnqueueRequestForObject{},
-			controller.StatusBehind(func(bj *v1alpha1.BackupJob) int64 { return bj.Status.ObservedGeneration })),
+		Watches(&v1alpha1.BackupJob{}, controller.PendingFirst(func(bj *v1alpha1.BackupJob) int64 { return bj.Status.ObservedGeneration }),
 			// Status writes need no reconcile; spec changes (runNow
 			// among them) and a deletion do.
 			builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, deletionStarted))).

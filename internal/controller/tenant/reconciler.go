@@ -288,8 +288,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	// Not For: see controller.PendingFirst.
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("tenant").
-		Watches(&tenantv1.Tenant{}, controller.PendingFirst(&handler.EnqueueRequestForObject{},
-			controller.StatusBehind(func(t *tenantv1.Tenant) int64 { return t.Status.ObservedGeneration })),
+		Watches(&tenantv1.Tenant{}, controller.PendingFirst(func(t *tenantv1.Tenant) int64 { return t.Status.ObservedGeneration }),
 			// Status writes need no reconcile; the confirmation annotation
 			// and a deletion (which bumps the generation) do.
 			builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, deletionStarted))).

@@ -254,8 +254,7 @@ func (r *WebsiteReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	// controller.PendingFirst).
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("website").
-		Watches(&websitev1.Website{}, controller.PendingFirst(&handler.EnqueueRequestForObject{},
-			controller.StatusBehind(func(w *websitev1.Website) int64 { return w.Status.ObservedGeneration })),
+		Watches(&websitev1.Website{}, controller.PendingFirst(func(w *websitev1.Website) int64 { return w.Status.ObservedGeneration }),
 			// Status writes, the operator's own included, need no reconcile.
 			// Annotations do: example.com/adopt asks for an adoption.
 			builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
