@@ -24,17 +24,20 @@ import (
 	"example.com/platform-operator/internal/controller"
 )
 
-// fakeLock is a resourcelock.Interface that succeeds or fails on demand.
+// fakeLock is a resourcelock.Interface that succeeds or fails on demand
+// and records the updates it was asked to write.
 type fakeLock struct {
 	resourcelock.Interface
-	fail error
+	fail    error
+	updates []resourcelock.LeaderElectionRecord
 }
 
 func (l *fakeLock) Identity() string { return "me" }
 func (l *fakeLock) Create(context.Context, resourcelock.LeaderElectionRecord) error {
 	return l.fail
 }
-func (l *fakeLock) Update(context.Context, resourcelock.LeaderElectionRecord) error {
+func (l *fakeLock) Update(_ context.Context, record resourcelock.LeaderElectionRecord) error {
+	l.updates = append(l.updates, record)
 	return l.fail
 }
 
@@ -87,17 +90,6 @@ func TestLeaseGuard(t *testing.T) {
 	g.Expect(guard.Holding()).To(MatchError(ContainSubstring("does not hold")))
 }
 
-// updates records what the lock was asked to write.
-type updatesLock struct {
-	fakeLock
-	updates []resourcelock.LeaderElectionRecord
-}
-
-func (l *updatesLock) Update(_ context.Context, record resourcelock.LeaderElectionRecord) error {
-	l.updates = append(l.updates, record)
-	return nil
-}
-
 // A release (the holder emptied) is sent on a graceful stop, while the
 // lease is surely this process's; a leader that wakes up after its lease
 // lapsed, and may have been taken over, releases nothing.
@@ -105,7 +97,7 @@ func TestLeaseGuardReleasesOnlyALeaseItHolds(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	clock := clocktesting.NewFakePassiveClock(start)
-	lock := &updatesLock{}
+	lock := &fakeLock{}
 	guard := newTestGuard(lock, clock)
 	release := resourcelock.LeaderElectionRecord{HolderIdentity: ""}
 
