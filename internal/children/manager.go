@@ -251,22 +251,22 @@ func (m *Manager) update(ctx context.Context, owner client.Object, in *intent, l
 	if m.verified.matches(live, in) {
 		return Result{Action: Unchanged, Exists: true}
 	}
-	if liveHash(live) == in.hash && isPartial(live) {
-		// The cache holds the child without fields the comparison reads.
-		whole, err := m.readWhole(ctx, in, live)
-		if err != nil {
-			// live, as cached, still tells the caller the child's status.
-			r := failed(fmt.Errorf("get %s %s to compare it with its desired state: %w", kind, in.key.Name, err))
-			r.Exists = true
-			return r
-		}
-		reflect.ValueOf(live).Elem().Set(reflect.ValueOf(whole).Elem())
-		if m.verified.matches(live, in) {
-			return Result{Action: Unchanged, Exists: true}
-		}
-	}
 	action := Updated
 	if liveHash(live) == in.hash {
+		if isPartial(live) {
+			// The cache holds the child without fields the comparison reads.
+			whole, err := m.readWhole(ctx, in, live)
+			if err != nil {
+				// live, as cached, still tells the caller the child's status.
+				r := failed(fmt.Errorf("get %s %s to compare it with its desired state: %w", kind, in.key.Name, err))
+				r.Exists = true
+				return r
+			}
+			reflect.ValueOf(live).Elem().Set(reflect.ValueOf(whole).Elem())
+			if m.verified.matches(live, in) {
+				return Result{Action: Unchanged, Exists: true}
+			}
+		}
 		differs, err := m.differ.differs(in, live)
 		if err != nil {
 			return failed(fmt.Errorf("compare %s %s with its desired state: %w", kind, in.key.Name, err))
