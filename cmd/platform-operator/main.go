@@ -37,7 +37,7 @@ func run() int {
 		return 0
 	}
 
-	operator.TuneGC(os.Getenv)
+	operator.TuneRuntime(opts, os.Getenv)
 
 	config, err := operator.RESTConfig(opts)
 	if err != nil {
