@@ -15,11 +15,12 @@ import (
 // Deployments, Services, Ingresses, EndpointSlices and pods only those the
 // operator manages, selected by its label (EndpointSlices copy their
 // Service's labels), pods and EndpointSlices trimmed to what the status
-// needs, and Deployments without their pod template.
+// needs, Deployments without their pod template and Services without their
+// spec.
 func cacheObjects() map[client.Object]cache.ByObject {
 	return map[client.Object]cache.ByObject{
 		&appsv1.Deployment{}:         children.CacheConfig(TrimDeployment),
-		&corev1.Service{}:            children.CacheConfig(nil),
+		&corev1.Service{}:            children.CacheConfig(TrimService),
 		&networkingv1.Ingress{}:      children.CacheConfig(nil),
 		&discoveryv1.EndpointSlice{}: {Label: children.ManagedSelector(), Transform: TrimEndpointSlice},
 		&corev1.Pod{}:                {Label: children.ManagedSelector(), Transform: TrimPod},

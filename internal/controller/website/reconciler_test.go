@@ -17,12 +17,14 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	websitev1 "example.com/platform-operator/api/v1"
+	"example.com/platform-operator/internal/children"
 	"example.com/platform-operator/internal/controller/website"
 	"example.com/platform-operator/internal/platform"
 	"example.com/platform-operator/internal/testgen"
@@ -266,6 +268,34 @@ func TestChildEditedByHandIsReverted(t *testing.T) {
 	}).WithTimeout(timeout).Should(Succeed())
 	g.Eventually(func(g Gomega) {
 		g.Expect(eventReasons(g, ctx, ns, "site")).To(ContainElement("DeploymentRestored"))
+	}).WithTimeout(timeout).Should(Succeed())
+}
+
+// The cache holds Services without their spec (TrimService): a hand edit is
+// still seen and put back, from the Service as the API server has it.
+func TestServiceEditedByHandIsReverted(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns := newNamespace(t)
+	createWebsite(t, testgen.Website("site", ns))
+	key := client.ObjectKey{Namespace: ns, Name: "site"}
+	svc := &corev1.Service{}
+	g.Eventually(func() error { return k8sClient.Get(ctx, key, svc) }).WithTimeout(timeout).Should(Succeed())
+	want := svc.Spec.DeepCopy()
+
+	svc.Spec.Selector = map[string]string{"app": "elsewhere"}
+	svc.Spec.Ports[0].TargetPort = intstr.FromInt32(9999)
+	g.Expect(k8sClient.Update(ctx, svc, client.FieldOwner("kubectl-edit"))).To(Succeed())
+
+	g.Eventually(func(g Gomega) {
+		got := &corev1.Service{}
+		g.Expect(k8sClient.Get(ctx, key, got)).To(Succeed())
+		g.Expect(got.Spec.Selector).To(Equal(want.Selector))
+		g.Expect(got.Spec.Ports[0].TargetPort).To(Equal(want.Ports[0].TargetPort))
+		g.Expect(got.Annotations).NotTo(HaveKey(children.PartialAnnotation), "the cache's mark never reaches the API server")
+	}).WithTimeout(timeout).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(eventReasons(g, ctx, ns, "site")).To(ContainElement("ServiceRestored"))
 	}).WithTimeout(timeout).Should(Succeed())
 }
 

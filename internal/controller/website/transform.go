@@ -31,6 +31,24 @@ func TrimDeployment(obj any) (any, error) {
 	return d, nil
 }
 
+// TrimService is the cache transform for Services: it leaves out the spec
+// (selector, ports, addresses), which only the comparison with the desired
+// state reads; the Website's status needs only to know that its Service
+// exists. As with Deployments, the children manager reads the Service from
+// the API server when it must compare it (children.MarkPartial): after a
+// restart and after someone changed it. Its creation and the status
+// updates of its Website need no comparison.
+func TrimService(obj any) (any, error) {
+	s, ok := obj.(*corev1.Service)
+	if !ok {
+		// Tombstones of deleted objects pass through untouched.
+		return obj, nil
+	}
+	s.Spec = corev1.ServiceSpec{}
+	children.MarkPartial(s, "spec")
+	return s, nil
+}
+
 // TrimPod is the cache transform for pods: it keeps only what the
 // reconciler reads (identity, labels, deletion, and each container's
 // waiting state), so that thousands of Website pods cost little memory.
@@ -41,6 +59,7 @@ func TrimPod(obj any) (any, error) {
 		return obj, nil
 	}
 	trimmed := &corev1.Pod{TypeMeta: pod.TypeMeta, ObjectMeta: trimmedMeta(pod.ObjectMeta)}
+	children.ShareMetadataStrings(trimmed)
 	for _, cs := range pod.Status.ContainerStatuses {
 		if cs.State.Waiting == nil {
 			continue
@@ -68,6 +87,7 @@ func TrimEndpointSlice(obj any) (any, error) {
 		ObjectMeta:  trimmedMeta(slice.ObjectMeta),
 		AddressType: slice.AddressType,
 	}
+	children.ShareMetadataStrings(trimmed)
 	if len(slice.Endpoints) > 0 {
 		trimmed.Endpoints = make([]discoveryv1.Endpoint, len(slice.Endpoints))
 	}

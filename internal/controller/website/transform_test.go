@@ -62,6 +62,37 @@ func TestTrimDeploymentKeepsWhatTheStatusAndTheAdoptionRead(t *testing.T) {
 	g.Expect(out).To(Equal(tombstone))
 }
 
+// A cached Service keeps its metadata and status, which tell that it exists
+// and whose it is; its spec is left out and the object says so.
+func TestTrimServiceLeavesOutTheSpec(t *testing.T) {
+	g := NewWithT(t)
+	w := testgen.Website("site", "team")
+	full := &corev1.Service{}
+	data, err := json.Marshal(DesiredService(w))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(json.Unmarshal(data, full)).To(Succeed())
+	full.ResourceVersion = "12"
+	full.Annotations = map[string]string{children.ConfigHashAnnotation: "abc"}
+	full.Spec.ClusterIP = "10.0.0.7"
+	g.Expect(full.Spec.Selector).NotTo(BeEmpty())
+
+	out, err := TrimService(full.DeepCopy())
+	g.Expect(err).NotTo(HaveOccurred())
+	trimmed := out.(*corev1.Service)
+
+	g.Expect(trimmed.Spec).To(Equal(corev1.ServiceSpec{}))
+	g.Expect(trimmed.Annotations).To(HaveKeyWithValue(children.PartialAnnotation, "spec"))
+	g.Expect(trimmed.Annotations).To(HaveKeyWithValue(children.ConfigHashAnnotation, "abc"))
+	g.Expect(trimmed.Labels).To(Equal(full.Labels))
+	g.Expect(trimmed.OwnerReferences).To(Equal(full.OwnerReferences))
+	g.Expect(trimmed.ResourceVersion).To(Equal(full.ResourceVersion))
+
+	tombstone := "not a Service"
+	out, err = TrimService(tombstone)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(out).To(Equal(tombstone))
+}
+
 // The trimmed slices keep what indexes them and what the status counts: a
 // reconcile sees the same Service and the same routed pods as with the
 // whole slices.
