@@ -27,13 +27,15 @@ func ManagedLabels() map[string]string {
 }
 
 // CacheConfig is the cache setting of a child type: only managed objects,
-// with managed fields kept as who-owns-what without the field sets (see
-// TrimManagedFields). transform, when not nil, trims the object further.
+// with managed fields kept only as far as they tell whether the operator's
+// ownership needs an upgrade, without the field sets (see
+// TrimManagedFields), and the strings that repeat across objects shared (see
+// ShareMetadataStrings). transform, when not nil, trims the object further.
 func CacheConfig(transform toolscache.TransformFunc) cache.ByObject {
-	trim := TrimManagedFields
+	trim := trimChild
 	if transform != nil {
 		trim = func(obj any) (any, error) {
-			obj, err := TrimManagedFields(obj)
+			obj, err := trimChild(obj)
 			if err != nil {
 				return nil, err
 			}
@@ -41,6 +43,18 @@ func CacheConfig(transform toolscache.TransformFunc) cache.ByObject {
 		}
 	}
 	return cache.ByObject{Label: ManagedSelector(), Transform: trim}
+}
+
+// trimChild is the cache transform every child type gets.
+func trimChild(obj any) (any, error) {
+	obj, err := TrimManagedFields(obj)
+	if err != nil {
+		return nil, err
+	}
+	if accessor, ok := obj.(metav1.Object); ok {
+		ShareMetadataStrings(accessor)
+	}
+	return obj, nil
 }
 
 // PartialAnnotation marks a child that the cache holds without fields that
@@ -72,10 +86,13 @@ func isPartial(obj metav1.Object) bool {
 	return ok
 }
 
-// TrimManagedFields keeps of an object's managed fields only the manager,
-// operation and subresource of each entry: the field sets, a large part of
-// an object's size, are read from the API server on the rare occasions
-// they are needed (see upgradeOwnership).
+// TrimManagedFields keeps of an object's managed fields only the entries
+// that needsOwnershipUpgrade looks for, without their field sets: the
+// operator's own entries that an apply does not yet own (its create's, its
+// former name's). Who else manages fields, and what any entry owns, is
+// read from the API server on the rare occasions it is needed (see
+// upgradeOwnership). The entries kept hold constant strings, so that a cached
+// object shares them instead of holding its own copies.
 func TrimManagedFields(obj any) (any, error) {
 	accessor, ok := obj.(metav1.Object)
 	if !ok {
@@ -86,10 +103,12 @@ func TrimManagedFields(obj any) (any, error) {
 	if len(entries) == 0 {
 		return obj, nil
 	}
-	trimmed := make([]metav1.ManagedFieldsEntry, len(entries))
-	for i, e := range entries {
-		trimmed[i] = metav1.ManagedFieldsEntry{Manager: e.Manager, Operation: e.Operation, Subresource: e.Subresource, APIVersion: e.APIVersion}
+	var kept []metav1.ManagedFieldsEntry
+	for _, e := range entries {
+		if own, ok := ownershipToUpgrade(e); ok {
+			kept = append(kept, own)
+		}
 	}
-	accessor.SetManagedFields(trimmed)
+	accessor.SetManagedFields(kept)
 	return obj, nil
 }

@@ -24,16 +24,28 @@ import (
 // operator's former name may own fields too. Either would keep a field
 // alive after the operator stops setting it.
 func needsOwnershipUpgrade(live client.Object) bool {
-	for _, entry := range live.GetManagedFields() {
-		if entry.Subresource != "" {
-			continue
+	return slices.ContainsFunc(live.GetManagedFields(), func(e metav1.ManagedFieldsEntry) bool {
+		_, ok := ownershipToUpgrade(e)
+		return ok
+	})
+}
+
+// ownershipToUpgrade tells whether e is an entry of the operator's that
+// upgradeOwnership converts, and returns it as the cache keeps it: who and
+// how, in constant strings, without what it owns.
+func ownershipToUpgrade(e metav1.ManagedFieldsEntry) (metav1.ManagedFieldsEntry, bool) {
+	switch {
+	case e.Subresource != "":
+	case e.Manager == platform.LegacyName:
+		operation := metav1.ManagedFieldsOperationUpdate
+		if e.Operation == metav1.ManagedFieldsOperationApply {
+			operation = metav1.ManagedFieldsOperationApply
 		}
-		if entry.Manager == platform.LegacyName ||
-			(entry.Manager == platform.Name && entry.Operation == metav1.ManagedFieldsOperationUpdate) {
-			return true
-		}
+		return metav1.ManagedFieldsEntry{Manager: platform.LegacyName, Operation: operation}, true
+	case e.Manager == platform.Name && e.Operation == metav1.ManagedFieldsOperationUpdate:
+		return metav1.ManagedFieldsEntry{Manager: platform.Name, Operation: metav1.ManagedFieldsOperationUpdate}, true
 	}
-	return false
+	return metav1.ManagedFieldsEntry{}, false
 }
 
 // upgradeOwnership merges every field the operator owns in live, under its

@@ -27,22 +27,33 @@ func entry(manager string, op metav1.ManagedFieldsOperationType, subresource str
 	return e
 }
 
+// ownershipCases are managed fields and whether the operator's ownership
+// in them needs an upgrade.
+var ownershipCases = []struct {
+	name    string
+	entries []metav1.ManagedFieldsEntry
+	want    bool
+}{
+	{"made by a create", []metav1.ManagedFieldsEntry{entry(platform.Name, metav1.ManagedFieldsOperationUpdate, "", "replicas")}, true},
+	{"applied", []metav1.ManagedFieldsEntry{entry(platform.Name, metav1.ManagedFieldsOperationApply, "", "replicas")}, false},
+	{"applied, status by the Deployment controller", []metav1.ManagedFieldsEntry{
+		entry(platform.Name, metav1.ManagedFieldsOperationApply, ""),
+		entry("kube-controller-manager", metav1.ManagedFieldsOperationUpdate, "status")}, false},
+	{"made by a create, status by the Deployment controller", []metav1.ManagedFieldsEntry{
+		entry(platform.Name, metav1.ManagedFieldsOperationUpdate, ""),
+		entry("kube-controller-manager", metav1.ManagedFieldsOperationUpdate, "status")}, true},
+	{"status written by the operator", []metav1.ManagedFieldsEntry{
+		entry(platform.Name, metav1.ManagedFieldsOperationApply, ""),
+		entry(platform.Name, metav1.ManagedFieldsOperationUpdate, "status")}, false},
+	{"edited by hand: someone else's, no concern of ours", []metav1.ManagedFieldsEntry{
+		entry(platform.Name, metav1.ManagedFieldsOperationApply, ""),
+		entry("kubectl-edit", metav1.ManagedFieldsOperationUpdate, "")}, false},
+	{"applied under the former name", []metav1.ManagedFieldsEntry{entry(platform.LegacyName, metav1.ManagedFieldsOperationApply, "")}, true},
+	{"made by a create under the former name", []metav1.ManagedFieldsEntry{entry(platform.LegacyName, metav1.ManagedFieldsOperationUpdate, "")}, true},
+}
+
 func TestNeedsOwnershipUpgrade(t *testing.T) {
-	tests := []struct {
-		name    string
-		entries []metav1.ManagedFieldsEntry
-		want    bool
-	}{
-		{"made by a create", []metav1.ManagedFieldsEntry{entry(platform.Name, metav1.ManagedFieldsOperationUpdate, "")}, true},
-		{"applied", []metav1.ManagedFieldsEntry{entry(platform.Name, metav1.ManagedFieldsOperationApply, "")}, false},
-		{"applied, status by the Deployment controller", []metav1.ManagedFieldsEntry{
-			entry(platform.Name, metav1.ManagedFieldsOperationApply, ""),
-			entry("kube-controller-manager", metav1.ManagedFieldsOperationUpdate, "status")}, false},
-		{"edited by hand: someone else's, no concern of ours", []metav1.ManagedFieldsEntry{
-			entry(platform.Name, metav1.ManagedFieldsOperationApply, ""),
-			entry("kubectl-edit", metav1.ManagedFieldsOperationUpdate, "")}, false},
-		{"applied under the former name", []metav1.ManagedFieldsEntry{entry(platform.LegacyName, metav1.ManagedFieldsOperationApply, "")}, true},
-	}
+	tests := ownershipCases
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{ManagedFields: tt.entries}}
@@ -87,16 +98,26 @@ func TestSpecFieldsLeavesMetadataAlone(t *testing.T) {
 	g.Expect(spec.Has(fieldpath.MakePathOrDie("metadata", "annotations", "team"))).To(BeFalse(), "a person's annotation survives a replacement")
 }
 
-func TestTrimManagedFieldsKeepsWhoOwnsWhat(t *testing.T) {
-	g := NewWithT(t)
-	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{ManagedFields: []metav1.ManagedFieldsEntry{
-		entry(platform.Name, metav1.ManagedFieldsOperationUpdate, "", "replicas"),
-	}}}
-	out, err := TrimManagedFields(d)
-	g.Expect(err).NotTo(HaveOccurred())
-	trimmed := out.(*appsv1.Deployment).ManagedFields
-	g.Expect(trimmed).To(ConsistOf(metav1.ManagedFieldsEntry{Manager: platform.Name, Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "apps/v1"}))
-	g.Expect(needsOwnershipUpgrade(out.(*appsv1.Deployment))).To(BeTrue(), "enough is kept to know an upgrade is needed")
+// The cache keeps of managed fields only what tells whether the operator's
+// ownership needs an upgrade, and tells it the same.
+func TestTrimManagedFieldsKeepsWhatTellsAnUpgradeIsNeeded(t *testing.T) {
+	for _, tt := range ownershipCases {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{ManagedFields: tt.entries}}
+			out, err := TrimManagedFields(d.DeepCopy())
+			g.Expect(err).NotTo(HaveOccurred())
+			trimmed := out.(*appsv1.Deployment)
+			g.Expect(needsOwnershipUpgrade(trimmed)).To(Equal(tt.want))
+			for _, e := range trimmed.ManagedFields {
+				g.Expect(e.FieldsV1).To(BeNil(), "no field sets")
+				g.Expect(e.Manager).To(BeElementOf(platform.Name, platform.LegacyName), "only the operator's entries")
+			}
+			if !tt.want {
+				g.Expect(trimmed.ManagedFields).To(BeEmpty())
+			}
+		})
+	}
 }
 
 func TestManagedSelectorTakesTheFormerNameToo(t *testing.T) {
