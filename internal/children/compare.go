@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	goruntime "runtime"
 	"slices"
 	"sync"
 
@@ -33,6 +34,11 @@ type differ struct {
 	scheme  *runtime.Scheme
 	builtin managedfields.TypeConverter
 	deduced managedfields.TypeConverter
+	// slots bounds the comparisons under way to one per CPU. A comparison
+	// needs only CPU, and holds about a hundred KiB of intermediate values
+	// until it ends: after a restart, when every worker compares a child,
+	// more of them at once would finish no sooner but hold more memory.
+	slots chan struct{}
 }
 
 func newDiffer(scheme *runtime.Scheme) *differ {
@@ -40,7 +46,14 @@ func newDiffer(scheme *runtime.Scheme) *differ {
 		scheme:  scheme,
 		builtin: applyconfigurations.NewTypeConverter(scheme),
 		deduced: managedfields.NewDeducedTypeConverter(),
+		slots:   make(chan struct{}, goruntime.GOMAXPROCS(0)),
 	}
+}
+
+// hold waits for a comparison slot; the returned func gives it back.
+func (d *differ) hold() func() {
+	d.slots <- struct{}{}
+	return func() { <-d.slots }
 }
 
 // differs reports whether applying in to live would change live: whether
@@ -60,6 +73,7 @@ func (d *differ) differs(in *intent, live client.Object) (bool, error) {
 // drift lists the paths of the fields that in sets and live holds
 // differently, sorted.
 func (d *differ) drift(in *intent, live client.Object) ([]string, error) {
+	defer d.hold()()
 	want, err := d.desired(in)
 	if err != nil {
 		return nil, err
@@ -128,11 +142,14 @@ type desiredValue struct {
 }
 
 func (d *differ) desired(in *intent) (*desiredValue, error) {
-	converter := d.converterFor(in)
-	// The fields the operator sets, as the apply configuration names them.
-	set, err := fieldSetOf(converter, in)
+	converter, intended, err := d.typedIntent(in)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("desired fields: %w", err)
+	}
+	// The fields the operator sets, as the apply configuration names them.
+	set, err := intended.ToFieldSet()
+	if err != nil {
+		return nil, fmt.Errorf("desired fields: %w", err)
 	}
 	desiredObj, err := in.newObject(d.scheme)
 	if err != nil {
@@ -153,6 +170,7 @@ func (d *differ) desired(in *intent) (*desiredValue, error) {
 // agree reports whether a and b, two states of the child that in
 // describes, hold the same values in every field that in sets.
 func (d *differ) agree(in *intent, a, b runtime.Object) (bool, error) {
+	defer d.hold()()
 	want, err := d.desired(in)
 	if err != nil {
 		return false, err
@@ -168,25 +186,15 @@ func (d *differ) agree(in *intent, a, b runtime.Object) (bool, error) {
 	return value.Equals(values[0], values[1]), nil
 }
 
-// converterFor picks the schema of the child's type: client-go's for the
-// types it ships, else the deduced one.
-func (d *differ) converterFor(in *intent) managedfields.TypeConverter {
-	if _, err := d.builtin.ObjectToTyped(in.object, typed.AllowDuplicates); err == nil {
-		return d.builtin
+// typedIntent is the apply configuration as a typed value of client-go's
+// schema for the types it ships, else of the deduced one, with the schema's
+// converter.
+func (d *differ) typedIntent(in *intent) (managedfields.TypeConverter, *typed.TypedValue, error) {
+	if tv, err := d.builtin.ObjectToTyped(in.object, typed.AllowDuplicates); err == nil {
+		return d.builtin, tv, nil
 	}
-	return d.deduced
-}
-
-func fieldSetOf(converter managedfields.TypeConverter, in *intent) (*fieldpath.Set, error) {
-	tv, err := converter.ObjectToTyped(in.object, typed.AllowDuplicates)
-	if err != nil {
-		return nil, fmt.Errorf("desired fields: %w", err)
-	}
-	set, err := tv.ToFieldSet()
-	if err != nil {
-		return nil, fmt.Errorf("desired fields: %w", err)
-	}
-	return set, nil
+	tv, err := d.deduced.ObjectToTyped(in.object, typed.AllowDuplicates)
+	return d.deduced, tv, err
 }
 
 func toTyped(converter managedfields.TypeConverter, obj runtime.Object, gvk schema.GroupVersionKind) (*typed.TypedValue, error) {
