@@ -1,13 +1,18 @@
 package metrics
 
 import (
+	"context"
+	"strings"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	websitev1 "example.com/platform-operator/api/v1"
 	"example.com/platform-operator/internal/testgen"
@@ -62,4 +67,55 @@ func TestTimeToReady(t *testing.T) {
 	g.Expect(count).To(Equal(uint64(2)))
 	g.Expect(sum).To(Equal(7.0))
 	g.Expect(tracker.pending).To(BeEmpty())
+}
+
+// listReader lists the Websites it holds and records whether the list asked
+// for the cached objects themselves rather than copies.
+type listReader struct {
+	client.Reader
+	websites []websitev1.Website
+	noCopies bool
+}
+
+func (r *listReader) List(_ context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	o := (&client.ListOptions{}).ApplyOptions(opts)
+	r.noCopies = o.UnsafeDisableDeepCopy != nil && *o.UnsafeDisableDeepCopy
+	list.(*websitev1.WebsiteList).Items = r.websites
+	return nil
+}
+
+// Websites are counted by the status of each condition as of their current
+// generation, from the cached objects themselves: the count only reads them.
+func TestWebsitesAreCountedByConditionFromTheCachedObjects(t *testing.T) {
+	g := NewWithT(t)
+	ready := testgen.Website("ready", "team")
+	ready.Generation = 2
+	ready.Status = status(true, 2)
+	ready.Status.Conditions[0].ObservedGeneration = 2
+	stale := testgen.Website("stale", "team") // Ready for a generation it no longer has
+	stale.Generation = 3
+	stale.Status = status(true, 2)
+	stale.Status.Conditions[0].ObservedGeneration = 2
+	failing := testgen.Website("failing", "team")
+	failing.Generation = 1
+	failing.Status = status(false, 1)
+	failing.Status.Conditions[0].ObservedGeneration = 1
+	reader := &listReader{websites: []websitev1.Website{*ready, *stale, *failing}}
+
+	registry := prometheus.NewRegistry()
+	g.Expect(registry.Register(&conditionCollector{reader: reader})).To(Succeed())
+	g.Expect(testutil.GatherAndCompare(registry, strings.NewReader(`
+# HELP platform_operator_websites Websites by the status of each of their conditions (Ready, Progressing, Degraded); Unknown when the operator has not reported it yet.
+# TYPE platform_operator_websites gauge
+platform_operator_websites{condition="Degraded",status="False"} 0
+platform_operator_websites{condition="Degraded",status="True"} 0
+platform_operator_websites{condition="Degraded",status="Unknown"} 3
+platform_operator_websites{condition="Progressing",status="False"} 0
+platform_operator_websites{condition="Progressing",status="True"} 0
+platform_operator_websites{condition="Progressing",status="Unknown"} 3
+platform_operator_websites{condition="Ready",status="False"} 1
+platform_operator_websites{condition="Ready",status="True"} 1
+platform_operator_websites{condition="Ready",status="Unknown"} 1
+`), "platform_operator_websites")).To(Succeed())
+	g.Expect(reader.noCopies).To(BeTrue(), "the list asks for the cached objects, not copies")
 }

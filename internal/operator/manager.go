@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -66,6 +67,7 @@ func newManager(ctx context.Context, config *rest.Config, opts Options, leaseNS 
 			BindAddress:    opts.MetricsBindAddress,
 			SecureServing:  true,
 			FilterProvider: metricsAuthFilter,
+			HandlerOpts:    []func(*promhttp.HandlerOpts){uncompressedMetrics},
 		},
 		HealthProbeBindAddress:              "0",
 		PprofBindAddress:                    opts.PprofBindAddress,
@@ -183,4 +185,13 @@ func watchedObjects(mapper meta.RESTMapper, scheme *runtime.Scheme, p plan) ([]c
 		}
 	}
 	return watched, nil
+}
+
+// uncompressedMetrics serves /metrics without compression, even to a
+// scraper that accepts gzip. The operator's metrics are tens of KiB, read
+// over the cluster's network every scrape interval; compressing them would
+// keep a compressor of about 1 MiB in the operator's memory (pooled between
+// scrapes), a noticeable part of what the operator needs.
+func uncompressedMetrics(opts *promhttp.HandlerOpts) {
+	opts.DisableCompression = true
 }
