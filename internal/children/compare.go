@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/managedfields"
@@ -155,16 +156,58 @@ func (d *differ) desired(in *intent) (*desiredValue, error) {
 	if err != nil {
 		return nil, err
 	}
-	normalized, err := toTyped(converter, desiredObj, in.gvk)
+	// The typed object holds the desired state as the API server stores it,
+	// plus the zero values of fields the type always encodes (a creation
+	// timestamp, an empty status); only what the apply configuration sets
+	// is kept. Walking the two maps costs a fraction of extracting the set
+	// from the typed value by its schema.
+	stored, err := runtime.DefaultUnstructuredConverter.ToUnstructured(desiredObj)
 	if err != nil {
 		return nil, fmt.Errorf("desired: %w", err)
 	}
-	value := normalized.ExtractItems(set)
+	normalized, _ := onlyIntended(stored, in.object.Object).(map[string]any)
+	value, err := converter.ObjectToTyped(&unstructured.Unstructured{Object: normalized}, typed.AllowDuplicates)
+	if err != nil {
+		return nil, fmt.Errorf("desired: %w", err)
+	}
 	kept, err := value.ToFieldSet()
 	if err != nil {
 		return nil, fmt.Errorf("desired fields: %w", err)
 	}
 	return &desiredValue{converter: converter, value: value, dropped: set.Leaves().Difference(kept), fields: set}, nil
+}
+
+// onlyIntended is stored, a desired object as storage keeps it, without
+// what intended, the apply configuration it was decoded from, does not
+// set: the keys of a map that intended lacks, recursively. Lists keep their
+// length and order when decoded, so their items pair by position. A value
+// intended sets but storage dropped stays absent.
+func onlyIntended(stored, intended any) any {
+	switch intended := intended.(type) {
+	case map[string]any:
+		storedMap, ok := stored.(map[string]any)
+		if !ok {
+			return stored
+		}
+		out := make(map[string]any, len(intended))
+		for key, value := range intended {
+			if s, ok := storedMap[key]; ok {
+				out[key] = onlyIntended(s, value)
+			}
+		}
+		return out
+	case []any:
+		storedList, ok := stored.([]any)
+		if !ok || len(storedList) != len(intended) {
+			return stored
+		}
+		out := make([]any, len(storedList))
+		for i := range storedList {
+			out[i] = onlyIntended(storedList[i], intended[i])
+		}
+		return out
+	}
+	return stored
 }
 
 // agree reports whether a and b, two states of the child that in

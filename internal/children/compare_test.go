@@ -1,14 +1,18 @@
 package children
 
 import (
+	"reflect"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -165,6 +169,133 @@ func TestStatesAgreeOnlyWhenTheFieldsTheOperatorSetsAreEqual(t *testing.T) {
 			}
 			if agree != tc.agree {
 				t.Errorf("agree = %t, want %t", agree, tc.agree)
+			}
+		})
+	}
+}
+
+// desiredWebDeployment is a Deployment apply configuration shaped like a
+// Website's: labels, an owner, a selector, a pod template with a probe,
+// security contexts, volumes and mounts.
+func desiredWebDeployment() *appsv1ac.DeploymentApplyConfiguration {
+	labels := map[string]string{"app.kubernetes.io/name": "website", "app.kubernetes.io/instance": "site"}
+	container := corev1ac.Container().WithName("web").WithImage("nginx:1.25").
+		WithPorts(corev1ac.ContainerPort().WithName("http").WithContainerPort(80).WithProtocol(corev1.ProtocolTCP)).
+		WithReadinessProbe(corev1ac.Probe().WithTCPSocket(corev1ac.TCPSocketAction().WithPort(intstr.FromString("http")))).
+		WithSecurityContext(corev1ac.SecurityContext().WithAllowPrivilegeEscalation(false).WithReadOnlyRootFilesystem(true).
+			WithCapabilities(corev1ac.Capabilities().WithDrop("ALL")))
+	pod := corev1ac.PodSpec().WithAutomountServiceAccountToken(false).
+		WithSecurityContext(corev1ac.PodSecurityContext().WithRunAsNonRoot(true).WithRunAsUser(101).
+			WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault)))
+	for _, dir := range []string{"cache", "tmp"} {
+		pod.WithVolumes(corev1ac.Volume().WithName(dir).WithEmptyDir(corev1ac.EmptyDirVolumeSource()))
+		container.WithVolumeMounts(corev1ac.VolumeMount().WithName(dir).WithMountPath("/" + dir))
+	}
+	return appsv1ac.Deployment("site", "default").WithLabels(labels).
+		WithOwnerReferences(metav1ac.OwnerReference().WithAPIVersion("example.com/v1").WithKind("Website").
+			WithName("site").WithUID("owner-1").WithController(true)).
+		WithSpec(appsv1ac.DeploymentSpec().WithReplicas(1).
+			WithSelector(metav1ac.LabelSelector().WithMatchLabels(labels)).
+			WithTemplate(corev1ac.PodTemplateSpec().WithLabels(labels).WithSpec(pod.WithContainers(container))))
+}
+
+// A child as the API server returns it holds more than the operator set:
+// its identity and creation time, defaults, a status, other managers'
+// fields. None of it is drift; a change of a field the operator sets is.
+func TestDriftIsOnlyInTheFieldsTheOperatorSets(t *testing.T) {
+	in, err := newIntent(desiredWebDeployment())
+	if err != nil {
+		t.Fatal(err)
+	}
+	asStored := func() *appsv1.Deployment {
+		d := &appsv1.Deployment{}
+		if err := in.decodeInto(d); err != nil {
+			t.Fatal(err)
+		}
+		d.TypeMeta = metav1.TypeMeta{} // as read from the cache
+		d.UID, d.ResourceVersion, d.Generation = "uid-1", "10", 1
+		d.CreationTimestamp = metav1.Now()
+		d.Spec.ProgressDeadlineSeconds = ptr.To[int32](600)
+		d.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType, RollingUpdate: &appsv1.RollingUpdateDeployment{
+			MaxUnavailable: ptr.To(intstr.FromString("25%")), MaxSurge: ptr.To(intstr.FromString("25%"))}}
+		pod := &d.Spec.Template.Spec
+		pod.RestartPolicy, pod.DNSPolicy, pod.SchedulerName = corev1.RestartPolicyAlways, corev1.DNSClusterFirst, "default-scheduler"
+		pod.TerminationGracePeriodSeconds = ptr.To[int64](30)
+		pod.Containers[0].ImagePullPolicy = corev1.PullIfNotPresent
+		pod.Containers[0].TerminationMessagePath = "/dev/termination-log"
+		pod.Containers[0].ReadinessProbe.PeriodSeconds = 10
+		pod.Containers[0].Resources = corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}} // a LimitRange's default
+		d.Status = appsv1.DeploymentStatus{ObservedGeneration: 1, Replicas: 1, ReadyReplicas: 1, AvailableReplicas: 1}
+		return d
+	}
+	d := newDiffer(clientgoscheme.Scheme)
+	if drift, err := d.drift(in, asStored()); err != nil || len(drift) > 0 {
+		t.Fatalf("the child as stored: drift %v, error %v", drift, err)
+	}
+	for name, change := range map[string]func(*appsv1.Deployment){
+		"image":            func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = "evil:1" },
+		"a volume removed": func(d *appsv1.Deployment) { d.Spec.Template.Spec.Volumes = d.Spec.Template.Spec.Volumes[:1] },
+		"the selector":     func(d *appsv1.Deployment) { d.Spec.Selector.MatchLabels["extra"] = "x" },
+		"the owner's name": func(d *appsv1.Deployment) { d.OwnerReferences[0].Name = "other" },
+		"the capabilities dropped": func(d *appsv1.Deployment) {
+			d.Spec.Template.Spec.Containers[0].SecurityContext.Capabilities.Drop = []corev1.Capability{"NET_RAW"}
+		},
+	} {
+		live := asStored()
+		change(live)
+		drift, err := d.drift(in, live)
+		if err != nil || len(drift) == 0 {
+			t.Errorf("%s changed: drift %v, error %v", name, drift, err)
+		}
+	}
+}
+
+// The desired object as storage keeps it loses what the apply configuration
+// did not set; the values are storage's, and what storage dropped stays
+// absent.
+func TestOnlyIntendedKeepsWhatTheApplyConfigurationSets(t *testing.T) {
+	for _, tc := range []struct {
+		name             string
+		stored, intended any
+		want             any
+	}{
+		{
+			name:     "fields the type always encodes",
+			stored:   map[string]any{"metadata": map[string]any{"name": "site", "creationTimestamp": nil}, "status": map[string]any{}},
+			intended: map[string]any{"metadata": map[string]any{"name": "site"}},
+			want:     map[string]any{"metadata": map[string]any{"name": "site"}},
+		},
+		{
+			name:     "storage's form of a value",
+			stored:   map[string]any{"cpu": "500m", "replicas": int64(2)},
+			intended: map[string]any{"cpu": "0.5", "replicas": float64(2)},
+			want:     map[string]any{"cpu": "500m", "replicas": int64(2)},
+		},
+		{
+			name:     "a value storage dropped",
+			stored:   map[string]any{"env": []any{map[string]any{"name": "EMPTY"}}},
+			intended: map[string]any{"env": []any{map[string]any{"name": "EMPTY", "value": ""}}},
+			want:     map[string]any{"env": []any{map[string]any{"name": "EMPTY"}}},
+		},
+		{
+			name: "list items, by position",
+			stored: map[string]any{"containers": []any{
+				map[string]any{"name": "web", "resources": map[string]any{}},
+				map[string]any{"name": "proxy", "resources": map[string]any{}},
+			}},
+			intended: map[string]any{"containers": []any{map[string]any{"name": "web"}, map[string]any{"name": "proxy"}}},
+			want:     map[string]any{"containers": []any{map[string]any{"name": "web"}, map[string]any{"name": "proxy"}}},
+		},
+		{
+			name:     "an empty object set as such",
+			stored:   map[string]any{"emptyDir": map[string]any{}},
+			intended: map[string]any{"emptyDir": map[string]any{}},
+			want:     map[string]any{"emptyDir": map[string]any{}},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := onlyIntended(tc.stored, tc.intended); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("got %#v, want %#v", got, tc.want)
 			}
 		})
 	}

@@ -1,6 +1,7 @@
 package backupjob
 
 import (
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -8,11 +9,17 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/pod-security-admission/api"
 	psapolicy "k8s.io/pod-security-admission/policy"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"example.com/platform-operator/api/v1alpha1"
+	"example.com/platform-operator/internal/children"
 )
 
 func testBackupJob() *v1alpha1.BackupJob {
@@ -228,5 +235,41 @@ func TestDrillCandidate(t *testing.T) {
 				t.Errorf("got %p, want %p", got, want)
 			}
 		})
+	}
+}
+
+// Each child, as the API server stores it from its builder, matches its
+// desired state: a restarted operator, which compares every child once,
+// finds nothing to put back.
+func TestChildrenAsBuiltShowNoDrift(t *testing.T) {
+	scheme := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+	utilruntime.Must(AddToScheme(scheme))
+	bj := testBackupJob()
+	bj.Spec.Target = &v1alpha1.BackupTarget{Volume: &v1alpha1.BackupVolumeTarget{StorageClassName: "cheap", Size: ptr.To(resource.MustParse("20Gi"))}}
+	bj.Spec.Verify = &v1alpha1.BackupVerify{EveryNth: 2, JobTemplate: *bj.Spec.JobTemplate.DeepCopy()}
+	volume := &backup{name: testRun.name, kind: v1alpha1.VolumeBackup, scheduled: testRun.scheduled, size: ptr.To(resource.MustParse("3Gi"))}
+	snapshot := &backup{name: testRun.name, kind: v1alpha1.SnapshotBackup, scheduled: testRun.scheduled, size: ptr.To(resource.MustParse("3Gi"))}
+	for name, desired := range map[string]client.Object{
+		"run's Job":                 desiredRunJob(bj, testRun),
+		"run's claim":               desiredBackupClaim(bj, testRun, testSource("5Gi")),
+		"run's snapshot":            desiredSnapshot(bj, testRun),
+		"drill's claim of volume":   desiredDrillClaim(bj, volume),
+		"drill's claim of snapshot": desiredDrillClaim(bj, snapshot),
+		"drill's Job":               desiredDrillJob(bj, volume),
+	} {
+		data, err := json.Marshal(typedApply{desired})
+		if err != nil {
+			t.Fatal(err)
+		}
+		live := desired.DeepCopyObject().(client.Object)
+		if err := json.Unmarshal(data, live); err != nil {
+			t.Fatal(err)
+		}
+		live.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{}) // as read from the cache
+		drift, err := children.Drift(scheme, typedApply{desired}, live)
+		if err != nil || len(drift) > 0 {
+			t.Errorf("%s: drift %v, error %v", name, drift, err)
+		}
 	}
 }

@@ -10,8 +10,13 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tenantv1 "example.com/platform-operator/api/v1alpha1"
+	"example.com/platform-operator/internal/children"
 )
 
 // decode turns an apply configuration into the typed object it describes.
@@ -174,4 +179,36 @@ func TestDesiredNetworkPolicyAdmitsOnlyTheTenantsNamespaces(t *testing.T) {
 	g.Expect(peer.NamespaceSelector.MatchExpressions).To(Equal([]metav1.LabelSelectorRequirement{{
 		Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpIn, Values: []string{"team-a", "team-a-dev"},
 	}}))
+}
+
+// Each child, as the API server stores it from its builder, matches its
+// desired state: a restarted operator, which compares every child once,
+// finds nothing to put back.
+func TestChildrenAsBuiltShowNoDrift(t *testing.T) {
+	tn := testTenant(withServiceAccount, func(t *tenantv1.Tenant) {
+		t.Spec.Quota = &tenantv1.TenantQuota{
+			Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("10"), corev1.ResourceRequestsCPU: resource.MustParse("0.5")},
+			TenantContainerDefaults: &tenantv1.TenantContainerDefaults{
+				DefaultRequest: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")},
+			},
+		}
+	})
+	for name, tc := range map[string]struct {
+		desired runtime.ApplyConfiguration
+		live    client.Object
+	}{
+		"namespace":       {DesiredNamespace(tn, "team-a"), decode[corev1.Namespace](t, DesiredNamespace(tn, "team-a"))},
+		"role binding":    {DesiredRoleBinding(tn, "team-a"), decode[rbacv1.RoleBinding](t, DesiredRoleBinding(tn, "team-a"))},
+		"service account": {DesiredServiceAccount(tn), decode[corev1.ServiceAccount](t, DesiredServiceAccount(tn))},
+		"quota":           {DesiredResourceQuota(tn, "team-a"), decode[corev1.ResourceQuota](t, DesiredResourceQuota(tn, "team-a"))},
+		"limit range":     {DesiredLimitRange(tn, "team-a"), decode[corev1.LimitRange](t, DesiredLimitRange(tn, "team-a"))},
+		"network policy": {DesiredNetworkPolicy(tn, "team-a", tn.Spec.Namespaces),
+			decode[networkingv1.NetworkPolicy](t, DesiredNetworkPolicy(tn, "team-a", tn.Spec.Namespaces))},
+	} {
+		tc.live.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{}) // as read from the cache
+		drift, err := children.Drift(clientgoscheme.Scheme, tc.desired, tc.live)
+		if err != nil || len(drift) > 0 {
+			t.Errorf("%s: drift %v, error %v", name, drift, err)
+		}
+	}
 }
