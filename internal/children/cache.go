@@ -6,6 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/selection"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"example.com/platform-operator/internal/platform"
 )
@@ -26,11 +27,13 @@ func ManagedLabels() map[string]string {
 	return map[string]string{platform.ManagedByLabel: platform.Name}
 }
 
-// CacheConfig is the cache setting of a child type: only managed objects,
-// with managed fields kept only as far as they tell whether the operator's
-// ownership needs an upgrade, without the field sets (see
-// TrimManagedFields), and the strings that repeat across objects shared (see
-// ShareMetadataStrings). transform, when not nil, trims the object further.
+// CacheConfig is the cache setting of a type the operator manages by its
+// label (its children, and the pods and EndpointSlices that carry their
+// labels): only managed objects, with managed fields kept only as far as
+// they tell whether the operator's ownership needs an upgrade, without the
+// field sets (see TrimManagedFields), and the strings that repeat across
+// objects shared (see ShareMetadataStrings). transform, when not nil, trims
+// the object further.
 func CacheConfig(transform toolscache.TransformFunc) cache.ByObject {
 	trim := trimChild
 	if transform != nil {
@@ -58,25 +61,36 @@ func trimChild(obj any) (any, error) {
 }
 
 // PartialAnnotation marks a child that the cache holds without fields that
-// the comparison with its desired state reads: a cache transform left them
-// out to save memory (see MarkPartial). The mark exists only in the
+// the comparison with its desired state reads: a cache transform made by
+// PartialCopy left them out to save memory. The mark exists only in the
 // operator's cache, never in the API server; its value names what was left
 // out.
 const PartialAnnotation = "example.com/partial-in-cache"
 
-// MarkPartial marks obj, in a cache transform, as a child whose fields in
-// left are left out of the cache. Before comparing such a child with its
-// desired state the Manager reads it from the API server, which happens when
-// its generation or the metadata the operator sets changed, and once per
-// child after a restart; status updates need no comparison (see
-// comparedState), so a rollout reads nothing.
-func MarkPartial(obj metav1.Object, left string) {
-	annotations := obj.GetAnnotations()
-	if annotations == nil {
-		annotations = map[string]string{}
+// PartialCopy is the cache transform of a child type T whose cached copy
+// leaves out, by leaveOut, fields that only the comparison with its desired
+// state reads; left names them. It marks the copy, so that the Manager reads
+// the child from the API server before comparing it, which happens when its
+// generation or the metadata the operator sets changed, and once per child
+// after a restart; status updates need no comparison (see comparedState), so
+// a rollout reads nothing. Without the mark the Manager would compare the
+// incomplete copy, find it different and apply the child again.
+func PartialCopy[T client.Object](left string, leaveOut func(T)) toolscache.TransformFunc {
+	return func(obj any) (any, error) {
+		child, ok := obj.(T)
+		if !ok {
+			// Tombstones of deleted objects pass through untouched.
+			return obj, nil
+		}
+		leaveOut(child)
+		annotations := child.GetAnnotations()
+		if annotations == nil {
+			annotations = map[string]string{}
+		}
+		annotations[PartialAnnotation] = left
+		child.SetAnnotations(annotations)
+		return child, nil
 	}
-	annotations[PartialAnnotation] = left
-	obj.SetAnnotations(annotations)
 }
 
 // isPartial reports whether obj came from a cache that left out some of its

@@ -22,8 +22,8 @@ func cacheObjects() map[client.Object]cache.ByObject {
 		&appsv1.Deployment{}:         children.CacheConfig(TrimDeployment),
 		&corev1.Service{}:            children.CacheConfig(TrimService),
 		&networkingv1.Ingress{}:      children.CacheConfig(nil),
-		&discoveryv1.EndpointSlice{}: {Label: children.ManagedSelector(), Transform: TrimEndpointSlice},
-		&corev1.Pod{}:                {Label: children.ManagedSelector(), Transform: TrimPod},
+		&discoveryv1.EndpointSlice{}: children.CacheConfig(TrimEndpointSlice),
+		&corev1.Pod{}:                children.CacheConfig(TrimPod),
 	}
 }
 

@@ -15,39 +15,20 @@ import (
 
 // TrimDeployment is the cache transform for Deployments: it leaves out the
 // pod template, about half of what a cached Deployment costs, which only the
-// comparison with the desired state reads. The children manager reads the
-// Deployment from the API server for that (children.MarkPartial): after a
-// restart and after a change of its spec, not during a rollout, whose status
-// updates leave the generation as it is. The status, the metadata, the
-// replicas and the selector (which tells an adopted Deployment) stay.
-func TrimDeployment(obj any) (any, error) {
-	d, ok := obj.(*appsv1.Deployment)
-	if !ok {
-		// Tombstones of deleted objects pass through untouched.
-		return obj, nil
-	}
+// comparison with the desired state reads (children.PartialCopy). The
+// status, the metadata, the replicas and the selector (which tells an
+// adopted Deployment) stay.
+var TrimDeployment = children.PartialCopy("spec.template", func(d *appsv1.Deployment) {
 	d.Spec.Template = corev1.PodTemplateSpec{}
-	children.MarkPartial(d, "spec.template")
-	return d, nil
-}
+})
 
 // TrimService is the cache transform for Services: it leaves out the spec
 // (selector, ports, addresses), which only the comparison with the desired
-// state reads; the Website's status needs only to know that its Service
-// exists. As with Deployments, the children manager reads the Service from
-// the API server when it must compare it (children.MarkPartial): after a
-// restart and after someone changed it. Its creation and the status
-// updates of its Website need no comparison.
-func TrimService(obj any) (any, error) {
-	s, ok := obj.(*corev1.Service)
-	if !ok {
-		// Tombstones of deleted objects pass through untouched.
-		return obj, nil
-	}
+// state reads (children.PartialCopy); the Website's status needs only to
+// know that its Service exists.
+var TrimService = children.PartialCopy("spec", func(s *corev1.Service) {
 	s.Spec = corev1.ServiceSpec{}
-	children.MarkPartial(s, "spec")
-	return s, nil
-}
+})
 
 // TrimPod is the cache transform for pods: it keeps only what the
 // reconciler reads (identity, labels, deletion, and each container's
@@ -59,7 +40,6 @@ func TrimPod(obj any) (any, error) {
 		return obj, nil
 	}
 	trimmed := &corev1.Pod{TypeMeta: pod.TypeMeta, ObjectMeta: trimmedMeta(pod.ObjectMeta)}
-	children.ShareMetadataStrings(trimmed)
 	for _, cs := range pod.Status.ContainerStatuses {
 		if cs.State.Waiting == nil {
 			continue
@@ -87,7 +67,6 @@ func TrimEndpointSlice(obj any) (any, error) {
 		ObjectMeta:  trimmedMeta(slice.ObjectMeta),
 		AddressType: slice.AddressType,
 	}
-	children.ShareMetadataStrings(trimmed)
 	if len(slice.Endpoints) > 0 {
 		trimmed.Endpoints = make([]discoveryv1.Endpoint, len(slice.Endpoints))
 	}
