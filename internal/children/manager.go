@@ -87,7 +87,7 @@ type Manager struct {
 	// apiReader reads from the API server, on the rare paths where the cache
 	// cannot answer: an object in the way that the cache does not hold, the
 	// full field ownership of a child before it is converted or replaced, and
-	// a child the cache holds partially (MarkPartial) when it must be
+	// a child the cache holds partially (PartialCopy) when it must be
 	// compared.
 	apiReader client.Reader
 	scheme    *runtime.Scheme
@@ -435,13 +435,12 @@ func conflict(kind, name string, live client.Object, ownerKind string) Result {
 
 // readWhole reads the child of in, of live's type, from the API server as
 // it is there: with the field sets of its managed fields, which the cache
-// does not keep, and the fields a partial cache leaves out (MarkPartial).
+// does not keep, and the fields a partial copy leaves out (PartialCopy).
 func (m *Manager) readWhole(ctx context.Context, in *intent, live client.Object) (client.Object, error) {
-	whole, ok := live.DeepCopyObject().(client.Object)
+	whole, ok := reflect.New(reflect.TypeOf(live).Elem()).Interface().(client.Object)
 	if !ok {
 		return nil, fmt.Errorf("%T is not an object", live)
 	}
-	resetObject(whole)
 	if err := m.apiReader.Get(ctx, in.key, whole); err != nil {
 		return nil, err
 	}
