@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	uberzap "go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"k8s.io/client-go/discovery"
 	authorizationv1client "k8s.io/client-go/kubernetes/typed/authorization/v1"
@@ -34,7 +35,7 @@ func NewLogger(opts Options, out io.Writer) logr.Logger {
 	if opts.LogFormat == "json" {
 		encoder = zap.JSONEncoder()
 	}
-	return zap.New(zap.WriteTo(out), encoder, zap.Level(level))
+	return zap.New(zap.WriteTo(out), encoder, zap.Level(level), zap.RawZapOpts(uberzap.WrapCore(withDeferredFields)))
 }
 
 // RESTConfig finds the cluster: --kubeconfig when given, the pod's own
