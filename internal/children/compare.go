@@ -119,13 +119,8 @@ func Drift(scheme *runtime.Scheme, desired runtime.ApplyConfiguration, live clie
 	if err != nil {
 		return nil, err
 	}
-	// Compare desired as given, without the annotation Ensure adds.
-	annotations := in.object.GetAnnotations()
-	delete(annotations, ConfigHashAnnotation)
-	if len(annotations) == 0 {
-		annotations = nil // no empty map, which would be a field of its own
-	}
-	in.object.SetAnnotations(annotations)
+	// Compare desired as given.
+	in.withoutHashAnnotation()
 	return newDiffer(scheme).drift(in, live)
 }
 
@@ -165,7 +160,11 @@ func (d *differ) desired(in *intent) (*desiredValue, error) {
 	if err != nil {
 		return nil, fmt.Errorf("desired: %w", err)
 	}
-	normalized, _ := onlyIntended(stored, in.object.Object).(map[string]any)
+	given, err := in.unstructured()
+	if err != nil {
+		return nil, err
+	}
+	normalized, _ := onlyIntended(stored, given.Object).(map[string]any)
 	value, err := converter.ObjectToTyped(&unstructured.Unstructured{Object: normalized}, typed.AllowDuplicates)
 	if err != nil {
 		return nil, fmt.Errorf("desired: %w", err)
@@ -233,10 +232,14 @@ func (d *differ) agree(in *intent, a, b runtime.Object) (bool, error) {
 // schema for the types it ships, else of the deduced one, with the schema's
 // converter.
 func (d *differ) typedIntent(in *intent) (managedfields.TypeConverter, *typed.TypedValue, error) {
-	if tv, err := d.builtin.ObjectToTyped(in.object, typed.AllowDuplicates); err == nil {
+	intended, err := in.unstructured()
+	if err != nil {
+		return nil, nil, err
+	}
+	if tv, err := d.builtin.ObjectToTyped(intended, typed.AllowDuplicates); err == nil {
 		return d.builtin, tv, nil
 	}
-	tv, err := d.deduced.ObjectToTyped(in.object, typed.AllowDuplicates)
+	tv, err := d.deduced.ObjectToTyped(intended, typed.AllowDuplicates)
 	return d.deduced, tv, err
 }
 
@@ -303,8 +306,8 @@ func comparedState(live client.Object, in *intent) string {
 		Annotations map[string]string       `json:"a,omitempty"`
 		Owners      []metav1.OwnerReference `json:"o,omitempty"`
 	}{
-		onlyKeysOf(live.GetLabels(), in.object.GetLabels()),
-		onlyKeysOf(live.GetAnnotations(), in.object.GetAnnotations()),
+		onlyKeysOf(live.GetLabels(), in.labels),
+		onlyKeysOf(live.GetAnnotations(), in.annotations),
 		live.GetOwnerReferences(),
 	})
 	if err != nil {

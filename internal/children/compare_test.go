@@ -8,7 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
@@ -30,10 +29,7 @@ func verifiedDeployment() *appsv1.Deployment {
 // desiredMetadata is an intent that sets the labels and annotations of
 // verifiedDeployment, with the digest hash.
 func desiredMetadata(hash string) *intent {
-	u := &unstructured.Unstructured{}
-	u.SetLabels(map[string]string{"app": "site"})
-	u.SetAnnotations(map[string]string{ConfigHashAnnotation: "abc"})
-	return &intent{object: u, hash: hash}
+	return &intent{labels: map[string]string{"app": "site"}, annotations: map[string]string{ConfigHashAnnotation: "abc"}, hash: hash}
 }
 
 // A child found equal to its desired state is not compared again until
@@ -135,7 +131,7 @@ func TestStatesAgreeOnlyWhenTheFieldsTheOperatorSetsAreEqual(t *testing.T) {
 	live := func() *appsv1.Deployment {
 		return &appsv1.Deployment{
 			ObjectMeta: metav1.ObjectMeta{Name: "site", Namespace: "default", ResourceVersion: "10",
-				Labels: map[string]string{"app": "site"}, Annotations: in.object.GetAnnotations()},
+				Labels: map[string]string{"app": "site"}, Annotations: in.annotations},
 			Spec: appsv1.DeploymentSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
 				Containers: []corev1.Container{{Name: "web", Image: "mirror.example.com/nginx"}},
 			}}},

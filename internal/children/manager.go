@@ -2,7 +2,6 @@ package children
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
@@ -10,10 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/clock"
@@ -368,7 +364,11 @@ func (m *Manager) repairInvalid(ctx context.Context, owner client.Object, in *in
 // apply server-side applies in with the operator's field manager, taking
 // over fields that others changed, and decodes the answer into live.
 func (m *Manager) apply(ctx context.Context, in *intent, live client.Object) error {
-	u := in.object.DeepCopy()
+	intended, err := in.unstructured()
+	if err != nil {
+		return err
+	}
+	u := intended.DeepCopy()
 	if err := m.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(platform.Name), client.ForceOwnership); err != nil {
 		return err
 	}
@@ -384,7 +384,11 @@ func (m *Manager) apply(ctx context.Context, in *intent, live client.Object) err
 // fails, it reports false: the apply itself then meets the failure and
 // reports it.
 func (m *Manager) applyChangesNothing(ctx context.Context, in *intent, live client.Object) bool {
-	u := in.object.DeepCopy()
+	intended, err := in.unstructured()
+	if err != nil {
+		return false
+	}
+	u := intended.DeepCopy()
 	if err := m.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(platform.Name), client.ForceOwnership, client.DryRunAll); err != nil {
 		return false
 	}
@@ -452,61 +456,4 @@ func (m *Manager) readWhole(ctx context.Context, in *intent, live client.Object)
 func resetObject(obj client.Object) {
 	v := reflect.ValueOf(obj).Elem()
 	v.Set(reflect.Zero(v.Type()))
-}
-
-// intent is a desired child in the forms Ensure needs.
-type intent struct {
-	gvk schema.GroupVersionKind
-	key types.NamespacedName
-	// object is the apply configuration as unstructured, with the hash
-	// annotation set.
-	object *unstructured.Unstructured
-	// hash digests the apply configuration.
-	hash string
-}
-
-func newIntent(desired runtime.ApplyConfiguration) (*intent, error) {
-	data, err := json.Marshal(desired)
-	if err != nil {
-		return nil, fmt.Errorf("encode: %w", err)
-	}
-	u := &unstructured.Unstructured{}
-	if err := json.Unmarshal(data, &u.Object); err != nil {
-		return nil, fmt.Errorf("decode: %w", err)
-	}
-	gvk := u.GroupVersionKind()
-	if gvk.Kind == "" || gvk.Version == "" || u.GetName() == "" {
-		return nil, errors.New("an apply configuration needs apiVersion, kind and name")
-	}
-	in := &intent{gvk: gvk, key: types.NamespacedName{Namespace: u.GetNamespace(), Name: u.GetName()}, object: u}
-	in.hash = hashOf(data)
-	annotations := u.GetAnnotations()
-	if annotations == nil {
-		annotations = map[string]string{}
-	}
-	annotations[ConfigHashAnnotation] = in.hash
-	u.SetAnnotations(annotations)
-	return in, nil
-}
-
-// decodeInto fills obj, a typed object, with the desired child.
-func (in *intent) decodeInto(obj client.Object) error {
-	resetObject(obj)
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(in.object.Object, obj); err != nil {
-		return fmt.Errorf("decode desired %s: %w", in.gvk.Kind, err)
-	}
-	return nil
-}
-
-// newObject is the desired child as a new typed object of its kind.
-func (in *intent) newObject(scheme *runtime.Scheme) (client.Object, error) {
-	obj, err := scheme.New(in.gvk)
-	if err != nil {
-		return nil, fmt.Errorf("type of %s: %w", in.gvk, err)
-	}
-	typed, ok := obj.(client.Object)
-	if !ok {
-		return nil, fmt.Errorf("%s is not an object type", in.gvk)
-	}
-	return typed, in.decodeInto(typed)
 }

@@ -98,8 +98,11 @@ func (r *WebsiteReconciler) reconcileChildren(ctx context.Context, w *websitev1.
 // observePods reads the Website's pods and the endpoints its Service routes
 // to, from the cache.
 func (r *WebsiteReconciler) observePods(ctx context.Context, w *websitev1.Website, obs *observation) error {
+	// The pods and slices are only read, in this reconcile: the cache's own
+	// copies do, without a copy of each for every reconcile.
 	pods := &corev1.PodList{}
-	if err := r.Client.List(ctx, pods, client.InNamespace(w.Namespace), client.MatchingFields{podWebsiteIndex: w.Name}); err != nil {
+	if err := r.Client.List(ctx, pods, client.InNamespace(w.Namespace), client.MatchingFields{podWebsiteIndex: w.Name},
+		client.UnsafeDisableDeepCopy); err != nil {
 		return fmt.Errorf("list pods of Website: %w", err)
 	}
 	// Sorted, so that the pod a message names does not change with the
@@ -112,7 +115,7 @@ func (r *WebsiteReconciler) observePods(ctx context.Context, w *websitev1.Websit
 	}
 	endpointSlices := &discoveryv1.EndpointSliceList{}
 	if err := r.Client.List(ctx, endpointSlices, client.InNamespace(w.Namespace),
-		client.MatchingFields{endpointSliceServiceIndex: w.Name}); err != nil {
+		client.MatchingFields{endpointSliceServiceIndex: w.Name}, client.UnsafeDisableDeepCopy); err != nil {
 		return fmt.Errorf("list EndpointSlices of Service: %w", err)
 	}
 	obs.routedPods = readyEndpointPods(endpointSlices.Items)
