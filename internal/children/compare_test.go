@@ -296,3 +296,51 @@ func TestOnlyIntendedKeepsWhatTheApplyConfigurationSets(t *testing.T) {
 		})
 	}
 }
+
+// A child whose generation is still 1 and whose hash and metadata are the
+// desired ones is known to be as the operator created it, without a
+// comparison; anything else is compared.
+func TestOnlyAChildUntouchedSinceItsCreationSkipsTheComparison(t *testing.T) {
+	in, err := newIntent(desiredWebDeployment())
+	if err != nil {
+		t.Fatal(err)
+	}
+	created := func() *appsv1.Deployment {
+		d := &appsv1.Deployment{}
+		if err := in.decodeInto(d); err != nil {
+			t.Fatal(err)
+		}
+		d.UID, d.ResourceVersion, d.Generation = "uid-1", "10", 1
+		// What others add (the Deployment controller's revision) is not
+		// the operator's.
+		d.Annotations["deployment.kubernetes.io/revision"] = "1"
+		d.Labels["team"] = "web"
+		d.OwnerReferences = append(d.OwnerReferences, metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "x", UID: "other"})
+		// The cache keeps no pod template: the generation stands for it.
+		d.Spec.Template = corev1.PodTemplateSpec{}
+		return d
+	}
+	for _, tc := range []struct {
+		name   string
+		change func(d *appsv1.Deployment)
+		want   bool
+	}{
+		{"as created", func(*appsv1.Deployment) {}, true},
+		{"spec changed since (generation 2)", func(d *appsv1.Deployment) { d.Generation = 2 }, false},
+		{"no generation (a Service's kind)", func(d *appsv1.Deployment) { d.Generation = 0 }, false},
+		{"created from another desired state", func(d *appsv1.Deployment) { d.Annotations[ConfigHashAnnotation] = "other" }, false},
+		{"a label changed", func(d *appsv1.Deployment) { d.Labels["app.kubernetes.io/instance"] = "other" }, false},
+		{"a label removed", func(d *appsv1.Deployment) { delete(d.Labels, "app.kubernetes.io/name") }, false},
+		{"the hash annotation removed", func(d *appsv1.Deployment) { delete(d.Annotations, ConfigHashAnnotation) }, false},
+		{"the controller reference removed", func(d *appsv1.Deployment) { d.OwnerReferences = d.OwnerReferences[1:] }, false},
+		{"the controller reference no longer the controller", func(d *appsv1.Deployment) { d.OwnerReferences[0].Controller = ptr.To(false) }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := created()
+			tc.change(d)
+			if got := untouchedSinceCreated(d, in); got != tc.want {
+				t.Errorf("untouched since created = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

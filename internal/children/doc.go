@@ -18,7 +18,13 @@
 //     compare whole, granular ones by key, and values are normalized the way
 //     the API server stores them (an empty env value is no value). Fields the
 //     operator does not set are left alone. A hash of the desired state,
-//     kept in an annotation, catches fields the operator stops setting.
+//     kept in an annotation, catches fields the operator stops setting. A
+//     child found equal is not compared again while its generation (its
+//     resourceVersion, for kinds without one) and the metadata the operator
+//     sets hold; a child that carries the desired hash at generation 1 has
+//     not changed since the operator created it and is not compared at all,
+//     which spares a restarted operator a comparison (and, for a partially
+//     cached child, a read) of every such child.
 //   - A child that differs is updated with server-side apply under one field
 //     manager, forced. Before the first apply, the field ownership that the
 //     create recorded (an Update entry) is converted into an Apply entry
@@ -33,5 +39,6 @@
 //     desired; an object that does not carry the operator's label and the
 //     owner's controller reference is never deleted.
 //
-// Every write is counted in platform_operator_child_writes_total.
+// Every write is counted in platform_operator_child_writes_total, every
+// read past the cache in platform_operator_child_reads_total.
 package children

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -23,8 +24,9 @@ type intent struct {
 	// hash digests the apply configuration.
 	hash string
 	// labels and annotations are those the apply configuration sets, the
-	// annotations with the hash annotation.
+	// annotations with the hash annotation; owners its owner references.
 	labels, annotations map[string]string
+	owners              []metav1.OwnerReference
 	// data is the apply configuration as JSON.
 	data []byte
 	// decoded is data as unstructured, with annotations, once unstructured
@@ -37,10 +39,11 @@ type intentHeader struct {
 	APIVersion string `json:"apiVersion"`
 	Kind       string `json:"kind"`
 	Metadata   struct {
-		Name        string            `json:"name"`
-		Namespace   string            `json:"namespace"`
-		Labels      map[string]string `json:"labels"`
-		Annotations map[string]string `json:"annotations"`
+		Name        string                  `json:"name"`
+		Namespace   string                  `json:"namespace"`
+		Labels      map[string]string       `json:"labels"`
+		Annotations map[string]string       `json:"annotations"`
+		Owners      []metav1.OwnerReference `json:"ownerReferences"`
 	} `json:"metadata"`
 }
 
@@ -62,6 +65,7 @@ func newIntent(desired runtime.ApplyConfiguration) (*intent, error) {
 		key:    types.NamespacedName{Namespace: header.Metadata.Namespace, Name: header.Metadata.Name},
 		hash:   hashOf(data),
 		labels: header.Metadata.Labels,
+		owners: header.Metadata.Owners,
 		data:   data,
 	}
 	in.annotations = header.Metadata.Annotations

@@ -228,6 +228,7 @@ func (m *Manager) create(ctx context.Context, owner client.Object, in *intent, l
 	}
 
 	resetObject(live)
+	countRead(m.ownerKind, kind, "conflict")
 	if err := m.apiReader.Get(ctx, in.key, live); err != nil {
 		return failed(fmt.Errorf("get %s %s, which exists but is not in the cache: %w", kind, in.key.Name, err))
 	}
@@ -249,6 +250,10 @@ func (m *Manager) update(ctx context.Context, owner client.Object, in *intent, l
 	}
 	action := Updated
 	if liveHash(live) == in.hash {
+		if untouchedSinceCreated(live, in) {
+			m.verified.remember(live, in)
+			return Result{Action: Unchanged, Exists: true}
+		}
 		if isPartial(live) {
 			// The cache holds the child without fields the comparison reads.
 			whole, err := m.readWhole(ctx, in, live)
@@ -445,6 +450,7 @@ func (m *Manager) readWhole(ctx context.Context, in *intent, live client.Object)
 	if !ok {
 		return nil, fmt.Errorf("%T is not an object", live)
 	}
+	countRead(m.ownerKind, in.gvk.Kind, "compare")
 	if err := m.apiReader.Get(ctx, in.key, whole); err != nil {
 		return nil, err
 	}

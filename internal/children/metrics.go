@@ -18,8 +18,22 @@ var childWrites = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Help: "Writes to owned children, by owner kind, child kind and operation (create, update, repair, replace, adopt, delete, and a controller's own such as issue or release).",
 }, []string{"owner_kind", "child_kind", "operation"})
 
+// childReads counts the reads of children from the API server, past the
+// cache, by the kind of their owner, their own kind and the reason:
+// compare (the cache keeps a partial copy, and the child must be compared
+// with its desired state) and conflict (a create found the name taken by
+// an object the cache does not have).
+var childReads = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "platform_operator_child_reads_total",
+	Help: "Reads of owned children from the API server past the cache, by owner kind, child kind and reason (compare, conflict).",
+}, []string{"owner_kind", "child_kind", "reason"})
+
 func init() {
-	ctrlmetrics.Registry.MustRegister(childWrites)
+	ctrlmetrics.Registry.MustRegister(childWrites, childReads)
+}
+
+func countRead(ownerKind, childKind, reason string) {
+	childReads.WithLabelValues(ownerKind, childKind, reason).Inc()
 }
 
 func countWrite(ownerKind, childKind, operation string) {

@@ -85,6 +85,25 @@ func TestImageRewrittenByAdmissionIsNotFoughtOver(t *testing.T) {
 		g.Expect(getDeployment(g, ctx, ns, "site").Spec.Template.Spec.Containers[0].Image).To(Equal(mirror + "nginx:1.25"))
 		g.Expect(eventReasons(g, ctx, ns, "site")).To(ContainElement("DeploymentRestored"))
 	}).WithTimeout(timeout).Should(Succeed())
+
+	// Changed since its creation, the Deployment is compared after the next
+	// restart (untouched, the first restart knew it by its generation),
+	// and the dry run tells the policy's rewrite from drift again.
+	g.Eventually(func(g Gomega) {
+		cached := &appsv1.Deployment{}
+		g.Expect(manager.GetClient().Get(ctx, key.NamespacedName, cached)).To(Succeed())
+		g.Expect(cached.Generation).To(Equal(getDeployment(g, ctx, ns, "site").Generation))
+	}).WithTimeout(timeout).Should(Succeed())
+	time.Sleep(time.Second)
+	restartedAgain := website.NewReconciler(manager, writes.wrap(asWithWatch(manager.GetClient())), controller.SetupOptions{
+		ClusterDomain: "cluster.local",
+		Clock:         clock.RealClock{},
+	})
+	reads, before := childReads(g, "Deployment"), writes.count(ns)
+	_, err = restartedAgain.Reconcile(ctx, key)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(childReads(g, "Deployment")-reads).To(Equal(1.0), "compared")
+	g.Expect(writes.count(ns)-before).To(BeZero(), "writes after the second restart")
 }
 
 // rewriteImagesInto installs, for the Deployments of namespace ns, a

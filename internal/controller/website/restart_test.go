@@ -1,0 +1,97 @@
+package website_test
+
+import (
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"example.com/platform-operator/internal/children"
+	"example.com/platform-operator/internal/controller"
+	"example.com/platform-operator/internal/controller/website"
+	"example.com/platform-operator/internal/testgen"
+)
+
+// A restarted operator remembers nothing it verified, and its cache holds
+// Deployments and Services without the fields a comparison reads. A
+// Deployment nobody changed since the operator created it (generation 1)
+// is known to be as created and is not read again; one changed since is
+// read and compared. Services, which have no generation, are read.
+func TestRestartReadsOnlyTheChildrenChangedSinceTheirCreation(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns := newNamespace(t)
+	createWebsite(t, testgen.Website("site", ns))
+	key := ctrl.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: "site"}}
+	inCache := func(g Gomega, obj client.Object) {
+		g.Expect(manager.GetClient().Get(ctx, key.NamespacedName, obj)).To(Succeed())
+		g.Expect(obj.GetAnnotations()).To(HaveKey(children.ConfigHashAnnotation))
+	}
+	g.Eventually(func(g Gomega) {
+		inCache(g, &appsv1.Deployment{})
+		inCache(g, &corev1.Service{})
+	}).WithTimeout(timeout).Should(Succeed())
+	time.Sleep(time.Second) // the events of the last writes reach the cache
+
+	restart := func() {
+		t.Helper()
+		restarted := website.NewReconciler(manager, writes.wrap(asWithWatch(manager.GetClient())), controller.SetupOptions{
+			ClusterDomain: "cluster.local",
+			Clock:         clock.RealClock{},
+		})
+		_, err := restarted.Reconcile(ctx, key)
+		g.Expect(err).NotTo(HaveOccurred())
+	}
+	deploymentReads, serviceReads, before := childReads(g, "Deployment"), childReads(g, "Service"), writes.count(ns)
+	restart()
+	g.Expect(childReads(g, "Deployment")-deploymentReads).To(BeZero(), "the Deployment is as created")
+	g.Expect(childReads(g, "Service")-serviceReads).To(Equal(1.0), "a Service has no generation to tell")
+	g.Expect(writes.count(ns) - before).To(BeZero())
+
+	// A hand edit of the spec, put back by the running operator: the
+	// Deployment's generation is past 1 for good.
+	d := getDeployment(g, ctx, ns, "site")
+	d.Spec.Template.Spec.Containers[0].Image = "nginx:latest"
+	g.Expect(k8sClient.Update(ctx, d, client.FieldOwner("kubectl-edit"))).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		cached := &appsv1.Deployment{}
+		inCache(g, cached)
+		g.Expect(cached.Generation).To(BeNumerically(">", 2), "restored")
+		g.Expect(getDeployment(g, ctx, ns, "site").Spec.Template.Spec.Containers[0].Image).To(Equal("nginx:1.25"))
+	}).WithTimeout(timeout).Should(Succeed())
+	time.Sleep(time.Second)
+
+	deploymentReads, before = childReads(g, "Deployment"), writes.count(ns)
+	restart()
+	g.Expect(childReads(g, "Deployment")-deploymentReads).To(Equal(1.0), "a Deployment changed since its creation is compared")
+	g.Expect(writes.count(ns)-before).To(BeZero(), "as restored, it needs no write")
+}
+
+// childReads reads platform_operator_child_reads_total of Websites for a
+// child kind, for comparisons, from the operator's metrics registry.
+func childReads(g Gomega, childKind string) float64 {
+	families, err := ctrlmetrics.Registry.Gather()
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, family := range families {
+		if family.GetName() != "platform_operator_child_reads_total" {
+			continue
+		}
+		for _, m := range family.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["owner_kind"] == "Website" && labels["child_kind"] == childKind && labels["reason"] == "compare" {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
+}
