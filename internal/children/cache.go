@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"example.com/platform-operator/internal/controller"
 	"example.com/platform-operator/internal/platform"
 )
 
@@ -33,19 +34,27 @@ func ManagedLabels() map[string]string {
 // they tell whether the operator's ownership needs an upgrade, without the
 // field sets (see TrimManagedFields), and the strings that repeat across
 // objects shared (see ShareMetadataStrings). transform, when not nil, trims
-// the object further.
-func CacheConfig(transform toolscache.TransformFunc) cache.ByObject {
-	trim := trimChild
-	if transform != nil {
-		trim = func(obj any) (any, error) {
-			obj, err := trimChild(obj)
-			if err != nil {
-				return nil, err
-			}
-			return transform(obj)
+// the object further; name names it, package-qualified
+// ("website.TrimPod"), so that the operator can tell two controllers'
+// transforms of one type apart.
+func CacheConfig(name string, transform toolscache.TransformFunc) controller.CacheSetting {
+	if transform == nil {
+		return controller.CacheSetting{
+			ByObject:      cache.ByObject{Label: ManagedSelector(), Transform: trimChild},
+			TransformName: "children.trimChild",
 		}
 	}
-	return cache.ByObject{Label: ManagedSelector(), Transform: trim}
+	trim := func(obj any) (any, error) {
+		obj, err := trimChild(obj)
+		if err != nil {
+			return nil, err
+		}
+		return transform(obj)
+	}
+	return controller.CacheSetting{
+		ByObject:      cache.ByObject{Label: ManagedSelector(), Transform: trim},
+		TransformName: "children.trimChild+" + name,
+	}
 }
 
 // trimChild is the cache transform every child type gets.

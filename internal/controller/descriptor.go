@@ -47,7 +47,7 @@ type Descriptor struct {
 	// Cache returns the cache settings of the object types the controller
 	// watches. Two controllers that watch the same type must return the same
 	// settings for it; the operator refuses to start otherwise.
-	Cache func() map[client.Object]cache.ByObject
+	Cache func() map[client.Object]CacheSetting
 
 	// Setup registers the controller, its watches and its metrics with mgr.
 	Setup func(ctx context.Context, mgr ctrl.Manager, opts SetupOptions) error
@@ -88,4 +88,26 @@ var ErrNotLeader = errors.New("not the leader")
 func StandDown(ctx context.Context, err error) (ctrl.Result, error) {
 	ctrl.LoggerFrom(ctx).V(1).Info("Reconcile stopped: this replica may no longer hold the leader election lease", "error", err.Error())
 	return ctrl.Result{RequeueAfter: time.Second}, nil
+}
+
+// CacheSetting is how a controller asks the shared cache to hold one object
+// type: the cache's setting, and the name of its transform. The cache holds
+// one copy of each type, so two controllers that watch one type must
+// transform it alike, and Go cannot tell two functions apart when they are
+// closures of one function literal (every children.CacheConfig) or
+// instances of one generic function of the same shape: the name tells.
+type CacheSetting struct {
+	cache.ByObject
+	// TransformName names ByObject.Transform: one name, one function.
+	TransformName string
+}
+
+// ByObject is the cache's part of settings, for the cache options of a
+// manager that runs one controller in tests.
+func ByObject(settings map[client.Object]CacheSetting) map[client.Object]cache.ByObject {
+	out := make(map[client.Object]cache.ByObject, len(settings))
+	for obj, setting := range settings {
+		out[obj] = setting.ByObject
+	}
+	return out
 }

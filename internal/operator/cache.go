@@ -29,7 +29,7 @@ func cacheOptions(scheme *runtime.Scheme, controllers []controller.Descriptor, n
 	}
 	type contribution struct {
 		controller string
-		config     cache.ByObject
+		config     controller.CacheSetting
 	}
 	seen := map[schema.GroupVersionKind]contribution{}
 	for _, d := range controllers {
@@ -49,7 +49,7 @@ func cacheOptions(scheme *runtime.Scheme, controllers []controller.Descriptor, n
 				continue
 			}
 			seen[gvk] = contribution{controller: d.Name, config: config}
-			opts.ByObject[obj] = config
+			opts.ByObject[obj] = config.ByObject
 		}
 	}
 	if len(namespaces) > 0 {
@@ -62,10 +62,14 @@ func cacheOptions(scheme *runtime.Scheme, controllers []controller.Descriptor, n
 }
 
 // byObjectDifference names the first setting in which a and b differ, or
-// returns "". Selectors compare by their text and transforms by their
-// function, which is as far as Go can compare functions.
-func byObjectDifference(a, b cache.ByObject) string {
+// returns "". Selectors compare by their text, transforms by their name and
+// their function: a closure's function is its literal's, the same for every
+// closure of it, so the name tells two transforms apart where the function
+// cannot.
+func byObjectDifference(a, b controller.CacheSetting) string {
 	switch {
+	case a.TransformName != b.TransformName:
+		return fmt.Sprintf("transform %q or %q", a.TransformName, b.TransformName)
 	case selectorText(a.Label) != selectorText(b.Label):
 		return fmt.Sprintf("label selector %q or %q", selectorText(a.Label), selectorText(b.Label))
 	case selectorText(a.Field) != selectorText(b.Field):

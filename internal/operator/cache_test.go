@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"example.com/platform-operator/internal/children"
 	"example.com/platform-operator/internal/controller"
 )
 
@@ -20,8 +21,12 @@ func trimB(obj any) (any, error) { return obj, nil }
 
 // withCache is a controller that watches obj with config.
 func withCache(name string, obj client.Object, config cache.ByObject) controller.Descriptor {
-	return controller.Descriptor{Name: name, Cache: func() map[client.Object]cache.ByObject {
-		return map[client.Object]cache.ByObject{obj: config}
+	return withSetting(name, obj, controller.CacheSetting{ByObject: config})
+}
+
+func withSetting(name string, obj client.Object, setting controller.CacheSetting) controller.Descriptor {
+	return controller.Descriptor{Name: name, Cache: func() map[client.Object]controller.CacheSetting {
+		return map[client.Object]controller.CacheSetting{obj: setting}
 	}}
 }
 
@@ -69,6 +74,23 @@ func TestCacheOptionsMerge(t *testing.T) {
 				withCache("backupjob", &corev1.Pod{}, cache.ByObject{Transform: trimB}),
 			},
 			wantErr: "configure the cache of Pod differently (transform function)",
+		},
+		{
+			// Every children.CacheConfig transform is a closure of one
+			// literal: the same function to Go, told apart by its name.
+			name: "named transforms differ",
+			controllers: []controller.Descriptor{
+				withSetting("website", &corev1.Pod{}, children.CacheConfig("website.TrimPod", trimA)),
+				withSetting("postgrescluster", &corev1.Pod{}, children.CacheConfig("postgrescluster.TrimPod", trimB)),
+			},
+			wantErr: `configure the cache of Pod differently (transform "children.trimChild+website.TrimPod" or "children.trimChild+postgrescluster.TrimPod")`,
+		},
+		{
+			name: "the same named transform",
+			controllers: []controller.Descriptor{
+				withSetting("website", &corev1.Pod{}, children.CacheConfig("website.TrimPod", trimA)),
+				withSetting("backupjob", &corev1.Pod{}, children.CacheConfig("website.TrimPod", trimA)),
+			},
 		},
 		{
 			name: "one transforms, the other not",

@@ -61,17 +61,17 @@ func AddToScheme(s *runtime.Scheme) error {
 // setting for a type the cluster does not serve, and the Descriptor's cache
 // settings cannot depend on what is served, so where they are served the
 // controller's watch caches them with the operator's defaults.
-func CacheByObject() map[client.Object]cache.ByObject {
-	return map[client.Object]cache.ByObject{
-		&batchv1.Job{}:                  children.CacheConfig(nil),
-		&corev1.PersistentVolumeClaim{}: children.CacheConfig(nil),
+func CacheByObject() map[client.Object]controller.CacheSetting {
+	return map[client.Object]controller.CacheSetting{
+		&batchv1.Job{}:                  children.CacheConfig("", nil),
+		&corev1.PersistentVolumeClaim{}: children.CacheConfig("", nil),
 	}
 }
 
 // CacheOptions are the cache options of a manager that runs only the
 // BackupJob controller, for tests.
 func CacheOptions() cache.Options {
-	return cache.Options{ByObject: CacheByObject()}
+	return cache.Options{ByObject: controller.ByObject(CacheByObject())}
 }
 
 func setup(_ context.Context, mgr ctrl.Manager, opts controller.SetupOptions) error {

@@ -10,7 +10,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tenantv1 "example.com/platform-operator/api/v1alpha1"
@@ -35,15 +34,15 @@ func Descriptor() controller.Descriptor {
 // CacheByObject keeps every child type of a Tenant in the cache only when it
 // carries the operator's label. Secrets above all: the operator must never
 // hold the cluster's other Secrets in memory.
-func CacheByObject() map[client.Object]cache.ByObject {
-	return map[client.Object]cache.ByObject{
-		&corev1.Namespace{}:           children.CacheConfig(nil),
-		&rbacv1.RoleBinding{}:         children.CacheConfig(nil),
-		&corev1.ServiceAccount{}:      children.CacheConfig(nil),
-		&corev1.Secret{}:              children.CacheConfig(nil),
-		&corev1.ResourceQuota{}:       children.CacheConfig(nil),
-		&corev1.LimitRange{}:          children.CacheConfig(nil),
-		&networkingv1.NetworkPolicy{}: children.CacheConfig(nil),
+func CacheByObject() map[client.Object]controller.CacheSetting {
+	return map[client.Object]controller.CacheSetting{
+		&corev1.Namespace{}:           children.CacheConfig("", nil),
+		&rbacv1.RoleBinding{}:         children.CacheConfig("", nil),
+		&corev1.ServiceAccount{}:      children.CacheConfig("", nil),
+		&corev1.Secret{}:              children.CacheConfig("", nil),
+		&corev1.ResourceQuota{}:       children.CacheConfig("", nil),
+		&corev1.LimitRange{}:          children.CacheConfig("", nil),
+		&networkingv1.NetworkPolicy{}: children.CacheConfig("", nil),
 	}
 }
 

@@ -25,6 +25,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	tenantv1 "example.com/platform-operator/api/v1alpha1"
+	"example.com/platform-operator/internal/controller"
 	"example.com/platform-operator/internal/controller/tenant"
 	"example.com/platform-operator/internal/controller/tenant/tenanttest"
 	"example.com/platform-operator/internal/platform"
@@ -94,7 +95,7 @@ func runSuite(m *testing.M) int {
 	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
 		Scheme:  scheme,
 		Logger:  zap.New(zap.WriteTo(os.Stderr), zap.Level(zapLevel())),
-		Cache:   cache.Options{ByObject: tenant.CacheByObject()},
+		Cache:   cache.Options{ByObject: controller.ByObject(tenant.CacheByObject())},
 		Metrics: metricsserver.Options{BindAddress: "0"},
 	})
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"example.com/platform-operator/internal/children"
+	"example.com/platform-operator/internal/controller"
 )
 
 // cacheObjects keeps the cache to what the controller reads: of
@@ -17,13 +18,13 @@ import (
 // Service's labels), pods and EndpointSlices trimmed to what the status
 // needs, Deployments without their pod template and Services without their
 // spec.
-func cacheObjects() map[client.Object]cache.ByObject {
-	return map[client.Object]cache.ByObject{
-		&appsv1.Deployment{}:         children.CacheConfig(TrimDeployment),
-		&corev1.Service{}:            children.CacheConfig(TrimService),
-		&networkingv1.Ingress{}:      children.CacheConfig(nil),
-		&discoveryv1.EndpointSlice{}: children.CacheConfig(TrimEndpointSlice),
-		&corev1.Pod{}:                children.CacheConfig(TrimPod),
+func cacheObjects() map[client.Object]controller.CacheSetting {
+	return map[client.Object]controller.CacheSetting{
+		&appsv1.Deployment{}:         children.CacheConfig("website.TrimDeployment", TrimDeployment),
+		&corev1.Service{}:            children.CacheConfig("website.TrimService", TrimService),
+		&networkingv1.Ingress{}:      children.CacheConfig("", nil),
+		&discoveryv1.EndpointSlice{}: children.CacheConfig("website.TrimEndpointSlice", TrimEndpointSlice),
+		&corev1.Pod{}:                children.CacheConfig("website.TrimPod", TrimPod),
 	}
 }
 
@@ -31,5 +32,5 @@ func cacheObjects() map[client.Object]cache.ByObject {
 // Website controller, for tests; the operator merges cacheObjects with those
 // of its other controllers.
 func CacheOptions() cache.Options {
-	return cache.Options{ByObject: cacheObjects()}
+	return cache.Options{ByObject: controller.ByObject(cacheObjects())}
 }
