@@ -62,6 +62,9 @@ apiserver_request_total{code="201",group="",resource="services",scope="resource"
 apiserver_request_total{code="200",group="example.com",resource="websites",scope="resource",subresource="status",verb="PATCH",version="v1"} 2e+03
 # TYPE go_goroutines gauge
 go_goroutines 42
+# TYPE platform_operator_child_reads_total counter
+platform_operator_child_reads_total{owner_kind="Website",child_kind="Service",reason="compare"} 1000
+platform_operator_child_reads_total{owner_kind="Tenant",child_kind="Namespace",reason="conflict"} 2
 # TYPE some_histogram histogram
 some_histogram_bucket{le="1"} 1
 some_histogram_bucket{le="+Inf"} 1
@@ -79,6 +82,7 @@ some_histogram_count 1
 	all, err := parseMetrics(text)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(summarizeOperator(all).Goroutines).To(BeEquivalentTo(42))
+	g.Expect(summarizeOperator(all).ChildReads).To(Equal(map[string]float64{"Service/compare": 1000}), "the Website controller's reads only")
 	_, err = parseMetrics("not metrics {")
 	g.Expect(err).To(HaveOccurred())
 }

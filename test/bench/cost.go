@@ -91,6 +91,7 @@ func (e *env) createCost(ctx context.Context) error {
 		opAfter = summarizeOperator(samples)
 	}
 	cost.OperatorClientRequests = diffMap(opAfter.Requests, opStart.Requests)
+	cost.ChildReads = diffMap(opAfter.ChildReads, opStart.ChildReads)
 	cost.ReconcilesPerWebsite = round3((opAfter.Reconciles - opStart.Reconciles) / n)
 	cost.OperatorRequestsPerWebsite = map[string]float64{}
 	for method, v := range cost.OperatorClientRequests {
@@ -111,4 +112,14 @@ func diffMap(after, before map[string]float64) map[string]float64 {
 		}
 	}
 	return out
+}
+
+// sumValues adds up a map's values; a counter the operator has not yet
+// incremented is absent from its metrics, and counts as 0.
+func sumValues(m map[string]float64) float64 {
+	total := 0.0
+	for _, v := range m {
+		total += v
+	}
+	return total
 }

@@ -271,13 +271,16 @@ type operatorStats struct {
 	ReconcileErrs float64            `json:"reconcileErrors"`
 	QueueDepth    float64            `json:"queueDepth"`
 	Requests      map[string]float64 `json:"clientRequestsByMethod"`
+	// ChildReads are the Website controller's reads of children past the
+	// cache (platform_operator_child_reads_total), by "kind/reason".
+	ChildReads map[string]float64 `json:"childReadsPastTheCache"`
 	HeapInuseMiB  float64            `json:"heapInuseMiB"`
 	RSSMiB        float64            `json:"processRSSMiB"`
 	Goroutines    float64            `json:"goroutines"`
 }
 
 func summarizeOperator(samples []sample) operatorStats {
-	st := operatorStats{Requests: map[string]float64{}}
+	st := operatorStats{Requests: map[string]float64{}, ChildReads: map[string]float64{}}
 	for _, s := range samples {
 		switch s.name {
 		case "controller_runtime_reconcile_total":
@@ -293,6 +296,10 @@ func summarizeOperator(samples []sample) operatorStats {
 			}
 		case "rest_client_requests_total":
 			st.Requests[s.labels["method"]] += s.value
+		case "platform_operator_child_reads_total":
+			if s.labels["owner_kind"] == "Website" {
+				st.ChildReads[s.labels["child_kind"]+"/"+s.labels["reason"]] += s.value
+			}
 		case "go_memstats_heap_inuse_bytes":
 			st.HeapInuseMiB = round3(s.value / (1 << 20))
 		case "process_resident_memory_bytes":

@@ -98,7 +98,8 @@ func (e *env) restart(ctx context.Context) error {
 	if samples, err := e.endpoint.scrape(ctx); err != nil {
 		e.logf("restart: the new process's metrics: %v", err)
 	} else {
-		res.OperatorClientRequests = summarizeOperator(samples).Requests
+		st := summarizeOperator(samples)
+		res.OperatorClientRequests, res.ChildReads = st.Requests, st.ChildReads
 	}
 	res.WindowRaw = after.writesSince(before)
 	res.Window = attribute(res.WindowRaw)
@@ -118,7 +119,7 @@ func (e *env) restart(ctx context.Context) error {
 		return err
 	}
 	res.OperatorEvents = events1.writes() - events0.writes()
-	e.logf("restart: writes in the window %s; the new Website's own %s; the restart's own %g (existing Websites: %d changes seen, %d events); the new process's requests by method %v",
-		writesStr(res.Window), writesStr(res.NewWebsiteOwn), res.Total, res.ExistingStatusChanges, res.OperatorEvents, res.OperatorClientRequests)
+	e.logf("restart: writes in the window %s; the new Website's own %s; the restart's own %g (existing Websites: %d changes seen, %d events); the new process's requests by method %v, its reads of children past the cache %v",
+		writesStr(res.Window), writesStr(res.NewWebsiteOwn), res.Total, res.ExistingStatusChanges, res.OperatorEvents, res.OperatorClientRequests, res.ChildReads)
 	return nil
 }

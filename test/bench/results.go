@@ -258,6 +258,9 @@ type costResult struct {
 	ReconcilesPerWebsite       float64            `json:"reconcilesPerWebsite"`
 	OperatorRequestsPerWebsite map[string]float64 `json:"operatorRequestsPerWebsiteByMethod"`
 	OperatorClientRequests     map[string]float64 `json:"operatorClientRequestsByMethod"`
+	// ChildReads are the operator's reads of children past the cache over
+	// the create window, by "kind/reason"; issue 11 allows none.
+	ChildReads map[string]float64 `json:"operatorChildReads"`
 	Idle                       *idleResult        `json:"idle,omitempty"`
 }
 
@@ -316,6 +319,9 @@ type restartResult struct {
 	// lists and watches, and the reads of partially cached children
 	// included).
 	OperatorClientRequests map[string]float64 `json:"operatorClientRequestsByMethod,omitempty"`
+	// ChildReads are the new process's reads of children past the cache,
+	// by "kind/reason".
+	ChildReads map[string]float64 `json:"childReadsPastTheCache,omitempty"`
 }
 
 type driftResult struct {
