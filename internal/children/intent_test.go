@@ -3,6 +3,8 @@ package children
 import (
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
@@ -34,6 +36,15 @@ func TestIntentCarriesTheApplyConfigurationWithItsHash(t *testing.T) {
 		t.Errorf("the object's annotations: %v", got)
 	}
 
+	typed := &appsv1.Deployment{Spec: appsv1.DeploymentSpec{Paused: true}}
+	if err := in.decodeInto(typed); err != nil {
+		t.Fatal(err)
+	}
+	if typed.Name != "site" || typed.Kind != "Deployment" || *typed.Spec.Replicas != 2 || typed.Spec.Paused ||
+		typed.Annotations["note"] != "kept" || typed.Annotations[ConfigHashAnnotation] != in.hash || typed.Labels["app"] != "site" {
+		t.Errorf("decoded into a typed object (nothing of what it held before): %+v", typed)
+	}
+
 	// Another apply configuration, another hash.
 	other, err := newIntent(desired.WithSpec(appsv1ac.DeploymentSpec().WithReplicas(3)))
 	if err != nil {
@@ -56,6 +67,13 @@ func TestIntentWithoutTheHashHasNoAnnotationsUnlessGiven(t *testing.T) {
 	}
 	if _, found, _ := unstructured.NestedFieldNoCopy(u.Object, "metadata", "annotations"); found {
 		t.Errorf("an empty annotations map is a field of its own: %v", u.Object["metadata"])
+	}
+	typed := &corev1.Service{}
+	if err := in.decodeInto(typed); err != nil {
+		t.Fatal(err)
+	}
+	if typed.Annotations != nil {
+		t.Errorf("typed: an empty annotations map: %v", typed.ObjectMeta)
 	}
 }
 
