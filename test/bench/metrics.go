@@ -273,10 +273,10 @@ type operatorStats struct {
 	Requests      map[string]float64 `json:"clientRequestsByMethod"`
 	// ChildReads are the Website controller's reads of children past the
 	// cache (platform_operator_child_reads_total), by "kind/reason".
-	ChildReads map[string]float64 `json:"childReadsPastTheCache"`
-	HeapInuseMiB  float64            `json:"heapInuseMiB"`
-	RSSMiB        float64            `json:"processRSSMiB"`
-	Goroutines    float64            `json:"goroutines"`
+	ChildReads   map[string]float64 `json:"childReadsPastTheCache"`
+	HeapInuseMiB float64            `json:"heapInuseMiB"`
+	RSSMiB       float64            `json:"processRSSMiB"`
+	Goroutines   float64            `json:"goroutines"`
 }
 
 func summarizeOperator(samples []sample) operatorStats {

@@ -261,7 +261,7 @@ type costResult struct {
 	// ChildReads are the operator's reads of children past the cache over
 	// the create window, by "kind/reason"; issue 11 allows none.
 	ChildReads map[string]float64 `json:"operatorChildReads"`
-	Idle                       *idleResult        `json:"idle,omitempty"`
+	Idle       *idleResult        `json:"idle,omitempty"`
 }
 
 type eventCount struct {
