@@ -196,3 +196,19 @@ func TestForEachRetriesAndCountsFailures(t *testing.T) {
 	g.Expect(first).To(MatchError(failing))
 	g.Expect(attempts).To(Equal(map[int]int{0: 1, 1: 5, 2: 2}))
 }
+
+func TestCostWithinBudgetNeedsNoChildReadPastTheCache(t *testing.T) {
+	within := func(reads map[string]float64) bool {
+		c := &costResult{PerWebsite: operatorWrites{Deployments: 1, Services: 1, WebsitesStatus: 2}, EventsPerWebsite: 1, ChildReads: reads}
+		return c.withinBudget()
+	}
+	if !within(map[string]float64{}) {
+		t.Error("no reads counted: within the budget")
+	}
+	if within(map[string]float64{"Service/compare": 1}) {
+		t.Error("a Service read past the cache: over the budget")
+	}
+	if within(nil) {
+		t.Error("reads not counted: not judged within the budget")
+	}
+}

@@ -123,3 +123,13 @@ func sumValues(m map[string]float64) float64 {
 	}
 	return total
 }
+
+// withinBudget reports whether the burst kept to issue 11's budget per
+// Website: one write per child, at most two status writes and one event,
+// no write to the Websites themselves, and no child read past the cache
+// (nil: the run did not count them).
+func (c *costResult) withinBudget() bool {
+	w := c.PerWebsite
+	return w.Deployments <= 1 && w.Services <= 1 && w.WebsitesStatus <= 2 && c.EventsPerWebsite <= 1 && w.Websites == 0 &&
+		c.ChildReads != nil && sumValues(c.ChildReads) == 0
+}

@@ -116,11 +116,10 @@ func computeChecks(res *results) []check {
 			// the cache; all its GETs (its client metrics, which do not
 			// say what for: the lease's are among them) are shown too.
 			w := c.PerWebsite
-			reads := sumValues(c.ChildReads)
 			add("cost", r.N, "per Website on create: 1 write per child, ≤ 2 status writes, ≤ 1 event, no child read past the cache (averages; all the operator's GETs shown, not judged)",
 				fmt.Sprintf("deployments %.3f, services %.3f, status %.3f, operator events %.3f, websites %.3f; children read past the cache %g; operator GETs per Website %.3f",
-					w.Deployments, w.Services, w.WebsitesStatus, c.EventsPerWebsite, w.Websites, reads, c.OperatorRequestsPerWebsite["GET"]),
-				yesNo(w.Deployments <= 1 && w.Services <= 1 && w.WebsitesStatus <= 2 && c.EventsPerWebsite <= 1 && w.Websites == 0 && c.ChildReads != nil && reads == 0))
+					w.Deployments, w.Services, w.WebsitesStatus, c.EventsPerWebsite, w.Websites, sumValues(c.ChildReads), c.OperatorRequestsPerWebsite["GET"]),
+				yesNo(c.withinBudget()))
 			if i := c.Idle; i != nil {
 				total := i.Total + float64(i.OperatorEvents)
 				add("cost", r.N, fmt.Sprintf("0 writes in %.0f s idle", i.Seconds),
