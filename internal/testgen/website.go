@@ -1,5 +1,6 @@
 // Package testgen builds Websites for tests with functional options, so that
-// each test states only what matters to it.
+// each test states only what matters to it, and reads the operator's
+// counters for tests that count its work.
 package testgen
 
 import (

@@ -22,10 +22,10 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	tenantv1 "example.com/platform-operator/api/v1alpha1"
 	"example.com/platform-operator/internal/controller/tenant"
+	"example.com/platform-operator/internal/testgen"
 )
 
 const timeout = 20 * time.Second
@@ -570,23 +570,10 @@ func TestAccessObjectInTheWayIsReported(t *testing.T) {
 // childWrites reads platform_operator_child_writes_total of Tenants for a
 // child kind and operation from the operator's metrics registry.
 func childWrites(g Gomega, childKind, operation string) float64 {
-	families, err := ctrlmetrics.Registry.Gather()
+	n, err := testgen.Counter("platform_operator_child_writes_total",
+		map[string]string{"owner_kind": "Tenant", "child_kind": childKind, "operation": operation})
 	g.Expect(err).NotTo(HaveOccurred())
-	for _, family := range families {
-		if family.GetName() != "platform_operator_child_writes_total" {
-			continue
-		}
-		for _, m := range family.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			if labels["owner_kind"] == "Tenant" && labels["child_kind"] == childKind && labels["operation"] == operation {
-				return m.GetCounter().GetValue()
-			}
-		}
-	}
-	return 0
+	return n
 }
 
 // Access granted by hand is not kept: a subject someone adds to the
