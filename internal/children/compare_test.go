@@ -195,6 +195,32 @@ func desiredWebDeployment() *appsv1ac.DeploymentApplyConfiguration {
 			WithTemplate(corev1ac.PodTemplateSpec().WithLabels(labels).WithSpec(pod.WithContainers(container))))
 }
 
+// storedWebDeployment is the child that in describes as the API server
+// returns it, read from the cache: its identity and creation time,
+// defaults, a LimitRange's resources, a status.
+func storedWebDeployment(t *testing.T, in *intent) *appsv1.Deployment {
+	t.Helper()
+	d := &appsv1.Deployment{}
+	if err := in.decodeInto(d); err != nil {
+		t.Fatal(err)
+	}
+	d.TypeMeta = metav1.TypeMeta{} // as read from the cache
+	d.UID, d.ResourceVersion, d.Generation = "uid-1", "10", 1
+	d.CreationTimestamp = metav1.Now()
+	d.Spec.ProgressDeadlineSeconds = ptr.To[int32](600)
+	d.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType, RollingUpdate: &appsv1.RollingUpdateDeployment{
+		MaxUnavailable: ptr.To(intstr.FromString("25%")), MaxSurge: ptr.To(intstr.FromString("25%"))}}
+	pod := &d.Spec.Template.Spec
+	pod.RestartPolicy, pod.DNSPolicy, pod.SchedulerName = corev1.RestartPolicyAlways, corev1.DNSClusterFirst, "default-scheduler"
+	pod.TerminationGracePeriodSeconds = ptr.To[int64](30)
+	pod.Containers[0].ImagePullPolicy = corev1.PullIfNotPresent
+	pod.Containers[0].TerminationMessagePath = "/dev/termination-log"
+	pod.Containers[0].ReadinessProbe.PeriodSeconds = 10
+	pod.Containers[0].Resources = corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}} // a LimitRange's default
+	d.Status = appsv1.DeploymentStatus{ObservedGeneration: 1, Replicas: 1, ReadyReplicas: 1, AvailableReplicas: 1}
+	return d
+}
+
 // A child as the API server returns it holds more than the operator set:
 // its identity and creation time, defaults, a status, other managers'
 // fields. None of it is drift; a change of a field the operator sets is.
@@ -203,29 +229,8 @@ func TestDriftIsOnlyInTheFieldsTheOperatorSets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	asStored := func() *appsv1.Deployment {
-		d := &appsv1.Deployment{}
-		if err := in.decodeInto(d); err != nil {
-			t.Fatal(err)
-		}
-		d.TypeMeta = metav1.TypeMeta{} // as read from the cache
-		d.UID, d.ResourceVersion, d.Generation = "uid-1", "10", 1
-		d.CreationTimestamp = metav1.Now()
-		d.Spec.ProgressDeadlineSeconds = ptr.To[int32](600)
-		d.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType, RollingUpdate: &appsv1.RollingUpdateDeployment{
-			MaxUnavailable: ptr.To(intstr.FromString("25%")), MaxSurge: ptr.To(intstr.FromString("25%"))}}
-		pod := &d.Spec.Template.Spec
-		pod.RestartPolicy, pod.DNSPolicy, pod.SchedulerName = corev1.RestartPolicyAlways, corev1.DNSClusterFirst, "default-scheduler"
-		pod.TerminationGracePeriodSeconds = ptr.To[int64](30)
-		pod.Containers[0].ImagePullPolicy = corev1.PullIfNotPresent
-		pod.Containers[0].TerminationMessagePath = "/dev/termination-log"
-		pod.Containers[0].ReadinessProbe.PeriodSeconds = 10
-		pod.Containers[0].Resources = corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}} // a LimitRange's default
-		d.Status = appsv1.DeploymentStatus{ObservedGeneration: 1, Replicas: 1, ReadyReplicas: 1, AvailableReplicas: 1}
-		return d
-	}
 	d := newDiffer(clientgoscheme.Scheme)
-	if drift, err := d.drift(in, asStored()); err != nil || len(drift) > 0 {
+	if drift, err := d.drift(in, storedWebDeployment(t, in)); err != nil || len(drift) > 0 {
 		t.Fatalf("the child as stored: drift %v, error %v", drift, err)
 	}
 	for name, change := range map[string]func(*appsv1.Deployment){
@@ -237,7 +242,7 @@ func TestDriftIsOnlyInTheFieldsTheOperatorSets(t *testing.T) {
 			d.Spec.Template.Spec.Containers[0].SecurityContext.Capabilities.Drop = []corev1.Capability{"NET_RAW"}
 		},
 	} {
-		live := asStored()
+		live := storedWebDeployment(t, in)
 		change(live)
 		drift, err := d.drift(in, live)
 		if err != nil || len(drift) == 0 {
@@ -306,11 +311,7 @@ func TestOnlyAChildUntouchedSinceItsCreationSkipsTheComparison(t *testing.T) {
 		t.Fatal(err)
 	}
 	created := func() *appsv1.Deployment {
-		d := &appsv1.Deployment{}
-		if err := in.decodeInto(d); err != nil {
-			t.Fatal(err)
-		}
-		d.UID, d.ResourceVersion, d.Generation = "uid-1", "10", 1
+		d := storedWebDeployment(t, in)
 		// What others add (the Deployment controller's revision) is not
 		// the operator's.
 		d.Annotations["deployment.kubernetes.io/revision"] = "1"
