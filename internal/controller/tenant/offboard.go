@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -53,6 +54,12 @@ func (r *Reconciler) offboard(ctx context.Context, t *tenantv1.Tenant) (ctrl.Res
 		switch {
 		case !confirmed:
 			errs = append(errs, r.release(ctx, t, ns, "Tenant "+t.Name+" was deleted"))
+		case !slices.Contains(t.Spec.Namespaces, ns.Name) && ns.DeletionTimestamp == nil:
+			// Removed from the spec but not yet released (the operator was
+			// away, or the release failed): the user chose to keep it, so
+			// the confirmation to delete the Tenant's namespaces is not
+			// one to delete it.
+			errs = append(errs, r.release(ctx, t, ns, "it was removed from Tenant "+t.Name+"'s namespaces before the Tenant was deleted"))
 		case ns.DeletionTimestamp == nil:
 			errs = append(errs, r.deleteNamespace(ctx, t, ns))
 			terminating = append(terminating, terminatingNamespace(ns))

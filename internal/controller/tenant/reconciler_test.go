@@ -25,6 +25,7 @@ import (
 
 	tenantv1 "example.com/platform-operator/api/v1alpha1"
 	"example.com/platform-operator/internal/controller/tenant"
+	"example.com/platform-operator/internal/platform"
 	"example.com/platform-operator/internal/testgen"
 )
 
@@ -542,6 +543,42 @@ func TestConfirmedDeleteDeletesNamespacesAndDoesNotHang(t *testing.T) {
 		g.Expect(apierrors.IsNotFound(k8sClient.Get(ctx, types.NamespacedName{Name: tn.Name}, &tenantv1.Tenant{}))).To(BeTrue())
 	}).WithTimeout(timeout).Should(Succeed(), "the Tenant goes although its namespace still terminates")
 	g.Expect(namespace(g, ctx, home).DeletionTimestamp).NotTo(BeNil())
+}
+
+// A namespace the Tenant still holds when it is deleted, but that is no
+// longer in its spec (the user removed it to keep it, and the operator had
+// not yet released it), is released, not deleted, even with a confirmed
+// Delete policy.
+func TestConfirmedDeleteKeepsANamespaceRemovedFromTheSpec(t *testing.T) {
+	needsAPIServer(t)
+	ctx := t.Context()
+	home, kept := unique("delhome"), unique("delkept")
+	tn := newTenant(t, []string{home}, func(tn *tenantv1.Tenant) {
+		tn.Spec.DeletionPolicy = tenantv1.DeleteNamespaces
+	})
+	eventuallyCondition(t, tn.Name, tenantv1.TenantReadyCondition, metav1.ConditionTrue, tenantv1.TenantActiveReason)
+	g := NewWithT(t)
+	tn = getTenant(g, ctx, tn.Name)
+	tn.Annotations = map[string]string{tenantv1.TenantConfirmDeleteAnnotation: tn.Name}
+	g.Expect(k8sClient.Update(ctx, tn)).To(Succeed())
+
+	// The Tenant waits for its home namespace to terminate (envtest has no
+	// namespace controller, so it never does): meanwhile a namespace held
+	// by the Tenant but not in its spec shows up, as one removed from the
+	// spec but not yet released would be.
+	fakeClock.SetTime(time.Now())
+	g.Expect(k8sClient.Delete(ctx, tn)).To(Succeed())
+	NewWithT(t).Eventually(func(g Gomega) {
+		g.Expect(namespace(g, ctx, home).DeletionTimestamp).NotTo(BeNil())
+	}).WithTimeout(timeout).Should(Succeed())
+	g.Expect(k8sClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: kept, Labels: map[string]string{
+		tenantv1.TenantLabel: tn.Name, platform.ManagedByLabel: platform.Name,
+	}}})).To(Succeed())
+
+	NewWithT(t).Eventually(func(g Gomega) {
+		g.Expect(namespace(g, ctx, kept).Labels).NotTo(HaveKey(tenantv1.TenantLabel))
+	}).WithTimeout(timeout).Should(Succeed(), "released")
+	g.Expect(namespace(g, ctx, kept).DeletionTimestamp).To(BeNil(), "not deleted")
 }
 
 // An object of the Tenant's in the way of another is never written.
