@@ -173,19 +173,25 @@ func (m *Manager) Ensure(ctx context.Context, owner client.Object, desired runti
 	kind := intent.gvk.Kind
 
 	err = m.client.Get(ctx, intent.key, live)
-	switch {
-	case apierrors.IsNotFound(err) && m.pending.fill(intent.gvk, intent.key, live):
+	if apierrors.IsNotFound(err) && m.pending.fill(intent.gvk, intent.key, live) {
 		// Created by an earlier reconcile, not yet in the cache: it exists
-		// as the create answered.
-		return m.update(ctx, owner, intent, live, o)
+		// as the create answered. Whose it is is told below as for any
+		// child: another owner's reconcile may have created it.
+		err = nil
+	}
+	switch {
 	case apierrors.IsNotFound(err):
 		return m.create(ctx, owner, intent, live, o)
 	case err != nil:
 		return failed(fmt.Errorf("get %s %s: %w", kind, intent.key.Name, err))
-	case !o.ownedBy(live):
-		return conflict(kind, intent.key.Name, live, m.ownerKind)
+	case o.ownedBy(live):
+		return m.update(ctx, owner, intent, live, o)
+	case o.adoptIf != nil && o.adoptIf(live):
+		// Adopted only as the API server has it, not as the cache last
+		// saw it.
+		return m.claim(ctx, owner, intent, live, o, "adopt")
 	}
-	return m.update(ctx, owner, intent, live, o)
+	return conflict(kind, intent.key.Name, live, m.ownerKind)
 }
 
 // create makes a child that the cache does not have. An AlreadyExists answer
@@ -227,14 +233,22 @@ func (m *Manager) create(ctx context.Context, owner client.Object, in *intent, l
 		return failed(fmt.Errorf("create %s %s: %w", kind, in.key.Name, err))
 	}
 
+	return m.claim(ctx, owner, in, live, o, "conflict")
+}
+
+// claim reads the existing child from the API server and updates it when
+// it is the owner's (the cache had not yet seen the operator's own earlier
+// create), adopts it when the caller allows, or reports the conflict.
+// reason says why it is read, for the count of reads past the cache.
+func (m *Manager) claim(ctx context.Context, owner client.Object, in *intent, live client.Object, o ensureOptions, reason string) Result {
+	kind := in.gvk.Kind
 	resetObject(live)
-	countRead(m.ownerKind, kind, "conflict")
+	countRead(m.ownerKind, kind, reason)
 	if err := m.apiReader.Get(ctx, in.key, live); err != nil {
-		return failed(fmt.Errorf("get %s %s, which exists but is not in the cache: %w", kind, in.key.Name, err))
+		return failed(fmt.Errorf("get %s %s from the API server: %w", kind, in.key.Name, err))
 	}
 	switch {
 	case o.ownedBy(live):
-		// The cache had not yet seen the operator's own earlier create.
 		return m.update(ctx, owner, in, live, o)
 	case o.adoptIf != nil && o.adoptIf(live):
 		return m.adopt(ctx, owner, in, live)

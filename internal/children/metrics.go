@@ -21,11 +21,13 @@ var childWrites = prometheus.NewCounterVec(prometheus.CounterOpts{
 // childReads counts the reads of children from the API server, past the
 // cache, by the kind of their owner, their own kind and the reason:
 // compare (the cache keeps a partial copy, and the child must be compared
-// with its desired state) and conflict (a create found the name taken by
-// an object the cache does not have).
+// with its desired state), conflict (a create found the name taken by an
+// object the cache does not have) and adopt (an object not the owner's is
+// labelled for adoption, which is decided on the object as the API server
+// has it).
 var childReads = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "platform_operator_child_reads_total",
-	Help: "Reads of owned children from the API server past the cache, by owner kind, child kind and reason (compare, conflict).",
+	Help: "Reads of owned children from the API server past the cache, by owner kind, child kind and reason (compare, conflict, adopt).",
 }, []string{"owner_kind", "child_kind", "reason"})
 
 func init() {

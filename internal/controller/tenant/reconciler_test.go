@@ -325,6 +325,29 @@ func TestExistingNamespaceIsNotTakenOverUnlessLabelledForAdoption(t *testing.T) 
 	g.Expect(exists(g, ctx, key(existing, "data"), &corev1.ConfigMap{})).To(BeTrue())
 }
 
+// A namespace that still carries the operator's managed-by label but no
+// Tenant's (someone removed it by hand) is in the operator's cache: labelled
+// for adoption, it is adopted all the same.
+func TestAManagedNamespaceLabelledForAdoptionIsAdopted(t *testing.T) {
+	needsAPIServer(t)
+	ctx := t.Context()
+	g := NewWithT(t)
+	existing := unique("unheld")
+	g.Expect(k8sClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: existing,
+		Labels: map[string]string{platform.ManagedByLabel: platform.Name}}})).To(Succeed())
+	configMapIn(t, existing)
+
+	tn := newTenant(t, []string{existing})
+	eventuallyCondition(t, tn.Name, tenantv1.TenantNamespacesReadyCondition, metav1.ConditionFalse, tenantv1.NamespaceConflictReason)
+
+	ns := namespace(g, ctx, existing)
+	ns.Labels[tenantv1.TenantAdoptLabel] = tn.Name
+	g.Expect(k8sClient.Update(ctx, ns)).To(Succeed())
+	eventuallyCondition(t, tn.Name, tenantv1.TenantReadyCondition, metav1.ConditionTrue, tenantv1.TenantActiveReason)
+	g.Expect(namespace(g, ctx, existing).Labels).To(HaveKeyWithValue(tenantv1.TenantLabel, tn.Name))
+	g.Expect(exists(g, ctx, key(existing, "data"), &corev1.ConfigMap{})).To(BeTrue())
+}
+
 func TestTwoTenantsCannotShareANamespace(t *testing.T) {
 	needsAPIServer(t)
 	ctx := t.Context()
