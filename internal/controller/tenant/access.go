@@ -90,14 +90,17 @@ func (r *Reconciler) remove(ctx context.Context, t *tenantv1.Tenant, namespace, 
 }
 
 // ensureServiceAccount makes t's ServiceAccount in its home namespace, and
-// removes one of a former name. ready is true when the ServiceAccount the
-// spec asks for exists.
-func (r *Reconciler) ensureServiceAccount(ctx context.Context, t *tenantv1.Tenant, out *outcome) (ready bool, problem *cause) {
+// removes one of a former name. uid is the UID of the ServiceAccount the
+// spec asks for, empty while it does not exist.
+func (r *Reconciler) ensureServiceAccount(ctx context.Context, t *tenantv1.Tenant, out *outcome) (uid types.UID, problem *cause) {
 	want := ServiceAccountName(t)
 	if desired := DesiredServiceAccount(t); desired != nil {
-		res := r.children.Ensure(ctx, t, desired, &corev1.ServiceAccount{})
+		sa := &corev1.ServiceAccount{}
+		res := r.children.Ensure(ctx, t, desired, sa)
 		problem = out.record(res, tenantv1.AccessConflictReason)
-		ready = res.Exists
+		if res.Exists {
+			uid = sa.UID
+		}
 	}
 	if _, err := r.children.Prune(ctx, t, &corev1.ServiceAccountList{}, HomeNamespace(t), tenantSelector(t),
 		func(o client.Object) bool { return o.GetName() == want }); err != nil {
@@ -106,7 +109,7 @@ func (r *Reconciler) ensureServiceAccount(ctx context.Context, t *tenantv1.Tenan
 			problem = problemOf(err)
 		}
 	}
-	return ready, problem
+	return uid, problem
 }
 
 // revokeAccess deletes every access object of t in namespace: RoleBindings,

@@ -24,6 +24,12 @@ const (
 	// the Secret's own, once the token is written. A Secret whose UID
 	// differs was not filled by the operator.
 	boundUIDAnnotation = "example.com/token-bound-uid"
+	// serviceAccountUIDAnnotation is the UID of the ServiceAccount whose
+	// token the Secret holds: the API server rejects a token whose
+	// ServiceAccount was deleted, even when one of the same name took its
+	// place, and a token of a ServiceAccount the spec no longer names is
+	// not the one asked for.
+	serviceAccountUIDAnnotation = "example.com/token-service-account-uid"
 )
 
 // Keys of the credentials Secret.
@@ -54,6 +60,9 @@ type credentialsWant struct {
 	serviceAccount string
 	expiration     time.Duration
 	rotationToken  string
+	// serviceAccountUID is the UID of the ServiceAccount as observed, set
+	// once it exists.
+	serviceAccountUID types.UID
 }
 
 // wantedCredentials reads the spec: no credentials when it asks for none,
@@ -95,6 +104,8 @@ type issuedToken struct {
 	expiresAt     time.Time
 	expiration    time.Duration
 	rotationToken string
+	// serviceAccountUID is empty in a record written before it was kept.
+	serviceAccountUID types.UID
 }
 
 // renewAt is when the token is to be replaced: at renewAtFraction of its
@@ -126,17 +137,19 @@ func readIssuedToken(secret *corev1.Secret) (tok issuedToken, ok bool) {
 		return issuedToken{}, false
 	}
 	tok.rotationToken = a[rotationTokenAnnotation]
+	tok.serviceAccountUID = types.UID(a[serviceAccountUIDAnnotation])
 	return tok, true
 }
 
 // tokenAnnotations is the record of tok for its Secret, whose UID is uid.
 func tokenAnnotations(tok issuedToken, uid types.UID) map[string]string {
 	return map[string]string{
-		issuedAtAnnotation:      tok.issuedAt.UTC().Format(time.RFC3339),
-		expiresAtAnnotation:     tok.expiresAt.UTC().Format(time.RFC3339),
-		expirationAnnotation:    tok.expiration.String(),
-		rotationTokenAnnotation: tok.rotationToken,
-		boundUIDAnnotation:      string(uid),
+		issuedAtAnnotation:          tok.issuedAt.UTC().Format(time.RFC3339),
+		expiresAtAnnotation:         tok.expiresAt.UTC().Format(time.RFC3339),
+		expirationAnnotation:        tok.expiration.String(),
+		rotationTokenAnnotation:     tok.rotationToken,
+		boundUIDAnnotation:          string(uid),
+		serviceAccountUIDAnnotation: string(tok.serviceAccountUID),
 	}
 }
 
@@ -173,6 +186,11 @@ func decideCredentials(now time.Time, want credentialsWant, secret *corev1.Secre
 		return credentialDecision{rotateCredentials, fmt.Sprintf("spec.credentials.rotationToken changed to %q", want.rotationToken)}
 	case tok.expiration != want.expiration:
 		return credentialDecision{rotateCredentials, fmt.Sprintf("spec.credentials.expiration changed to %s", want.expiration)}
+	// A record written before the UID was kept says nothing of it: such a
+	// token is kept until it is due, rather than every Secret replaced at
+	// once on the operator's upgrade.
+	case tok.serviceAccountUID != "" && tok.serviceAccountUID != want.serviceAccountUID:
+		return credentialDecision{rotateCredentials, fmt.Sprintf("the token is of another ServiceAccount than %s (renamed, or deleted and made again)", want.serviceAccount)}
 	case !now.Before(tok.renewAt()):
 		return credentialDecision{rotateCredentials, fmt.Sprintf("the token reached %d%% of its life (expires %s)", int(renewAtFraction*100), tok.expiresAt.UTC().Format(time.RFC3339))}
 	}

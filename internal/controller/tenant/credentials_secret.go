@@ -24,7 +24,7 @@ import (
 // bound to the old one is rejected) on renewal or when the spec's
 // rotationToken changes. A Secret the spec no longer asks for (suspend,
 // credentials removed, another name) is deleted, which revokes its token.
-func (r *Reconciler) ensureCredentials(ctx context.Context, t *tenantv1.Tenant, homeHeld, saReady bool, saProblem *cause, out *outcome) credentialObservation {
+func (r *Reconciler) ensureCredentials(ctx context.Context, t *tenantv1.Tenant, homeHeld bool, saUID types.UID, saProblem *cause, out *outcome) credentialObservation {
 	obs := credentialObservation{requested: t.Spec.Credentials != nil, secretName: CredentialsSecretName(t)}
 	want := wantedCredentials(t)
 	if !homeHeld {
@@ -41,10 +41,11 @@ func (r *Reconciler) ensureCredentials(ctx context.Context, t *tenantv1.Tenant, 
 	if want == nil {
 		return obs
 	}
-	if !saReady {
+	if saUID == "" {
 		obs.problem = saProblem
 		return obs
 	}
+	want.serviceAccountUID = saUID
 
 	key := types.NamespacedName{Namespace: home, Name: want.secretName}
 	secret, c := r.ownSecret(ctx, t, key, r.Client)
@@ -166,7 +167,8 @@ func (r *Reconciler) issue(ctx context.Context, t *tenantv1.Tenant, key types.Na
 		err = fmt.Errorf("request a token of ServiceAccount %s/%s: %w", key.Namespace, want.serviceAccount, err)
 		return nil, problemOf(err), err
 	}
-	tok := issuedToken{issuedAt: now, expiresAt: request.Status.ExpirationTimestamp.Time, expiration: want.expiration, rotationToken: want.rotationToken}
+	tok := issuedToken{issuedAt: now, expiresAt: request.Status.ExpirationTimestamp.Time, expiration: want.expiration, rotationToken: want.rotationToken,
+		serviceAccountUID: want.serviceAccountUID}
 	if !tok.expiresAt.After(tok.issuedAt) {
 		// The operator's clock is ahead of the API server's: count the
 		// life the API server granted back from its expiry.

@@ -16,20 +16,31 @@ import (
 
 var issued = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 
+// serviceAccountUID is the UID of the tenant's ServiceAccount in these
+// tests.
+const serviceAccountUID = types.UID("sa-1")
+
 // secretWith is a credentials Secret filled by the operator at issuedAt for
-// life, for rotationToken.
+// life, for rotationToken, with a token of the ServiceAccount of UID
+// serviceAccountUID.
 func secretWith(issuedAt time.Time, life time.Duration, rotationToken string) *corev1.Secret {
 	s := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: "tenant-kubeconfig", Namespace: "team-a", UID: "secret-1"},
 		Data:       map[string][]byte{KubeconfigKey: []byte("kubeconfig")},
 	}
-	s.Annotations = tokenAnnotations(issuedToken{issuedAt: issuedAt, expiresAt: issuedAt.Add(life), expiration: life, rotationToken: rotationToken}, s.UID)
+	s.Annotations = tokenAnnotations(issuedToken{issuedAt: issuedAt, expiresAt: issuedAt.Add(life), expiration: life, rotationToken: rotationToken,
+		serviceAccountUID: serviceAccountUID}, s.UID)
 	return s
 }
 
 func TestDecideCredentials(t *testing.T) {
 	day := 24 * time.Hour
-	want := credentialsWant{secretName: "tenant-kubeconfig", serviceAccount: "tenant", expiration: day, rotationToken: "r1"}
+	want := credentialsWant{secretName: "tenant-kubeconfig", serviceAccount: "tenant", expiration: day, rotationToken: "r1", serviceAccountUID: serviceAccountUID}
+	wantWith := func(change func(*credentialsWant)) credentialsWant {
+		w := want
+		change(&w)
+		return w
+	}
 	tests := []struct {
 		name   string
 		now    time.Time
@@ -42,8 +53,15 @@ func TestDecideCredentials(t *testing.T) {
 		{"just before 80 %: keep", issued.Add(19*time.Hour + 11*time.Minute), want, secretWith(issued, day, "r1"), keepCredentials},
 		{"at 80 % of its life: rotate", issued.Add(19*time.Hour + 12*time.Minute), want, secretWith(issued, day, "r1"), rotateCredentials},
 		{"expired: rotate", issued.Add(2 * day), want, secretWith(issued, day, "r1"), rotateCredentials},
-		{"rotationToken changed: rotate", issued.Add(time.Hour), credentialsWant{expiration: day, rotationToken: "r2"}, secretWith(issued, day, "r1"), rotateCredentials},
-		{"expiration changed: rotate", issued.Add(time.Hour), credentialsWant{expiration: time.Hour, rotationToken: "r1"}, secretWith(issued, day, "r1"), rotateCredentials},
+		{"rotationToken changed: rotate", issued.Add(time.Hour), wantWith(func(w *credentialsWant) { w.rotationToken = "r2" }), secretWith(issued, day, "r1"), rotateCredentials},
+		{"expiration changed: rotate", issued.Add(time.Hour), wantWith(func(w *credentialsWant) { w.expiration = time.Hour }), secretWith(issued, day, "r1"), rotateCredentials},
+		{"ServiceAccount renamed, or deleted and made again: rotate", issued.Add(time.Hour),
+			wantWith(func(w *credentialsWant) { w.serviceAccountUID = "sa-2" }), secretWith(issued, day, "r1"), rotateCredentials},
+		{"record written before the ServiceAccount's UID was kept: keep", issued.Add(time.Hour), want, func() *corev1.Secret {
+			s := secretWith(issued, day, "r1")
+			delete(s.Annotations, serviceAccountUIDAnnotation)
+			return s
+		}(), keepCredentials},
 		{"empty Secret (issue interrupted): rotate", issued, want, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{UID: "secret-1"}}, rotateCredentials},
 		{"record copied from another Secret: rotate", issued.Add(time.Hour), want, func() *corev1.Secret {
 			s := secretWith(issued, day, "r1")
@@ -75,7 +93,7 @@ func TestDecideCredentials(t *testing.T) {
 func TestCredentialScheduleOnAFakeClock(t *testing.T) {
 	g := NewWithT(t)
 	clock := clocktesting.NewFakeClock(issued)
-	want := credentialsWant{expiration: 24 * time.Hour}
+	want := credentialsWant{expiration: 24 * time.Hour, serviceAccountUID: serviceAccountUID}
 	secret := secretWith(clock.Now(), want.expiration, "")
 	tok, ok := readIssuedToken(secret)
 	g.Expect(ok).To(BeTrue())
@@ -130,7 +148,7 @@ func TestKubeconfig(t *testing.T) {
 
 func TestTokenRecordRoundTrip(t *testing.T) {
 	g := NewWithT(t)
-	tok := issuedToken{issuedAt: issued, expiresAt: issued.Add(time.Hour), expiration: time.Hour, rotationToken: "x"}
+	tok := issuedToken{issuedAt: issued, expiresAt: issued.Add(time.Hour), expiration: time.Hour, rotationToken: "x", serviceAccountUID: "sa"}
 	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{UID: types.UID("u"), Annotations: tokenAnnotations(tok, "u")},
 		Data: map[string][]byte{KubeconfigKey: []byte("k")}}
 	got, ok := readIssuedToken(s)

@@ -196,11 +196,11 @@ func (r *Reconciler) ensureChildren(ctx context.Context, t *tenantv1.Tenant) (ob
 	}
 
 	homeHeld := len(obs.namespaces) > 0 && obs.namespaces[0].held()
-	saReady := false
+	var saUID types.UID
 	if homeHeld {
-		saReady, obs.serviceAccount = r.ensureServiceAccount(ctx, t, &out)
+		saUID, obs.serviceAccount = r.ensureServiceAccount(ctx, t, &out)
 	}
-	obs.credentials = r.ensureCredentials(ctx, t, homeHeld, saReady, obs.serviceAccount, &out)
+	obs.credentials = r.ensureCredentials(ctx, t, homeHeld, saUID, obs.serviceAccount, &out)
 	return obs, out
 }
 

@@ -447,6 +447,34 @@ func TestRotationReplacesTheSecretAndRevokesTheOldToken(t *testing.T) {
 	eventuallyRejected(t, kubeconfigOf(g, second), "the renewed-away token is rejected")
 }
 
+// A kubeconfig holds a token of the ServiceAccount it was issued for: when
+// the spec names another one, the old one is removed and the Secret
+// replaced with a token of the new one, which works.
+func TestRenamedServiceAccountGetsNewCredentials(t *testing.T) {
+	needsAPIServer(t)
+	ctx := t.Context()
+	home := unique("sarename")
+	tn := newTenant(t, []string{home}, withCredentials)
+	eventuallyCondition(t, tn.Name, tenantv1.TenantCredentialsReadyCondition, metav1.ConditionTrue, tenantv1.CredentialsIssuedReason)
+	g := NewWithT(t)
+	first := credentialsSecret(g, ctx, home)
+
+	tn = getTenant(g, ctx, tn.Name)
+	tn.Spec.ServiceAccount = &tenantv1.TenantServiceAccount{Name: "ci"}
+	g.Expect(k8sClient.Update(ctx, tn)).To(Succeed())
+	var second *corev1.Secret
+	NewWithT(t).Eventually(func(g Gomega) {
+		g.Expect(exists(g, ctx, key(home, "tenant"), &corev1.ServiceAccount{})).To(BeFalse(), "the former ServiceAccount is removed")
+		second = credentialsSecret(g, ctx, home)
+		g.Expect(second.UID).NotTo(Equal(first.UID), "a new Secret object")
+		g.Expect(second.Data).To(HaveKey(tenant.KubeconfigKey))
+	}).WithTimeout(timeout).Should(Succeed())
+	user, err := whoAmI(ctx, kubeconfigOf(g, second))
+	g.Expect(err).NotTo(HaveOccurred(), "the new token works")
+	g.Expect(user).To(Equal("system:serviceaccount:" + home + ":ci"))
+	eventuallyCondition(t, tn.Name, tenantv1.TenantCredentialsReadyCondition, metav1.ConditionTrue, tenantv1.CredentialsIssuedReason)
+}
+
 func TestOwnerRoleOutsideTheAllowedOnesIsNotBound(t *testing.T) {
 	needsAPIServer(t)
 	ctx := t.Context()
