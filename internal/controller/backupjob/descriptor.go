@@ -119,6 +119,7 @@ func jobEvents() handler.EventHandler {
 // served, snapshots labelled for them (backups have no owner reference).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.defaults()
+	r.retries = controller.NewRetries()
 	// Not For: see controller.PendingFirst.
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("backupjob").
@@ -135,7 +136,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		b = b.Watches(&snapshotv1.VolumeSnapshot{}, controller.WithChildEventPriority(handler.EnqueueRequestsFromMapFunc(backupJobOf)))
 	}
 	return b.
-		WithOptions(crcontroller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}).
+		WithOptions(crcontroller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles, RateLimiter: r.retries}).
 		WithLogConstructor(func(req *reconcile.Request) logr.Logger {
 			logger := mgr.GetLogger().WithValues("controller", "backupjob")
 			if req != nil {

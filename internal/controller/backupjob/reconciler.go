@@ -12,7 +12,6 @@ import (
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"example.com/platform-operator/api/v1alpha1"
 	"example.com/platform-operator/internal/children"
@@ -55,6 +54,9 @@ type Reconciler struct {
 	// MaxConcurrentReconciles is the number of BackupJobs reconciled at
 	// once.
 	MaxConcurrentReconciles int
+
+	// retries is the controller's rate limiter, set up with it.
+	retries *controller.Retries
 }
 
 // +kubebuilder:rbac:groups=example.com,resources=backupjobs,verbs=get;list;watch;patch
@@ -100,15 +102,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.patchStatus(ctx, bj, status); err != nil {
 		return ctrl.Result{}, errors.Join(out.err, err)
 	}
-	switch {
-	case out.err != nil && !out.retry:
-		// The API server refused what the spec builds: the same spec would
-		// fail again. A change of the BackupJob brings the next attempt.
-		return ctrl.Result{}, reconcile.TerminalError(out.err)
-	case out.err != nil:
-		return ctrl.Result{}, out.err
-	}
-	return ctrl.Result{RequeueAfter: r.requeueAfter(bj, sched, ret, obs, now)}, nil
+	// A failure does not cancel the next scheduled run (controller.Retries).
+	return r.retries.Result(req, out.err, out.retry, r.requeueAfter(bj, sched, ret, obs, now))
 }
 
 // outcome collects the errors of one reconcile and what status must say

@@ -87,6 +87,8 @@ type Reconciler struct {
 
 	children *children.Manager
 	status   *children.StatusWriter
+	// retries is the controller's rate limiter, set up with it.
+	retries *controller.Retries
 }
 
 // +kubebuilder:rbac:groups=example.com,resources=tenants,verbs=get;list;watch;patch
@@ -128,15 +130,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, errors.Join(outcome.err, err)
 	}
 
-	switch {
-	case outcome.err != nil && !outcome.retry:
-		// The API server refused what the spec builds: the same spec would
-		// fail again. A change of the Tenant brings the next attempt.
-		return ctrl.Result{}, reconcile.TerminalError(outcome.err)
-	case outcome.err != nil:
-		return ctrl.Result{}, outcome.err
-	}
-	return ctrl.Result{RequeueAfter: r.requeueAfter(obs, outcome, now)}, nil
+	// A failure does not cancel the token's renewal nor the recheck of a
+	// conflict (controller.Retries).
+	return r.retries.Result(req, outcome.err, outcome.retry, r.requeueAfter(obs, outcome, now))
 }
 
 // outcome collects the errors of one reconcile. retry is false when every
@@ -279,6 +275,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.DeletionGracePeriod == 0 {
 		r.DeletionGracePeriod = defaultDeletionGracePeriod
 	}
+	r.retries = controller.NewRetries()
 	if r.APIServerURL == "" {
 		r.APIServerURL = mgr.GetConfig().Host
 	}
@@ -302,7 +299,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&corev1.LimitRange{}, controller.WithChildEventPriority(ownedByTenant)).
 		Watches(&networkingv1.NetworkPolicy{}, controller.WithChildEventPriority(ownedByTenant)).
 		Watches(&corev1.Namespace{}, controller.WithChildEventPriority(handler.EnqueueRequestsFromMapFunc(tenantOfNamespace))).
-		WithOptions(crcontroller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}).
+		WithOptions(crcontroller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles, RateLimiter: r.retries}).
 		WithLogConstructor(func(req *reconcile.Request) logr.Logger {
 			logger := mgr.GetLogger().WithValues("controller", "tenant")
 			if req != nil {

@@ -65,6 +65,9 @@ type WebsiteReconciler struct {
 	// AdoptTutorial lets every Website take over what the tutorial's
 	// operator made for it, as the example.com/adopt annotation does for one.
 	AdoptTutorial bool
+
+	// retries is the controller's rate limiter, set up with it.
+	retries *controller.Retries
 }
 
 // ReadinessObserver is told about every status the reconciler computes, so
@@ -118,19 +121,16 @@ func (r *WebsiteReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		r.Metrics.Observe(website, status)
 	}
 
+	var after time.Duration
 	switch {
-	case childErr != nil && !obs.retry:
-		// The API server refused what the spec builds: the same spec would
-		// fail again. A change of the Website brings the next attempt.
-		return ctrl.Result{}, reconcile.TerminalError(childErr)
-	case childErr != nil:
-		return ctrl.Result{}, childErr
 	case statusDue > 0:
-		return ctrl.Result{RequeueAfter: statusDue}, nil
+		after = statusDue
 	case obs.conflict:
-		return ctrl.Result{RequeueAfter: wait.Jitter(r.ConflictRecheckInterval, 0.2)}, nil
+		after = wait.Jitter(r.ConflictRecheckInterval, 0.2)
 	}
-	return ctrl.Result{}, nil
+	// A failure does not cancel the recheck of a conflict nor a status
+	// held back (controller.Retries).
+	return r.retries.Result(req, childErr, obs.retry, after)
 }
 
 // reconcileDeletion handles a Website being deleted. The garbage collector
@@ -245,6 +245,7 @@ func (r *WebsiteReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.ConflictRecheckInterval == 0 {
 		r.ConflictRecheckInterval = defaultConflictRecheckInterval
 	}
+	r.retries = controller.NewRetries()
 	if err := indexFields(context.Background(), mgr); err != nil {
 		return err
 	}
@@ -268,7 +269,7 @@ func (r *WebsiteReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			builder.WithPredicates(trimmedFormChanged)).
 		Watches(&discoveryv1.EndpointSlice{}, controller.WithChildEventPriority(handler.EnqueueRequestsFromMapFunc(websiteOfEndpointSlice)),
 			builder.WithPredicates(trimmedFormChanged)).
-		WithOptions(crcontroller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}).
+		WithOptions(crcontroller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles, RateLimiter: r.retries}).
 		WithLogConstructor(func(req *reconcile.Request) logr.Logger {
 			logger := mgr.GetLogger().WithValues("controller", "website")
 			if req != nil {

@@ -427,6 +427,33 @@ func TestSpecRefusedForAChildIsReportedAndNotRetried(t *testing.T) {
 	}).WithTimeout(timeout).Should(Succeed())
 }
 
+// A spec the API server refuses does not stop a Website from looking again
+// at an object in its way: once its owner removes it, the Website's own is
+// made.
+func TestRefusedSpecStillRechecksAConflict(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns := newNamespace(t)
+	theirs := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "site", Namespace: ns},
+		Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 443}}},
+	}
+	g.Expect(k8sClient.Create(ctx, theirs)).To(Succeed())
+	createWebsite(t, testgen.Website("site", ns, testgen.WithResources(
+		map[corev1.ResourceName]string{"example.com/gpu": "1"}, nil)))
+	g.Eventually(func(g Gomega) {
+		w := getWebsite(g, ctx, ns, "site")
+		g.Expect(condition(w, websitev1.DegradedCondition).Status).To(Equal(metav1.ConditionTrue))
+	}).WithTimeout(timeout).Should(Succeed())
+
+	g.Expect(k8sClient.Delete(ctx, theirs)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		svc := &corev1.Service{}
+		g.Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: "site"}, svc)).To(Succeed())
+		g.Expect(metav1.IsControlledBy(svc, getWebsite(g, ctx, ns, "site"))).To(BeTrue())
+	}).WithTimeout(timeout).Should(Succeed())
+}
+
 // The tutorial's CRD knows only image and port; objects stored under it
 // get the defaults of ours when read, so they keep working after an upgrade.
 func TestWebsiteWithOnlyTheTutorialsFieldsGetsDefaults(t *testing.T) {
