@@ -50,7 +50,7 @@ func (r *Reconciler) finalize(ctx context.Context, bj *v1alpha1.BackupJob) (ctrl
 		return ctrl.Result{}, nil
 	}
 	if bj.Spec.DeletionPolicy == v1alpha1.DeleteBackups {
-		obs, err := r.observe(ctx, bj)
+		obs, err := r.observe(ctx, bj, r.Clock.Now())
 		if err != nil {
 			return ctrl.Result{}, err
 		}

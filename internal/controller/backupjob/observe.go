@@ -69,7 +69,7 @@ func (b *backup) deleting() bool { return b.object.GetDeletionTimestamp() != nil
 // observe reads the source claim from the API server (it carries none of
 // the operator's labels, so the cache does not hold it) and the
 // BackupJob's own objects from the cache.
-func (r *Reconciler) observe(ctx context.Context, bj *v1alpha1.BackupJob) (*observation, error) {
+func (r *Reconciler) observe(ctx context.Context, bj *v1alpha1.BackupJob, now time.Time) (*observation, error) {
 	obs := &observation{
 		snapshotsServed: r.SnapshotsServed,
 		runJobs:         map[string]*batchv1.Job{},
@@ -119,7 +119,7 @@ func (r *Reconciler) observe(ctx context.Context, bj *v1alpha1.BackupJob) (*obse
 		}
 		for i := range snapshots.Items {
 			if s := &snapshots.Items[i]; s.Labels[RunLabel] != "" {
-				obs.backups = append(obs.backups, snapshotBackup(s))
+				obs.backups = append(obs.backups, snapshotBackup(s, now))
 			}
 		}
 	}
@@ -151,36 +151,52 @@ func claimBackup(c *corev1.PersistentVolumeClaim) *backup {
 	return b
 }
 
-func snapshotBackup(s *snapshotv1.VolumeSnapshot) *backup {
+// snapshotDeadline bounds how long a snapshot may take to become ready,
+// from its creation, as defaultActiveDeadline bounds a Job: a snapshot
+// still not ready then (a CSI driver that keeps failing, or no snapshot
+// controller at all) is a failed run, and a Forbid policy no longer waits
+// for it.
+const snapshotDeadline = defaultActiveDeadline
+
+// snapshotBackup is the backup a VolumeSnapshot holds at now. An error in
+// its status is not a failure: the snapshot controller keeps retrying and
+// clears it on success. The snapshot fails only when it is not ready by
+// snapshotDeadline.
+func snapshotBackup(s *snapshotv1.VolumeSnapshot, now time.Time) *backup {
 	b := commonBackup(s)
 	b.kind = v1alpha1.SnapshotBackup
 	b.result = v1alpha1.BackupRunning
 	b.recorded = true // the snapshot's status is its record
 	st := s.Status
 	if st == nil {
-		return b
+		st = &snapshotv1.VolumeSnapshotStatus{}
 	}
 	if st.RestoreSize != nil {
 		size := st.RestoreSize.DeepCopy()
 		b.size = &size
 	}
+	var lastError string
+	if st.Error != nil {
+		lastError = "an error"
+		if st.Error.Message != nil {
+			lastError = fmt.Sprintf("the error %q", *st.Error.Message)
+		}
+	}
+	deadline := s.CreationTimestamp.Add(snapshotDeadline)
 	switch {
 	case st.ReadyToUse != nil && *st.ReadyToUse:
 		b.result = v1alpha1.BackupSucceeded
 		if st.CreationTime != nil {
 			b.finished = st.CreationTime.Time
 		}
-	case st.Error != nil:
-		b.result = v1alpha1.BackupFailed
-		b.reason = v1alpha1.BackupJobSnapshotFailedReason
-		if st.Error.Message != nil {
-			b.message = fmt.Sprintf("VolumeSnapshot %s failed: %s", s.Name, *st.Error.Message)
-		} else {
-			b.message = fmt.Sprintf("VolumeSnapshot %s failed", s.Name)
+	case !now.Before(deadline):
+		b.result, b.reason, b.finished = v1alpha1.BackupFailed, v1alpha1.BackupJobSnapshotFailedReason, deadline
+		b.message = fmt.Sprintf("VolumeSnapshot %s was not ready %s after its creation", s.Name, snapshotDeadline)
+		if lastError != "" {
+			b.message += "; the snapshot controller last reported " + lastError
 		}
-		if st.Error.Time != nil {
-			b.finished = st.Error.Time.Time
-		}
+	case lastError != "":
+		b.message = fmt.Sprintf("VolumeSnapshot %s: the snapshot controller reports %s and retries until %s", s.Name, lastError, stamp(deadline))
 	}
 	return b
 }

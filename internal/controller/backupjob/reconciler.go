@@ -83,7 +83,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 
 	now := r.Clock.Now()
-	obs, err := r.observe(ctx, bj)
+	obs, err := r.observe(ctx, bj, now)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -147,6 +147,13 @@ func (r *Reconciler) requeueAfter(bj *v1alpha1.BackupJob, sched scheduleResult, 
 		// A moment late rather than early: a reconcile a few milliseconds
 		// before the scheduled time would find nothing due.
 		soonest(sched.next.Sub(now) + 50*time.Millisecond)
+	}
+	for _, b := range obs.running() {
+		if b.kind == v1alpha1.SnapshotBackup {
+			// A snapshot not ready by its deadline fails then, whether
+			// or not it changes.
+			soonest(b.object.GetCreationTimestamp().Add(snapshotDeadline).Sub(now) + 50*time.Millisecond)
+		}
 	}
 	if ret.going {
 		soonest(blockedAfter)

@@ -228,7 +228,7 @@ func (r *Reconciler) startRun(ctx context.Context, bj *v1alpha1.BackupJob, obs *
 		if o := r.judgeCreate(res, out); o != runStarted {
 			return o
 		}
-		obs.backups = append(obs.backups, snapshotBackup(snap))
+		obs.backups = append(obs.backups, snapshotBackup(snap, now))
 		sortBackups(obs.backups)
 		r.Recorder.Eventf(bj, nil, corev1.EventTypeNormal, "RunStarted", "Run",
 			"Run %s started (scheduled for %s): VolumeSnapshot %s of claim %s", run.name, stamp(run.scheduled), run.name, bj.Spec.Source.PersistentVolumeClaimName)

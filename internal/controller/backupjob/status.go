@@ -208,6 +208,12 @@ func readyCondition(bj *v1alpha1.BackupJob, obs *observation, sched scheduleResu
 		c.Reason, c.Message = v1alpha1.BackupJobSuspendedReason, "spec.suspend is true: no run starts on schedule"
 	case len(obs.activeRuns()) > 0:
 		c.Reason, c.Message = v1alpha1.BackupJobRunningReason, "Running: "+strings.Join(sortedNames(obs.activeRuns()), ", ")
+		for _, b := range obs.running() {
+			if b.message != "" {
+				c.Message += "; " + b.message
+			}
+		}
+		c.Message = controller.TruncateMessage(c.Message)
 	default:
 		c.Reason = v1alpha1.BackupJobScheduledReason
 		c.Message = "Next run at " + stamp(sched.next)

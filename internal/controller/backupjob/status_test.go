@@ -108,3 +108,22 @@ func TestMissedRunsAccumulate(t *testing.T) {
 		t.Errorf("missedRuns %d, want 7", status.MissedRuns)
 	}
 }
+
+// A run whose snapshot the snapshot controller is retrying after an error
+// is running, and Ready says what it retries.
+func TestRunningSnapshotShowsTheErrorItRetries(t *testing.T) {
+	t0 := time.Date(2026, 3, 1, 2, 0, 0, 0, time.UTC)
+	retrying := statusBackup("nightly-4", t0, v1alpha1.BackupRunning)
+	retrying.message = "VolumeSnapshot nightly-4: the snapshot controller reports the error \"timed out\" and retries until 2026-03-01T08:00:00Z"
+	obs := &observation{source: &corev1.PersistentVolumeClaim{}, backups: []*backup{retrying}, runJobs: map[string]*batchv1.Job{}}
+	status := computeStatus(testBackupJob(), obs, scheduleResult{}, retentionResult{}, nil, t0)
+	for _, c := range status.Conditions {
+		if c.Type == v1alpha1.BackupJobReadyCondition {
+			if c.Reason != v1alpha1.BackupJobRunningReason || c.Message != "Running: nightly-4; "+retrying.message {
+				t.Errorf("Ready: %s: %s", c.Reason, c.Message)
+			}
+			return
+		}
+	}
+	t.Fatal("no Ready condition")
+}

@@ -1,0 +1,63 @@
+package backupjob
+
+import (
+	"testing"
+	"time"
+
+	snapshotv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"example.com/platform-operator/api/v1alpha1"
+)
+
+// An error in a VolumeSnapshot's status is one the snapshot controller
+// retries and clears on success: the run is still running until the
+// snapshot's deadline, so retention keeps it and a Forbid policy waits.
+func TestSnapshotBackupFailsOnlyAtItsDeadline(t *testing.T) {
+	created := time.Date(2026, 12, 1, 2, 0, 0, 0, time.UTC)
+	snapshot := func(ready *bool, errorMessage string) *snapshotv1.VolumeSnapshot {
+		s := &snapshotv1.VolumeSnapshot{ObjectMeta: metav1.ObjectMeta{Name: "db-1", CreationTimestamp: metav1.NewTime(created)},
+			Status: &snapshotv1.VolumeSnapshotStatus{ReadyToUse: ready}}
+		if errorMessage != "" {
+			s.Status.Error = &snapshotv1.VolumeSnapshotError{Message: ptr.To(errorMessage)}
+		}
+		return s
+	}
+	tests := []struct {
+		name     string
+		snapshot *snapshotv1.VolumeSnapshot
+		now      time.Time
+		result   v1alpha1.BackupResult
+		message  []string
+	}{
+		{name: "ready", snapshot: snapshot(ptr.To(true), ""), now: created.Add(time.Minute), result: v1alpha1.BackupSucceeded},
+		{name: "not ready yet", snapshot: snapshot(ptr.To(false), ""), now: created.Add(time.Minute), result: v1alpha1.BackupRunning},
+		{name: "no status yet", snapshot: &snapshotv1.VolumeSnapshot{ObjectMeta: metav1.ObjectMeta{Name: "db-1", CreationTimestamp: metav1.NewTime(created)}},
+			now: created.Add(time.Minute), result: v1alpha1.BackupRunning},
+		{name: "an error, retried", snapshot: snapshot(ptr.To(false), "CreateSnapshot timed out"), now: created.Add(time.Hour),
+			result: v1alpha1.BackupRunning, message: []string{"CreateSnapshot timed out", "retries until 2026-12-01T08:00:00Z"}},
+		{name: "an error, at the deadline", snapshot: snapshot(ptr.To(false), "CreateSnapshot timed out"), now: created.Add(snapshotDeadline),
+			result: v1alpha1.BackupFailed, message: []string{"not ready 6h0m0s after its creation", "last reported the error \"CreateSnapshot timed out\""}},
+		{name: "never ready, no error, past the deadline", snapshot: snapshot(nil, ""), now: created.Add(7 * time.Hour),
+			result: v1alpha1.BackupFailed, message: []string{"not ready 6h0m0s after its creation"}},
+		{name: "ready after an error and past the deadline", snapshot: snapshot(ptr.To(true), ""), now: created.Add(7 * time.Hour), result: v1alpha1.BackupSucceeded},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			b := snapshotBackup(tt.snapshot, tt.now)
+			g.Expect(b.result).To(Equal(tt.result))
+			for _, part := range tt.message {
+				g.Expect(b.message).To(ContainSubstring(part))
+			}
+			if tt.result == v1alpha1.BackupFailed {
+				g.Expect(b.reason).To(Equal(v1alpha1.BackupJobSnapshotFailedReason))
+				g.Expect(b.finished).To(Equal(created.Add(snapshotDeadline)))
+			}
+			obs := &observation{backups: []*backup{b}}
+			g.Expect(obs.running()).To(HaveLen(map[bool]int{true: 1, false: 0}[tt.result == v1alpha1.BackupRunning]), "running as a Forbid policy sees it")
+		})
+	}
+}
