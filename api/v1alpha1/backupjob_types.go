@@ -133,7 +133,9 @@ type BackupJobSpec struct {
 	// deleted: Retain (the default) keeps them, labelled with the
 	// BackupJob's name; Delete deletes them, except pinned ones. Backups
 	// never carry an owner reference, so only the operator, following this
-	// policy, deletes them.
+	// policy, deletes them. A BackupJob deletes only the backups it made
+	// (annotation example.com/backupjob-uid): a new BackupJob of the same
+	// name leaves those of an earlier one alone.
 	// +optional
 	// +kubebuilder:default=Retain
 	DeletionPolicy BackupDeletionPolicy `json:"deletionPolicy,omitempty"`

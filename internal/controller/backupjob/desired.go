@@ -61,6 +61,14 @@ func runAnnotations(r run) map[string]string {
 	return a
 }
 
+// backupAnnotations are the annotations of a run's backup: the run's, and
+// which BackupJob made it.
+func backupAnnotations(bj *v1alpha1.BackupJob, r run) map[string]string {
+	a := runAnnotations(r)
+	a[MadeByAnnotation] = string(bj.UID)
+	return a
+}
+
 // desiredBackupClaim is the new claim of a run with a volume target: the
 // size of spec.target.volume, or else the source's requested storage, in
 // the target's storage class (the cluster's default when unset), with the
@@ -78,7 +86,7 @@ func desiredBackupClaim(bj *v1alpha1.BackupJob, r run, source *corev1.Persistent
 			Name:        r.name,
 			Namespace:   bj.Namespace,
 			Labels:      runLabels(bj.Name, r.name),
-			Annotations: runAnnotations(r),
+			Annotations: backupAnnotations(bj, r),
 		},
 		Spec: corev1.PersistentVolumeClaimSpec{
 			AccessModes: accessModes(source),
@@ -123,7 +131,7 @@ func desiredSnapshot(bj *v1alpha1.BackupJob, r run) *snapshotv1.VolumeSnapshot {
 			Name:        r.name,
 			Namespace:   bj.Namespace,
 			Labels:      runLabels(bj.Name, r.name),
-			Annotations: runAnnotations(r),
+			Annotations: backupAnnotations(bj, r),
 		},
 		Spec: snapshotv1.VolumeSnapshotSpec{
 			Source: snapshotv1.VolumeSnapshotSource{PersistentVolumeClaimName: ptr.To(bj.Spec.Source.PersistentVolumeClaimName)},

@@ -31,6 +31,14 @@ const (
 	// time (RFC 3339), by which retention buckets the backup.
 	ScheduledTimeAnnotation = "example.com/scheduled-time"
 
+	// MadeByAnnotation, on a backup, is the UID of the BackupJob whose run
+	// made it. A BackupJob deleted with deletionPolicy Retain leaves its
+	// backups labelled with its name: a new BackupJob of the same name (of
+	// another source, perhaps, and another retention policy) lists them but
+	// never deletes them. Set it to a BackupJob's UID to hand backups over
+	// to it.
+	MadeByAnnotation = "example.com/backupjob-uid"
+
 	// RunNowAnnotation, on the objects of a run that spec.runNow asked for,
 	// is that spec.runNow value: a retry finds the run it already started.
 	RunNowAnnotation = "example.com/run-now"

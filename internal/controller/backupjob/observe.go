@@ -29,6 +29,10 @@ type observation struct {
 	snapshotsServed bool
 	// backups are the claims or snapshots that runs made, newest first.
 	backups []*backup
+	// inherited names the backups labelled for the BackupJob's name that an
+	// earlier BackupJob of that name made (see MadeByAnnotation): listed
+	// nowhere else, never deleted.
+	inherited []string
 	// runJobs are the runs' Jobs, by run name.
 	runJobs map[string]*batchv1.Job
 	// drillJobs and drillClaims are the restore drills' objects, by the
@@ -107,8 +111,8 @@ func (r *Reconciler) observe(ctx context.Context, bj *v1alpha1.BackupJob, now ti
 		c := &claims.Items[i]
 		if name := c.Labels[DrillLabel]; name != "" {
 			obs.drillClaims[name] = c
-		} else if c.Labels[RunLabel] != "" {
-			obs.backups = append(obs.backups, claimBackup(c))
+		} else if isBackup(c) {
+			obs.addBackup(bj, c, claimBackup(c))
 		}
 	}
 
@@ -118,13 +122,42 @@ func (r *Reconciler) observe(ctx context.Context, bj *v1alpha1.BackupJob, now ti
 			return nil, fmt.Errorf("list the backup snapshots: %w", err)
 		}
 		for i := range snapshots.Items {
-			if s := &snapshots.Items[i]; s.Labels[RunLabel] != "" {
-				obs.backups = append(obs.backups, snapshotBackup(s, now))
+			if s := &snapshots.Items[i]; isBackup(s) {
+				obs.addBackup(bj, s, snapshotBackup(s, now))
 			}
 		}
 	}
 	sortBackups(obs.backups)
 	return obs, nil
+}
+
+// isBackup tells whether obj, labelled for a BackupJob, is a run's backup:
+// named after its run. A claim made from a copy of a backup's manifest
+// keeps the labels, not the name.
+func isBackup(obj client.Object) bool {
+	run := obj.GetLabels()[RunLabel]
+	return run != "" && run == obj.GetName()
+}
+
+// addBackup adds b, made from obj, to the backups of bj, or to the ones it
+// inherited.
+func (o *observation) addBackup(bj *v1alpha1.BackupJob, obj client.Object, b *backup) {
+	if madeBy(bj, obj) {
+		o.backups = append(o.backups, b)
+	} else {
+		o.inherited = append(o.inherited, b.name)
+	}
+}
+
+// madeBy tells whether bj made obj, one of the backups labelled for its
+// name. One made before MadeByAnnotation was written is bj's when it was
+// made no earlier than bj (to the second): an earlier BackupJob of the name
+// was gone before bj was created.
+func madeBy(bj *v1alpha1.BackupJob, obj client.Object) bool {
+	if uid, ok := obj.GetAnnotations()[MadeByAnnotation]; ok {
+		return types.UID(uid) == bj.UID
+	}
+	return !obj.GetCreationTimestamp().Time.Before(bj.CreationTimestamp.Time)
 }
 
 // sortBackups orders backups newest first, as retention does.

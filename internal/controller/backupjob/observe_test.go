@@ -6,6 +6,7 @@ import (
 
 	snapshotv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -60,4 +61,48 @@ func TestSnapshotBackupFailsOnlyAtItsDeadline(t *testing.T) {
 			g.Expect(obs.running()).To(HaveLen(map[bool]int{true: 1, false: 0}[tt.result == v1alpha1.BackupRunning]), "running as a Forbid policy sees it")
 		})
 	}
+}
+
+// A backup labelled for a BackupJob's name is its own when that
+// BackupJob's run made it: by the UID it records, or, for one made before
+// the UID was recorded, by being made no earlier than the BackupJob.
+func TestMadeBy(t *testing.T) {
+	created := time.Date(2026, 12, 1, 2, 0, 0, 0, time.UTC)
+	bj := &v1alpha1.BackupJob{ObjectMeta: metav1.ObjectMeta{Name: "db", UID: "bj-2", CreationTimestamp: metav1.NewTime(created)}}
+	claim := func(madeBy string, at time.Time) *corev1.PersistentVolumeClaim {
+		c := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "db-1", CreationTimestamp: metav1.NewTime(at)}}
+		if madeBy != "" {
+			c.Annotations = map[string]string{MadeByAnnotation: madeBy}
+		}
+		return c
+	}
+	tests := []struct {
+		name  string
+		claim *corev1.PersistentVolumeClaim
+		want  bool
+	}{
+		{"made by this BackupJob", claim("bj-2", created.Add(time.Hour)), true},
+		{"made by an earlier BackupJob of the name", claim("bj-1", created.Add(-time.Hour)), false},
+		{"handed over: made earlier, annotated with this BackupJob's UID", claim("bj-2", created.Add(-time.Hour)), true},
+		{"no record, made after this BackupJob", claim("", created.Add(time.Hour)), true},
+		{"no record, made in the second this BackupJob was", claim("", created), true},
+		{"no record, made before this BackupJob", claim("", created.Add(-time.Second)), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			NewWithT(t).Expect(madeBy(bj, tt.claim)).To(Equal(tt.want))
+		})
+	}
+}
+
+// A claim made from a copy of a backup's manifest keeps its labels, not its
+// name: it is no backup.
+func TestIsBackup(t *testing.T) {
+	g := NewWithT(t)
+	backup := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "db-1", Labels: map[string]string{RunLabel: "db-1"}}}
+	g.Expect(isBackup(backup)).To(BeTrue())
+	restored := backup.DeepCopy()
+	restored.Name = "db-restored"
+	g.Expect(isBackup(restored)).To(BeFalse())
+	g.Expect(isBackup(&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "db-1"}})).To(BeFalse())
 }

@@ -32,6 +32,9 @@ type retentionResult struct {
 	// going is true when a backup is being deleted since less than
 	// blockedAfter: look again then.
 	going bool
+	// inherited names the backups an earlier BackupJob of the name made,
+	// which retention leaves alone.
+	inherited []string
 }
 
 // blockedAfter is how long a backup may take to go after its deletion
@@ -43,7 +46,7 @@ const blockedAfter = 10 * time.Second
 // are reported as blocked for as long as they stay. A backup that a restore
 // drill is reading is deleted after the drill.
 func (r *Reconciler) applyRetention(ctx context.Context, bj *v1alpha1.BackupJob, obs *observation, loc *time.Location, now time.Time, out *outcome) retentionResult {
-	res := retentionResult{verdicts: map[string]Verdict{}}
+	res := retentionResult{verdicts: map[string]Verdict{}, inherited: obs.inherited}
 	for _, b := range obs.backups {
 		if !b.deleting() {
 			continue

@@ -11,6 +11,7 @@ import (
 	. "github.com/onsi/gomega"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -422,6 +423,45 @@ func TestDeletionPolicyRetainKeepsBackups(t *testing.T) {
 	f.g.Expect(c.DeletionTimestamp).To(BeNil())
 	f.g.Expect(c.OwnerReferences).To(BeEmpty())
 	f.g.Expect(c.Labels).To(HaveKeyWithValue(v1alpha1.BackupJobLabel, "nightly"))
+}
+
+// A BackupJob deleted with deletionPolicy Retain leaves its backups; a new
+// BackupJob of the same name lists them nowhere and never deletes them:
+// neither its retention (here keepLast 1) nor its own deletionPolicy
+// Delete.
+func TestRecreatedBackupJobLeavesTheEarlierOnesBackupsAlone(t *testing.T) {
+	keepOne := func(bj *v1alpha1.BackupJob) {
+		bj.Spec.Retention = &v1alpha1.BackupRetention{KeepLast: ptr.To(int32(1)), KeepFailed: ptr.To(int32(0))}
+	}
+	earlier := newFixture(t, false, keepOne)
+	earlier.at(10 * time.Second)
+	kept := earlier.runName(10 * time.Second)
+	earlier.finishJob(kept, true)
+	earlier.at(11 * time.Second)
+	earlier.g.Expect(k8sClient.Delete(t.Context(), earlier.bj)).To(Succeed())
+	earlier.reconcile()
+	earlier.g.Eventually(func() error {
+		return k8sClient.Get(t.Context(), client.ObjectKeyFromObject(earlier.bj), &v1alpha1.BackupJob{})
+	}).Should(Satisfy(apierrors.IsNotFound))
+
+	bj := &v1alpha1.BackupJob{ObjectMeta: metav1.ObjectMeta{Name: earlier.bj.Name, Namespace: earlier.ns}, Spec: *earlier.bj.Spec.DeepCopy()}
+	bj.Spec.DeletionPolicy = v1alpha1.DeleteBackups
+	earlier.g.Expect(k8sClient.Create(t.Context(), bj)).To(Succeed())
+	r, clock := newReconciler(bj.CreationTimestamp.Time, false)
+	f := &fixture{t: t, g: earlier.g, ns: earlier.ns, bj: bj, r: r, clock: clock, created: bj.CreationTimestamp.Time}
+	for _, d := range []time.Duration{10 * time.Second, 20 * time.Second} {
+		f.at(d)
+		f.finishJob(f.runName(d), true)
+	}
+	f.at(21 * time.Second)
+	f.g.Expect(f.liveClaims()).To(ConsistOf(kept, f.runName(20*time.Second)), "the earlier BackupJob's backup, and the newest of this one's")
+	status := f.get().Status
+	f.g.Expect(status.Backups).To(ConsistOf(HaveField("Name", f.runName(20*time.Second))))
+	f.g.Expect(f.condition(v1alpha1.BackupJobRetentionAppliedCondition).Message).To(ContainSubstring(kept))
+
+	f.g.Expect(k8sClient.Delete(t.Context(), f.bj)).To(Succeed())
+	f.at(22 * time.Second)
+	f.g.Expect(f.liveClaims()).To(Equal([]string{kept}))
 }
 
 // With deletionPolicy Delete, the finalizer deletes every backup but the

@@ -224,7 +224,7 @@ func (r *Reconciler) startRun(ctx context.Context, bj *v1alpha1.BackupJob, obs *
 	if snapshot {
 		snap := &snapshotv1.VolumeSnapshot{}
 		res := r.Children.Ensure(ctx, bj, typedApply{desiredSnapshot(bj, run)}, snap,
-			children.OwnedBy(isRunOf(bj.Name, run.name)), children.WithoutCreateEvent())
+			children.OwnedBy(isRunOf(bj, run.name)), children.WithoutCreateEvent())
 		if o := r.judgeCreate(res, out); o != runStarted {
 			return o
 		}
@@ -237,7 +237,7 @@ func (r *Reconciler) startRun(ctx context.Context, bj *v1alpha1.BackupJob, obs *
 
 	claim := &corev1.PersistentVolumeClaim{}
 	res := r.Children.Ensure(ctx, bj, typedApply{desiredBackupClaim(bj, run, obs.source)}, claim,
-		children.OwnedBy(isRunOf(bj.Name, run.name)), children.WithoutCreateEvent())
+		children.OwnedBy(isRunOf(bj, run.name)), children.WithoutCreateEvent())
 	if o := r.judgeCreate(res, out); o != runStarted {
 		return o
 	}
@@ -281,13 +281,14 @@ func (r *Reconciler) judgeCreate(res children.Result, out *outcome) startOutcome
 }
 
 // isRunOf tells whether a backup found under a run's name is that run's
-// of this BackupJob. Backups carry no owner reference, so their labels say
-// whose they are; a backup left by an earlier BackupJob of the same name
-// is this one's, as its retention policy is.
-func isRunOf(backupJob, runName string) func(client.Object) bool {
+// of bj. Backups carry no owner reference, so their labels say whose they
+// are, and MadeByAnnotation which BackupJob of the name made them: one left
+// by an earlier BackupJob of the same name is in the way, not this run's.
+func isRunOf(bj *v1alpha1.BackupJob, runName string) func(client.Object) bool {
 	return func(obj client.Object) bool {
 		l := obj.GetLabels()
-		return l[v1alpha1.BackupJobLabel] == backupJob && l[RunLabel] == runName && children.ManagedSelector().Matches(labels.Set(l))
+		return l[v1alpha1.BackupJobLabel] == bj.Name && l[RunLabel] == runName && children.ManagedSelector().Matches(labels.Set(l)) &&
+			madeBy(bj, obj)
 	}
 }
 

@@ -254,6 +254,11 @@ func retentionCondition(ret retentionResult) metav1.Condition {
 	default:
 		c.Status, c.Reason, c.Message = metav1.ConditionTrue, v1alpha1.BackupJobRetentionAppliedReason, "Only the backups the retention policy keeps exist"
 	}
+	if len(ret.inherited) > 0 {
+		names := slices.Sorted(slices.Values(ret.inherited))
+		c.Message = controller.TruncateMessage(fmt.Sprintf("%s. Left alone: %d backups an earlier BackupJob of this name made (%s); "+
+			"to hand one over, set its annotation %s to this BackupJob's UID", c.Message, len(names), strings.Join(names, ", "), MadeByAnnotation))
+	}
 	return c
 }
 
