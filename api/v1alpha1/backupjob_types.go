@@ -451,6 +451,26 @@ type Backup struct {
 	KeptBy []RetentionRule `json:"keptBy,omitempty"`
 }
 
+// BackupRunFailure is a run that failed.
+type BackupRunFailure struct {
+	// run is the run's name, that of its backup.
+	// +kubebuilder:validation:MaxLength=253
+	Run string `json:"run"`
+
+	// scheduledTime is the time the run was scheduled for.
+	ScheduledTime metav1.Time `json:"scheduledTime"`
+
+	// reason is why the run failed, a reason of the LastRunSucceeded
+	// condition.
+	// +kubebuilder:validation:MaxLength=1024
+	Reason string `json:"reason"`
+
+	// message says it in words.
+	// +optional
+	// +kubebuilder:validation:MaxLength=32768
+	Message string `json:"message,omitempty"`
+}
+
 // BackupJobStatus is what the operator last observed of a BackupJob's runs
 // and backups.
 type BackupJobStatus struct {
@@ -488,6 +508,13 @@ type BackupJobStatus struct {
 	// lastSuccessfulTime is when the most recent successful run finished.
 	// +optional
 	LastSuccessfulTime *metav1.Time `json:"lastSuccessfulTime,omitempty"`
+
+	// lastFailure is the most recent run that failed, kept after retention
+	// (keepFailed) and the Job history limit removed its backup and its
+	// Job: the LastRunSucceeded condition goes on telling of it until a
+	// later run finishes.
+	// +optional
+	LastFailure *BackupRunFailure `json:"lastFailure,omitempty"`
 
 	// missedRuns counts the scheduled times, since the BackupJob was
 	// created, that got no run: when several passed without a run (the

@@ -33,6 +33,9 @@ type observation struct {
 	// earlier BackupJob of that name made (see MadeByAnnotation): listed
 	// nowhere else, never deleted.
 	inherited []string
+	// lastFailure is the most recent failed run, taken by the reconcile
+	// before retention and the Job history limit remove its objects.
+	lastFailure *v1alpha1.BackupRunFailure
 	// runJobs are the runs' Jobs, by run name.
 	runJobs map[string]*batchv1.Job
 	// drillJobs and drillClaims are the restore drills' objects, by the

@@ -89,6 +89,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	var out outcome
 	r.recordResults(ctx, bj, obs, now, &out)
+	obs.lastFailure = lastFailure(obs, bj.Status.LastFailure)
 	sched := r.runSchedule(ctx, bj, obs, now, &out)
 	r.runDrills(ctx, bj, obs, &out)
 	ret := r.applyRetention(ctx, bj, obs, sched.loc, now, &out)

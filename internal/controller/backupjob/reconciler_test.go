@@ -372,6 +372,39 @@ func TestRetentionDeletesExactlyTheDroppedBackups(t *testing.T) {
 	f.g.Expect(f.condition(v1alpha1.BackupJobLastRunSucceededCondition).Status).To(Equal(metav1.ConditionFalse))
 }
 
+// A failed run whose backup retention deletes (keepFailed 0) and whose Job
+// the history limit deletes (failedJobsHistoryLimit 0) at once is still the
+// last run status tells of, from status.lastFailure, until a later run
+// finishes.
+func TestFailureWithoutAnyTraceLeftIsStillReported(t *testing.T) {
+	f := newFixture(t, false, func(bj *v1alpha1.BackupJob) {
+		bj.Spec.Retention = &v1alpha1.BackupRetention{KeepLast: ptr.To(int32(2)), KeepFailed: ptr.To(int32(0))}
+		bj.Spec.FailedJobsHistoryLimit = ptr.To(int32(0))
+	})
+	f.at(10 * time.Second)
+	f.finishJob(f.runName(10*time.Second), true)
+	f.at(20 * time.Second)
+	failed := f.runName(20 * time.Second)
+	f.finishJob(failed, false)
+	for _, d := range []time.Duration{21 * time.Second, 22 * time.Second} {
+		f.at(d)
+		f.g.Expect(f.liveClaims()).To(ConsistOf(f.runName(10*time.Second)), "the failed run's backup is gone")
+		f.g.Expect(f.jobs()).NotTo(ContainElement(HaveField("Name", failed)), "and its Job")
+		last := f.condition(v1alpha1.BackupJobLastRunSucceededCondition)
+		f.g.Expect(last.Status).To(Equal(metav1.ConditionFalse))
+		f.g.Expect(last.Message).To(ContainSubstring(failed))
+		f.g.Expect(f.condition(v1alpha1.BackupJobReadyCondition).Reason).To(Equal(v1alpha1.BackupJobLastRunFailedReason))
+		f.g.Expect(f.get().Status.LastFailure).To(HaveField("Run", failed))
+	}
+
+	// A later run that succeeds ends it; the record stays.
+	f.at(30 * time.Second)
+	f.finishJob(f.runName(30*time.Second), true)
+	f.at(31 * time.Second)
+	f.g.Expect(f.condition(v1alpha1.BackupJobLastRunSucceededCondition).Status).To(Equal(metav1.ConditionTrue))
+	f.g.Expect(f.get().Status.LastFailure).To(HaveField("Run", failed))
+}
+
 // A backup retention deleted but that a finalizer holds is named in
 // RetentionApplied=False (DeletionBlocked), and rechecked after a while,
 // not at once.

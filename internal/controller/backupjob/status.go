@@ -1,6 +1,7 @@
 package backupjob
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"sort"
@@ -40,8 +41,9 @@ func computeStatus(bj *v1alpha1.BackupJob, obs *observation, sched scheduleResul
 		status.NextScheduleTime = ptr.To(metav1.NewTime(sched.next))
 	}
 	status.LastSuccessfulTime = lastSuccess(obs, bj.Status.LastSuccessfulTime)
+	status.LastFailure = lastFailure(obs, cmp.Or(obs.lastFailure, bj.Status.LastFailure))
 
-	last := lastFinishedRun(obs)
+	last := lastFinishedRun(obs, status.LastFailure)
 	problem := degradedCause(bj, obs, sched, ret, runProblem, last)
 	conditions := []metav1.Condition{
 		readyCondition(bj, obs, sched, problem, last),
@@ -54,21 +56,22 @@ func computeStatus(bj *v1alpha1.BackupJob, obs *observation, sched scheduleResul
 	return status
 }
 
-// finishedRun is the most recent finished run, from its backup or, when
-// retention already deleted the backup, its Job.
+// finishedRun is a finished run, from its backup or, when retention already
+// deleted the backup, its Job, or when the Job is gone too (a failed run),
+// status.lastFailure.
 type finishedRun struct {
 	name, reason, message string
 	succeeded             bool
 	scheduled             time.Time
 }
 
-func lastFinishedRun(obs *observation) *finishedRun {
-	var last *finishedRun
-	consider := func(f finishedRun) {
-		if last == nil || f.scheduled.After(last.scheduled) || (f.scheduled.Equal(last.scheduled) && f.name > last.name) {
-			last = &f
-		}
-	}
+// newer tells whether f is a later run than other (nil for none).
+func (f finishedRun) newer(other *finishedRun) bool {
+	return other == nil || f.scheduled.After(other.scheduled) || (f.scheduled.Equal(other.scheduled) && f.name > other.name)
+}
+
+// finishedRuns calls consider with every finished run that obs shows.
+func finishedRuns(obs *observation, consider func(finishedRun)) {
 	for _, b := range obs.backups {
 		if b.result == v1alpha1.BackupSucceeded || b.result == v1alpha1.BackupFailed {
 			consider(finishedRun{name: b.name, reason: b.reason, message: b.message, succeeded: b.result == v1alpha1.BackupSucceeded, scheduled: b.scheduled})
@@ -86,7 +89,42 @@ func lastFinishedRun(obs *observation) *finishedRun {
 			consider(finishedRun{name: name, reason: v1alpha1.BackupJobJobFailedReason, message: message, succeeded: succeeded, scheduled: scheduled})
 		}
 	}
+}
+
+// lastFinishedRun is the most recent finished run: one that obs shows, or
+// the failure status records (its backup and Job may be gone).
+func lastFinishedRun(obs *observation, failure *v1alpha1.BackupRunFailure) *finishedRun {
+	var last *finishedRun
+	consider := func(f finishedRun) {
+		if f.newer(last) {
+			last = &f
+		}
+	}
+	finishedRuns(obs, consider)
+	if failure != nil {
+		consider(finishedRun{name: failure.Run, reason: failure.Reason, message: failure.Message, scheduled: failure.ScheduledTime.Time})
+	}
 	return last
+}
+
+// lastFailure is the most recent failed run: one that obs shows, or the one
+// status recorded before (previous), whose backup and Job retention and the
+// Job history limit may have removed since.
+func lastFailure(obs *observation, previous *v1alpha1.BackupRunFailure) *v1alpha1.BackupRunFailure {
+	var newest *finishedRun
+	if previous != nil {
+		newest = &finishedRun{name: previous.Run, scheduled: previous.ScheduledTime.Time}
+	}
+	latest := previous
+	finishedRuns(obs, func(f finishedRun) {
+		if f.succeeded || !f.newer(newest) {
+			return
+		}
+		newest = &f
+		latest = &v1alpha1.BackupRunFailure{Run: f.name, ScheduledTime: metav1.NewTime(f.scheduled), Reason: cmp.Or(f.reason, v1alpha1.BackupJobJobFailedReason),
+			Message: controller.TruncateMessage(cmp.Or(f.message, fmt.Sprintf("Run %s failed", f.name)))}
+	})
+	return latest
 }
 
 // lastSuccess is when the most recent successful run finished. The newest
