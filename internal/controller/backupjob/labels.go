@@ -39,6 +39,13 @@ const (
 	// to it.
 	MadeByAnnotation = "example.com/backupjob-uid"
 
+	// JobStartedAnnotation, on a backup claim, is the UID of its run's Job,
+	// written once the Job is created: a Job gone before its result was
+	// recorded (a TTL controller removed it while the operator was away)
+	// is not made again, which would copy into a backup that may be
+	// complete, under the time of its first run.
+	JobStartedAnnotation = "example.com/job-uid"
+
 	// RunNowAnnotation, on the objects of a run that spec.runNow asked for,
 	// is that spec.runNow value: a retry finds the run it already started.
 	RunNowAnnotation = "example.com/run-now"

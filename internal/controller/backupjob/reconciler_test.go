@@ -372,6 +372,45 @@ func TestRetentionDeletesExactlyTheDroppedBackups(t *testing.T) {
 	f.g.Expect(f.condition(v1alpha1.BackupJobLastRunSucceededCondition).Status).To(Equal(metav1.ConditionFalse))
 }
 
+// A run's Job removed before its result was recorded (a TTL controller
+// removed it while the operator was away) is not made again: it would copy
+// into a backup that may be complete. The run failed. A claim whose Job
+// was never made gets it.
+func TestAJobGoneAfterItStartedIsNotRunAgain(t *testing.T) {
+	f := newFixture(t, false)
+	f.at(10 * time.Second)
+	run := f.runName(10 * time.Second)
+	claim := f.claims()[run]
+	f.g.Expect(claim.Annotations).To(HaveKey(backupjob.JobStartedAnnotation))
+	job := &batchv1.Job{}
+	f.g.Expect(k8sClient.Get(t.Context(), types.NamespacedName{Namespace: f.ns, Name: run}, job)).To(Succeed())
+	f.g.Expect(k8sClient.Delete(t.Context(), job, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
+	f.g.Eventually(func() error {
+		return k8sClient.Get(t.Context(), types.NamespacedName{Namespace: f.ns, Name: run}, &batchv1.Job{})
+	}).Should(Satisfy(apierrors.IsNotFound))
+
+	f.at(11 * time.Second)
+	f.g.Expect(f.jobs()).NotTo(ContainElement(HaveField("Name", run)), "not made again")
+	claim = f.claims()[run]
+	f.g.Expect(claim.Labels).To(HaveKeyWithValue(backupjob.ResultLabel, string(v1alpha1.BackupFailed)))
+	f.g.Expect(claim.Annotations[backupjob.ResultMessageAnnotation]).To(ContainSubstring("deleted before its result was recorded"))
+
+	// The next run's claim, as if its Job's creation had failed: no Job,
+	// no mark. Its Job is made.
+	f.at(20 * time.Second)
+	next := f.runName(20 * time.Second)
+	f.g.Expect(k8sClient.Get(t.Context(), types.NamespacedName{Namespace: f.ns, Name: next}, job)).To(Succeed())
+	f.g.Expect(k8sClient.Delete(t.Context(), job, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
+	claim = f.claims()[next]
+	delete(claim.Annotations, backupjob.JobStartedAnnotation)
+	f.g.Expect(k8sClient.Update(t.Context(), &claim)).To(Succeed())
+	f.g.Eventually(func(g Gomega) {
+		g.Expect(k8sClient.Get(t.Context(), types.NamespacedName{Namespace: f.ns, Name: next}, &batchv1.Job{})).To(Satisfy(apierrors.IsNotFound))
+		f.at(21 * time.Second)
+		g.Expect(f.jobs()).To(ContainElement(HaveField("Name", next)))
+	}).Should(Succeed())
+}
+
 // A failed run whose backup retention deletes (keepFailed 0) and whose Job
 // the history limit deletes (failedJobsHistoryLimit 0) at once is still the
 // last run status tells of, from status.lastFailure, until a later run
@@ -477,6 +516,12 @@ func TestRecreatedBackupJobLeavesTheEarlierOnesBackupsAlone(t *testing.T) {
 		return k8sClient.Get(t.Context(), client.ObjectKeyFromObject(earlier.bj), &v1alpha1.BackupJob{})
 	}).Should(Satisfy(apierrors.IsNotFound))
 
+	// Runs are named after their scheduled times, @every 10s from the
+	// creation: created in the same second, both would name their first
+	// run alike, which no real schedule does.
+	for time.Now().Unix() <= earlier.created.Unix() {
+		time.Sleep(50 * time.Millisecond)
+	}
 	bj := &v1alpha1.BackupJob{ObjectMeta: metav1.ObjectMeta{Name: earlier.bj.Name, Namespace: earlier.ns}, Spec: *earlier.bj.Spec.DeepCopy()}
 	bj.Spec.DeletionPolicy = v1alpha1.DeleteBackups
 	earlier.g.Expect(k8sClient.Create(t.Context(), bj)).To(Succeed())

@@ -17,10 +17,8 @@ import (
 
 // recordResults writes on each backup claim whose run's Job finished how it
 // ended, before anything may delete the Job: the result must outlive the
-// bounded Job history. A running backup whose Job is gone gets it back
-// (someone deleted it, or its creation failed), unless the claim is older
-// than the BackupJob: then the Job went with an earlier BackupJob of this
-// name, and the run counts as failed.
+// bounded Job history. A running backup whose Job is gone (see jobGone)
+// gets it back only when it never had one.
 func (r *Reconciler) recordResults(ctx context.Context, bj *v1alpha1.BackupJob, obs *observation, now time.Time, out *outcome) {
 	for _, b := range obs.backups {
 		if b.kind != v1alpha1.VolumeBackup || b.result != v1alpha1.BackupRunning || b.deleting() {
@@ -34,12 +32,7 @@ func (r *Reconciler) recordResults(ctx context.Context, bj *v1alpha1.BackupJob, 
 				continue
 			}
 			if live == nil {
-				if created := b.object.GetCreationTimestamp(); created.Before(&bj.CreationTimestamp) {
-					out.add(r.recordResult(ctx, b, v1alpha1.BackupFailed, v1alpha1.BackupJobJobFailedReason,
-						fmt.Sprintf("Job %s was deleted, with an earlier BackupJob %s, before it finished", b.name, bj.Name), now), false)
-					continue
-				}
-				r.ensureRunJob(ctx, bj, obs, run{name: b.name, scheduled: b.scheduled, runNow: b.runNow}, out)
+				r.jobGone(ctx, bj, obs, b, now, out)
 				continue
 			}
 			obs.runJobs[b.name] = live
@@ -47,6 +40,9 @@ func (r *Reconciler) recordResults(ctx context.Context, bj *v1alpha1.BackupJob, 
 		}
 		finished, succeeded, message, at := jobOutcome(job)
 		if !finished {
+			if b.object.GetAnnotations()[JobStartedAnnotation] == "" {
+				out.add(r.markJobStarted(ctx, b, job), false)
+			}
 			continue
 		}
 		if at.IsZero() {
@@ -66,6 +62,32 @@ func (r *Reconciler) recordResults(ctx context.Context, bj *v1alpha1.BackupJob, 
 		}
 		r.Recorder.Eventf(bj, job, corev1.EventTypeWarning, "RunFailed", "Run", "Run %s failed: %s", b.name, message)
 	}
+}
+
+// jobGone handles a running backup claim whose Job does not exist. The
+// cache may not show yet the result this process recorded before the
+// history limit deleted the Job: the claim is read again. A claim whose Job
+// was created once (JobStartedAnnotation) gets none again: its copy may
+// have run, whole or in part, and the run failed for want of a result. One
+// whose Job was never created (the create failed) gets it.
+func (r *Reconciler) jobGone(ctx context.Context, bj *v1alpha1.BackupJob, obs *observation, b *backup, now time.Time, out *outcome) {
+	live := &corev1.PersistentVolumeClaim{}
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(b.object), live); err != nil {
+		out.add(client.IgnoreNotFound(fmt.Errorf("get backup claim %s: %w", b.name, err)), false)
+		return
+	}
+	fresh := claimBackup(live)
+	if fresh.result != v1alpha1.BackupRunning {
+		*b = *fresh
+		return
+	}
+	if uid, started := live.Annotations[JobStartedAnnotation]; started {
+		b.object = live
+		out.add(r.recordResult(ctx, b, v1alpha1.BackupFailed, v1alpha1.BackupJobJobFailedReason,
+			fmt.Sprintf("Job %s (UID %s) was deleted before its result was recorded: the backup may be incomplete", b.name, uid), now), false)
+		return
+	}
+	r.ensureRunJob(ctx, bj, obs, run{name: b.name, scheduled: b.scheduled, runNow: b.runNow}, out)
 }
 
 // liveJob reads a run's Job from the API server, for a Job the cache may

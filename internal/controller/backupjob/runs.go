@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -251,7 +252,8 @@ func (r *Reconciler) startRun(ctx context.Context, bj *v1alpha1.BackupJob, obs *
 	return runStarted
 }
 
-// ensureRunJob creates the Job of a run whose backup claim exists.
+// ensureRunJob creates the Job of a run whose backup claim exists, and
+// marks the claim with the Job's UID (JobStartedAnnotation).
 func (r *Reconciler) ensureRunJob(ctx context.Context, bj *v1alpha1.BackupJob, obs *observation, run run, out *outcome) startOutcome {
 	job := &batchv1.Job{}
 	res := r.Children.Ensure(ctx, bj, typedApply{desiredRunJob(bj, run)}, job, children.WithoutCreateEvent())
@@ -259,7 +261,29 @@ func (r *Reconciler) ensureRunJob(ctx context.Context, bj *v1alpha1.BackupJob, o
 		return o
 	}
 	obs.runJobs[run.name] = job
+	if b := obs.backupNamed(run.name); b != nil && b.object.GetAnnotations()[JobStartedAnnotation] == "" {
+		if err := r.markJobStarted(ctx, b, job); err != nil {
+			// The Job runs: its result is recorded all the same, and
+			// recordResults marks the claim later.
+			out.add(err, false)
+		}
+	}
 	return runStarted
+}
+
+// markJobStarted writes the UID of job, the run's Job, on its backup claim.
+func (r *Reconciler) markJobStarted(ctx context.Context, b *backup, job *batchv1.Job) error {
+	claim, ok := b.object.(*corev1.PersistentVolumeClaim)
+	if !ok {
+		return nil
+	}
+	patch := []byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, JobStartedAnnotation, job.UID))
+	updated := claim.DeepCopy()
+	if err := r.Client.Patch(ctx, updated, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		return fmt.Errorf("mark backup claim %s with its Job: %w", b.name, err)
+	}
+	b.object = updated
+	return nil
 }
 
 // judgeCreate turns the result of creating a run's object into the run's
