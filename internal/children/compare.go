@@ -20,6 +20,8 @@ import (
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 	"sigs.k8s.io/structured-merge-diff/v6/typed"
 	"sigs.k8s.io/structured-merge-diff/v6/value"
+
+	"example.com/platform-operator/internal/platform"
 )
 
 // ConfigHashAnnotation holds the hash of the apply configuration a child was
@@ -329,9 +331,16 @@ func comparedState(live client.Object, in *intent) string {
 // created it, most of them. It relies on what comparedState relies on: the
 // generation covers every field outside the metadata. A child without a
 // generation (a Service), or changed since its creation, is compared.
+//
+// The operator must have made it, too: a copy of the child, edited and
+// created in its place by someone else (kubectl replace --force), is at
+// generation 1 with the same labels, hash and owner. Its creator owns every
+// field of it, so that the operator's create leaves no entry in its managed
+// fields.
 func untouchedSinceCreated(live client.Object, in *intent) bool {
 	if live.GetGeneration() != 1 || liveHash(live) != in.hash ||
-		!holdsAll(live.GetLabels(), in.labels) || !holdsAll(live.GetAnnotations(), in.annotations) {
+		!holdsAll(live.GetLabels(), in.labels) || !holdsAll(live.GetAnnotations(), in.annotations) ||
+		!slices.ContainsFunc(live.GetManagedFields(), isOwnCreate) {
 		return false
 	}
 	for _, owner := range in.owners {
@@ -340,6 +349,12 @@ func untouchedSinceCreated(live client.Object, in *intent) bool {
 		}
 	}
 	return true
+}
+
+// isOwnCreate tells whether e is the entry of the operator's create, which
+// the cache keeps (TrimManagedFields).
+func isOwnCreate(e metav1.ManagedFieldsEntry) bool {
+	return e.Manager == platform.Name && e.Operation == metav1.ManagedFieldsOperationUpdate && e.Subresource == ""
 }
 
 // holdsAll reports whether live has every key of desired, with its value.

@@ -15,6 +15,8 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"example.com/platform-operator/internal/platform"
 )
 
 func verifiedDeployment() *appsv1.Deployment {
@@ -319,6 +321,18 @@ func TestOnlyAChildUntouchedSinceItsCreationSkipsTheComparison(t *testing.T) {
 		d.OwnerReferences = append(d.OwnerReferences, metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "x", UID: "other"})
 		// The cache keeps no pod template: the generation stands for it.
 		d.Spec.Template = corev1.PodTemplateSpec{}
+		// Nor most managed fields: of those the API server keeps, the
+		// operator's create, the Deployment controller's revision and
+		// status, only the first (TrimManagedFields).
+		fields := &metav1.FieldsV1{Raw: []byte(`{"f:spec":{}}`)}
+		d.ManagedFields = []metav1.ManagedFieldsEntry{
+			{Manager: platform.Name, Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "apps/v1", FieldsType: "FieldsV1", FieldsV1: fields},
+			{Manager: "kube-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "apps/v1", FieldsType: "FieldsV1", FieldsV1: fields},
+			{Manager: "kube-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "apps/v1", FieldsType: "FieldsV1", FieldsV1: fields, Subresource: "status"},
+		}
+		if _, err := TrimManagedFields(d); err != nil {
+			t.Fatal(err)
+		}
 		return d
 	}
 	for _, tc := range []struct {
@@ -335,6 +349,12 @@ func TestOnlyAChildUntouchedSinceItsCreationSkipsTheComparison(t *testing.T) {
 		{"the hash annotation removed", func(d *appsv1.Deployment) { delete(d.Annotations, ConfigHashAnnotation) }, false},
 		{"the controller reference removed", func(d *appsv1.Deployment) { d.OwnerReferences = d.OwnerReferences[1:] }, false},
 		{"the controller reference no longer the controller", func(d *appsv1.Deployment) { d.OwnerReferences[0].Controller = ptr.To(false) }, false},
+		{"made again by someone else from a copy (kubectl replace --force)", func(d *appsv1.Deployment) {
+			d.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl-replace", Operation: metav1.ManagedFieldsOperationUpdate}}
+		}, false},
+		{"made by the operator under its former name", func(d *appsv1.Deployment) {
+			d.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: platform.LegacyName, Operation: metav1.ManagedFieldsOperationUpdate}}
+		}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := created()

@@ -1,12 +1,15 @@
 package website_test
 
 import (
+	"context"
+	"sync"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -80,4 +83,40 @@ func childReads(g Gomega, childKind string) float64 {
 		map[string]string{"owner_kind": "Website", "child_kind": childKind, "reason": "compare"})
 	g.Expect(err).NotTo(HaveOccurred())
 	return n
+}
+
+// A child deleted and made again by someone else from a copy of it, with
+// an edit (kubectl get -o yaml, edit, kubectl replace --force), is at
+// generation 1 and carries the operator's labels, hash and owner: only its
+// managed fields tell that the operator did not make it. It is compared,
+// and restored.
+func TestChildRecreatedWithAnEditIsRestored(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns := newNamespace(t)
+	createWebsite(t, testgen.Website("site", ns))
+	var original *appsv1.Deployment
+	g.Eventually(func(g Gomega) { original = getDeployment(g, ctx, ns, "site") }).WithTimeout(timeout).Should(Succeed())
+
+	// Their copy goes in just before the operator's own create.
+	var once sync.Once
+	writes.onCreate(ns, func(ctx context.Context, obj client.Object) {
+		if _, ok := obj.(*appsv1.Deployment); !ok {
+			return
+		}
+		once.Do(func() {
+			copied := original.DeepCopy()
+			copied.ResourceVersion, copied.UID, copied.Generation, copied.CreationTimestamp = "", "", 0, metav1.Time{}
+			copied.Status = appsv1.DeploymentStatus{}
+			copied.Spec.Template.Spec.Containers[0].Image = "registry.example.com/theirs:1"
+			g.Expect(k8sClient.Create(ctx, copied, client.FieldOwner("kubectl-create"))).To(Succeed())
+		})
+	})
+	g.Expect(k8sClient.Delete(ctx, original)).To(Succeed())
+
+	g.Eventually(func(g Gomega) {
+		d := getDeployment(g, ctx, ns, "site")
+		g.Expect(d.UID).NotTo(Equal(original.UID))
+		g.Expect(d.Spec.Template.Spec.Containers[0].Image).To(Equal(original.Spec.Template.Spec.Containers[0].Image), "restored")
+	}).WithTimeout(timeout).Should(Succeed())
 }
