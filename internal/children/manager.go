@@ -293,6 +293,8 @@ func (m *Manager) update(ctx context.Context, owner client.Object, in *intent, l
 		action = Restored
 	}
 	if refused, ok := m.refused.lookup(in); ok {
+		// The child stays as it was, and the owner's status tells of it.
+		refused.Exists = true
 		return refused
 	}
 	// A restore: either someone changed what the operator set, or the API
@@ -365,7 +367,10 @@ func (m *Manager) repairInvalid(ctx context.Context, owner client.Object, in *in
 	err = m.client.Create(ctx, probe, client.DryRunAll, client.FieldOwner(platform.Name))
 	switch {
 	case apierrors.IsInvalid(err):
-		return m.refuse(in, err)
+		// The child stays as it was, and the owner's status tells of it.
+		r := m.refuse(in, err)
+		r.Exists = true
+		return r
 	case !apierrors.IsAlreadyExists(err) && err != nil:
 		return writeFailed(fmt.Errorf("apply %s %s: %w; and a dry-run create failed: %w", kind, in.key.Name, applyErr, err))
 	}

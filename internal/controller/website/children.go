@@ -66,8 +66,8 @@ func (r *WebsiteReconciler) reconcileChildren(ctx context.Context, w *websitev1.
 	note("Deployment", result)
 	if result.Exists {
 		obs.deployment = deployment
-		// A failed update leaves a Deployment of an older spec.
-		obs.deploymentCurrent = result.Action != children.Failed
+		// A failed or refused update leaves a Deployment of an older spec.
+		obs.deploymentCurrent = result.Action != children.Failed && result.Action != children.Invalid
 	}
 
 	service := &corev1.Service{}

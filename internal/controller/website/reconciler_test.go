@@ -427,6 +427,35 @@ func TestSpecRefusedForAChildIsReportedAndNotRetried(t *testing.T) {
 	}).WithTimeout(timeout).Should(Succeed())
 }
 
+// An update the API server refuses leaves the running Deployment as it was:
+// status goes on counting its replicas, beside the InvalidSpec condition.
+func TestRefusedUpdateStillReportsTheRunningDeployment(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns := newNamespace(t)
+	createWebsite(t, testgen.Website("site", ns))
+	// envtest runs no Deployment controller: the status is written here.
+	g.Eventually(func(g Gomega) {
+		d := getDeployment(g, ctx, ns, "site")
+		d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: 1, ReadyReplicas: 1, UpdatedReplicas: 1, AvailableReplicas: 1}
+		g.Expect(k8sClient.Status().Update(ctx, d)).To(Succeed())
+	}).WithTimeout(timeout).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(getWebsite(g, ctx, ns, "site").Status.ReadyReplicas).To(Equal(int32(1)))
+	}).WithTimeout(timeout).Should(Succeed())
+
+	updateWebsite(g, ctx, ns, "site", func(w *websitev1.Website) {
+		w.Spec.Resources = testgen.Website("site", ns, testgen.WithResources(map[corev1.ResourceName]string{"example.com/gpu": "1"}, nil)).Spec.Resources
+	})
+	g.Eventually(func(g Gomega) {
+		w := getWebsite(g, ctx, ns, "site")
+		g.Expect(condition(w, websitev1.DegradedCondition).Reason).To(Equal(websitev1.InvalidSpecReason))
+		g.Expect(w.Status.ObservedGeneration).To(Equal(w.Generation))
+		g.Expect(w.Status.Replicas).To(Equal(int32(1)), "the Deployment still runs its replica")
+		g.Expect(w.Status.ReadyReplicas).To(Equal(int32(1)))
+	}).WithTimeout(timeout).Should(Succeed())
+}
+
 // A spec the API server refuses does not stop a Website from looking again
 // at an object in its way: once its owner removes it, the Website's own is
 // made.
