@@ -34,6 +34,7 @@ func (r *Reconciler) ensureNamespaces(ctx context.Context, t *tenantv1.Tenant, o
 			out.record(res, "")
 			n.phase = tenantv1.NamespaceFailed
 			n.message = res.Message
+			n.failedButHeld = res.Exists && ns.DeletionTimestamp == nil && holdsNamespace(t)(ns)
 		default:
 			n.phase = tenantv1.NamespaceActive
 			if ns.DeletionTimestamp != nil {

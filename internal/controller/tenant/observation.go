@@ -36,12 +36,16 @@ type namespaceObservation struct {
 	subjects []tenantv1.TenantSubject
 	// access is why an access object in it could not be made, if so.
 	access *cause
+	// failedButHeld is true for a namespace whose update failed but which
+	// still carries the Tenant's labels: it is still the Tenant's.
+	failedButHeld bool
 }
 
 // held tells whether the Tenant holds the namespace and may grant access in
-// it.
+// it. A namespace whose update failed (a timeout, a webhook refusing a new
+// label) is still held: access in it stays, and isolation still admits it.
 func (n namespaceObservation) held() bool {
-	return n.phase == tenantv1.NamespaceActive
+	return n.phase == tenantv1.NamespaceActive || n.failedButHeld
 }
 
 // credentialObservation is what was seen of the credentials.

@@ -9,6 +9,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -346,6 +347,60 @@ func TestAManagedNamespaceLabelledForAdoptionIsAdopted(t *testing.T) {
 	eventuallyCondition(t, tn.Name, tenantv1.TenantReadyCondition, metav1.ConditionTrue, tenantv1.TenantActiveReason)
 	g.Expect(namespace(g, ctx, existing).Labels).To(HaveKeyWithValue(tenantv1.TenantLabel, tn.Name))
 	g.Expect(exists(g, ctx, key(existing, "data"), &corev1.ConfigMap{})).To(BeTrue())
+}
+
+// A namespace whose update fails (here a policy refuses any change to it)
+// is still the Tenant's: access in it stays, and the other namespaces'
+// isolation still admits its traffic.
+func TestANamespaceWhoseUpdateFailsIsStillHeld(t *testing.T) {
+	needsAPIServer(t)
+	ctx := t.Context()
+	g := NewWithT(t)
+	stuck, other := unique("stuck"), unique("other")
+	tn := newTenant(t, []string{other, stuck})
+	eventuallyCondition(t, tn.Name, tenantv1.TenantReadyCondition, metav1.ConditionTrue, tenantv1.TenantActiveReason)
+
+	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: stuck},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+				ResourceNames: []string{stuck},
+				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Update},
+					Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"namespaces"}},
+				},
+			}}},
+			Validations: []admissionregistrationv1.Validation{{Expression: "false", Message: "namespace " + stuck + " is frozen"}},
+		},
+	}
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: stuck},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: stuck,
+			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}},
+	}
+	g.Expect(k8sClient.Create(ctx, policy)).To(Succeed())
+	g.Expect(k8sClient.Create(ctx, binding)).To(Succeed())
+	t.Cleanup(func() {
+		_ = k8sClient.Delete(context.Background(), binding)
+		_ = k8sClient.Delete(context.Background(), policy)
+	})
+
+	// A new Pod Security level relabels every namespace: stuck's update is
+	// refused once the policy is in force.
+	tn = getTenant(g, ctx, tn.Name)
+	tn.Spec.PodSecurity = tenantv1.BaselinePodSecurity
+	g.Expect(k8sClient.Update(ctx, tn)).To(Succeed())
+	NewWithT(t).Eventually(func(g Gomega) {
+		c := condition(getTenant(g, ctx, tn.Name), tenantv1.TenantNamespacesReadyCondition)
+		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(c.Message).To(ContainSubstring("frozen"))
+	}).WithTimeout(timeout).Should(Succeed())
+
+	g.Expect(exists(g, ctx, key(stuck, "tenant-admin"), &rbacv1.RoleBinding{})).To(BeTrue(), "access in it stays")
+	np := &networkingv1.NetworkPolicy{}
+	g.Expect(k8sClient.Get(ctx, key(other, "tenant-isolation"), np)).To(Succeed())
+	g.Expect(np.Spec.Ingress[0].From[0].NamespaceSelector.MatchExpressions[0].Values).To(ContainElement(stuck),
+		"its traffic is still admitted")
 }
 
 func TestTwoTenantsCannotShareANamespace(t *testing.T) {
