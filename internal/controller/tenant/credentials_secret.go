@@ -146,11 +146,17 @@ func (r *Reconciler) issue(ctx context.Context, t *tenantv1.Tenant, key types.Na
 	switch err := r.Client.Create(ctx, secret, client.FieldOwner(platform.Name)); {
 	case apierrors.IsAlreadyExists(err):
 		existing, c := r.ownSecret(ctx, t, key, r.APIReader)
-		if c != nil {
+		switch {
+		case c != nil:
 			return nil, c, nil
+		case existing == nil:
+			// Gone again since (a finalizer held it): the next reconcile
+			// makes it.
+			err = fmt.Errorf("secret %s existed at its creation and is gone", key)
+		default:
+			// Ours, and not yet in the cache: the next reconcile sees it.
+			err = fmt.Errorf("secret %s exists but is not in the cache yet (resourceVersion %s)", key, existing.GetResourceVersion())
 		}
-		// Ours, and not yet in the cache: the next reconcile sees it.
-		err = fmt.Errorf("secret %s exists but is not in the cache yet (resourceVersion %s)", key, existing.GetResourceVersion())
 		return nil, &cause{reason: tenantv1.TenantProgressingReason, message: "The token is being issued"}, err
 	case err != nil:
 		err = fmt.Errorf("create Secret %s: %w", key, err)

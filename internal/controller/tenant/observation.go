@@ -20,6 +20,9 @@ type observation struct {
 	credentials    credentialObservation
 	// quotas are the Tenant's ResourceQuotas, one per namespace it holds.
 	quotas []corev1.ResourceQuota
+	// notReleased is why namespaces removed from spec.namespaces could not
+	// be released (they keep the Tenant's labels and access), if so.
+	notReleased *cause
 }
 
 // namespaceObservation is one namespace of the Tenant.

@@ -174,7 +174,10 @@ func (r *Reconciler) ensureChildren(ctx context.Context, t *tenantv1.Tenant) (ob
 	var out outcome
 	obs := observation{roleNotAllowed: !slices.Contains(r.AllowedOwnerRoles, OwnerRole(t))}
 	obs.namespaces = r.ensureNamespaces(ctx, t, &out)
-	out.add(r.releaseRemovedNamespaces(ctx, t), false)
+	if err := r.releaseRemovedNamespaces(ctx, t); err != nil {
+		out.add(err, false)
+		obs.notReleased = problemOf(err)
+	}
 
 	var held []string
 	for _, n := range obs.namespaces {

@@ -90,6 +90,9 @@ func namespacesCondition(obs observation) judged {
 		return judge(tenantv1.TenantNamespacesReadyCondition, false, *problem(tenantv1.NamespaceConflictReason, joinMessages(conflicts)))
 	case len(failed) > 0:
 		return judge(tenantv1.TenantNamespacesReadyCondition, false, *problem(failedReason(failed[0].message), joinMessages(failed)))
+	case obs.notReleased != nil:
+		return judge(tenantv1.TenantNamespacesReadyCondition, false, *problem(obs.notReleased.reason,
+			controller.TruncateMessage("A namespace removed from spec.namespaces still holds the Tenant's labels and access: "+obs.notReleased.message)))
 	case len(terminating) > 0:
 		return judge(tenantv1.TenantNamespacesReadyCondition, false, cause{reason: tenantv1.NamespaceTerminatingReason,
 			message: controller.TruncateMessage(joinMessages(terminating))})

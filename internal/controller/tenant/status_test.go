@@ -54,6 +54,18 @@ func TestComputeStatusConditions(t *testing.T) {
 			},
 		},
 		{
+			name:   "a namespace removed from the spec could not be released",
+			tenant: testTenant(withCredentials),
+			obs: func(o *observation) {
+				o.notReleased = problem(tenantv1.TenantApplyFailedReason, "release namespace team-a-old: admission webhook denied the request")
+			},
+			want: map[string]conditionWant{
+				tenantv1.TenantReadyCondition:           {"False", tenantv1.TenantApplyFailedReason},
+				tenantv1.TenantNamespacesReadyCondition: {"False", tenantv1.TenantApplyFailedReason},
+				tenantv1.TenantDegradedCondition:        {"True", tenantv1.TenantApplyFailedReason},
+			},
+		},
+		{
 			name:   "a namespace held by someone else",
 			tenant: testTenant(withCredentials),
 			obs: func(o *observation) {
