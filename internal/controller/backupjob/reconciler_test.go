@@ -590,6 +590,9 @@ func TestInvalidScheduleIsReported(t *testing.T) {
 	c := f.condition(v1alpha1.BackupJobReadyCondition)
 	f.g.Expect(c.Reason).To(Equal(v1alpha1.BackupJobInvalidScheduleReason))
 	f.g.Expect(c.Message).To(ContainSubstring("spec.schedule"))
+	// The time zone is valid: retention goes on, and is not said to wait
+	// for it.
+	f.g.Expect(f.condition(v1alpha1.BackupJobRetentionAppliedCondition).Reason).To(Equal(v1alpha1.BackupJobRetentionAppliedReason))
 }
 
 // A missing source claim is reported and its runs are counted as missed.

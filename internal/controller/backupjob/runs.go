@@ -67,6 +67,8 @@ func (r *Reconciler) runSchedule(ctx context.Context, bj *v1alpha1.BackupJob, ob
 	s, err := ParseSchedule(bj.Spec.Schedule, bj.Spec.TimeZone)
 	if err != nil {
 		res.problem = scheduleProblem(err)
+		// Retention needs only the time zone, which may be valid.
+		res.loc, _ = loadLocation(bj.Spec.TimeZone)
 		return res
 	}
 	res.loc = s.Location()
