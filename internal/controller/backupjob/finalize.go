@@ -60,12 +60,22 @@ func (r *Reconciler) finalize(ctx context.Context, bj *v1alpha1.BackupJob) (ctrl
 				continue
 			}
 			if !b.deleting() {
-				uid := b.object.GetUID()
-				err := r.Client.Delete(ctx, b.object, client.Preconditions{UID: &uid})
-				if err != nil && !apierrors.IsNotFound(err) {
-					return ctrl.Result{}, fmt.Errorf("delete backup %s (deletionPolicy Delete): %w", b.name, err)
-				}
-				if apierrors.IsNotFound(err) {
+				// Guarded like retention's deletes: a backup changed since
+				// the cache saw it (pinned a moment ago) is looked at again.
+				uid, version := b.object.GetUID(), b.object.GetResourceVersion()
+				err := r.Client.Delete(ctx, b.object, client.Preconditions{UID: &uid, ResourceVersion: &version})
+				switch {
+				case apierrors.IsNotFound(err):
+					continue
+				case apierrors.IsConflict(err):
+					going = append(going, fmt.Sprintf("%s (changed since it was read)", b.name))
+					continue
+				case err != nil:
+					// Refused (an admission policy, a permission): tried
+					// again until the grace period ends, and reported.
+					r.Recorder.Eventf(bj, nil, corev1.EventTypeWarning, "BackupDeletionFailed", "Delete",
+						"Backup %s could not be deleted with BackupJob %s (deletionPolicy Delete): %v", b.name, bj.Name, err)
+					going = append(going, fmt.Sprintf("%s (deletion refused: %v)", b.name, err))
 					continue
 				}
 				r.Recorder.Eventf(bj, nil, corev1.EventTypeNormal, "BackupDeleted", "Delete",

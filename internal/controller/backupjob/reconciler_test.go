@@ -9,6 +9,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -565,6 +566,59 @@ func TestDeletionPolicyDeleteDeletesUnpinnedBackups(t *testing.T) {
 	err := k8sClient.Get(t.Context(), client.ObjectKeyFromObject(f.bj), &v1alpha1.BackupJob{})
 	f.g.Expect(client.IgnoreNotFound(err)).To(Succeed())
 	f.g.Expect(err).To(HaveOccurred(), "the BackupJob is gone")
+}
+
+// A backup whose deletion the API server refuses (here a policy) does not
+// keep a BackupJob with deletionPolicy Delete for ever: it is tried until
+// the grace period ends, reported, and stays.
+func TestRefusedBackupDeletionDoesNotKeepTheBackupJob(t *testing.T) {
+	f := newFixture(t, false, func(bj *v1alpha1.BackupJob) { bj.Spec.DeletionPolicy = v1alpha1.DeleteBackups })
+	events := f.recordEvents()
+	f.at(10 * time.Second)
+	kept := f.runName(10 * time.Second)
+	f.finishJob(kept, true)
+	f.at(11 * time.Second)
+
+	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: f.ns},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+				ResourceNames: []string{kept},
+				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Delete},
+					Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"persistentvolumeclaims"}},
+				},
+			}}},
+			Validations: []admissionregistrationv1.Validation{{Expression: "false", Message: "backups are kept by policy"}},
+		},
+	}
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: f.ns},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: f.ns,
+			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}},
+	}
+	f.g.Expect(k8sClient.Create(t.Context(), policy)).To(Succeed())
+	f.g.Expect(k8sClient.Create(t.Context(), binding)).To(Succeed())
+	t.Cleanup(func() {
+		_ = k8sClient.Delete(context.Background(), binding)
+		_ = k8sClient.Delete(context.Background(), policy)
+	})
+
+	// The policy takes effect a moment after its creation.
+	claim := f.claims()[kept]
+	f.g.Eventually(func() error {
+		return k8sClient.Delete(t.Context(), &claim, client.DryRunAll)
+	}).WithTimeout(10 * time.Second).Should(MatchError(ContainSubstring("backups are kept by policy")))
+
+	f.g.Expect(k8sClient.Delete(t.Context(), f.bj)).To(Succeed())
+	f.at(12 * time.Second)
+	f.g.Expect(drain(events)).To(ContainElement(ContainSubstring("BackupDeletionFailed")))
+	f.g.Expect(f.get().DeletionTimestamp).NotTo(BeNil(), "kept within the grace period")
+
+	f.at(12*time.Second + 2*time.Minute)
+	err := k8sClient.Get(t.Context(), client.ObjectKeyFromObject(f.bj), &v1alpha1.BackupJob{})
+	f.g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the BackupJob is gone after the grace period")
+	f.g.Expect(f.liveClaims()).To(ConsistOf(kept), "the backup stays")
 }
 
 // Without the VolumeSnapshot API a snapshot target is reported, and
