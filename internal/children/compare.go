@@ -390,8 +390,9 @@ func (c *verifiedCache) remember(live client.Object, in *intent) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(c.entries) >= maxVerified {
-		// Children deleted by the garbage collector are never forgotten one
-		// by one; starting afresh costs one comparison per child.
+		// A backstop: children are forgotten when their informer reports
+		// them deleted (Manager.verify). Starting afresh costs one
+		// comparison per child.
 		clear(c.entries)
 	}
 	c.entries[c.key(live)] = state

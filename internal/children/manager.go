@@ -110,7 +110,7 @@ func NewManagerWithClient(mgr ctrl.Manager, c client.Client, ownerKind string, r
 // newManager returns a Manager whose client reads from the cache that
 // informers feeds; informers may be nil in unit tests.
 func newManager(c client.Client, apiReader client.Reader, informers cache.Informers, scheme *runtime.Scheme, recorder events.EventRecorder, ownerKind string) *Manager {
-	return &Manager{
+	m := &Manager{
 		client:    c,
 		apiReader: apiReader,
 		scheme:    scheme,
@@ -121,6 +121,20 @@ func newManager(c client.Client, apiReader client.Reader, informers cache.Inform
 		refused:   newRefusals(clock.RealClock{}),
 		pending:   newPendingCreates(informers, clock.RealClock{}),
 	}
+	// A child the garbage collector or a person deletes is forgotten with
+	// it, rather than when the verifiedCache is full.
+	m.pending.deleted = m.verified.forget
+	return m
+}
+
+// verify remembers live, a child of the desired state in, as verified, and
+// makes sure its type's informer tells when it is deleted.
+func (m *Manager) verify(ctx context.Context, live client.Object, in *intent) {
+	if err := m.pending.watch(ctx, in.gvk, live); err != nil {
+		// Forgotten when the verifiedCache is full instead.
+		log.FromContext(ctx).V(1).Info("Deleted children of this kind are not forgotten one by one", "kind", in.gvk.Kind, "error", err.Error())
+	}
+	m.verified.remember(live, in)
 }
 
 // EnsureOption changes how Ensure treats one child.
@@ -215,7 +229,7 @@ func (m *Manager) create(ctx context.Context, owner client.Object, in *intent, l
 		// live is now the child as the API server stored it from the
 		// desired state: its next sight in the cache needs no comparison,
 		// nor do the status updates after it.
-		m.verified.remember(live, in)
+		m.verify(ctx, live, in)
 		countWrite(m.ownerKind, kind, "create")
 		if !o.quietCreate {
 			m.recorder.Eventf(owner, live, corev1.EventTypeNormal, kind+"Created", "Create", "%s %s created", kind, in.key.Name)
@@ -265,7 +279,7 @@ func (m *Manager) update(ctx context.Context, owner client.Object, in *intent, l
 	action := Updated
 	if liveHash(live) == in.hash {
 		if untouchedSinceCreated(live, in) {
-			m.verified.remember(live, in)
+			m.verify(ctx, live, in)
 			return Result{Action: Unchanged, Exists: true}
 		}
 		if isPartial(live) {
@@ -287,7 +301,7 @@ func (m *Manager) update(ctx context.Context, owner client.Object, in *intent, l
 			return failed(fmt.Errorf("compare %s %s with its desired state: %w", kind, in.key.Name, err))
 		}
 		if !differs {
-			m.verified.remember(live, in)
+			m.verify(ctx, live, in)
 			return Result{Action: Unchanged, Exists: true}
 		}
 		action = Restored
@@ -302,7 +316,7 @@ func (m *Manager) update(ctx context.Context, owner client.Object, in *intent, l
 	// policy rewriting images). An apply would put back the first and could
 	// not undo the second, which is no drift. A dry run tells which.
 	if action == Restored && m.applyChangesNothing(ctx, in, live) {
-		m.verified.remember(live, in)
+		m.verify(ctx, live, in)
 		log.FromContext(ctx).V(1).Info("Child differs from its desired state as the API server's admission makes it; left as it is",
 			"kind", kind, "name", in.key.Name)
 		return Result{Action: Unchanged, Exists: true}
@@ -320,7 +334,7 @@ func (m *Manager) update(ctx context.Context, owner client.Object, in *intent, l
 	if err != nil {
 		return writeFailed(fmt.Errorf("apply %s %s: %w", kind, in.key.Name, err))
 	}
-	m.verified.remember(live, in)
+	m.verify(ctx, live, in)
 	m.refused.forget(in)
 	if action == Updated {
 		countWrite(m.ownerKind, kind, "update")

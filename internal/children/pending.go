@@ -48,6 +48,9 @@ type pendingCreates struct {
 	// holds the child types whose informer reports to observed.
 	watchMu sync.Mutex
 	watched map[schema.GroupVersionKind]bool
+	// deleted, when set, is told of every child the informers report
+	// deleted, for the Manager to forget what it remembers of it.
+	deleted func(client.Object)
 }
 
 type pendingKey struct {
@@ -97,7 +100,7 @@ func (p *pendingCreates) created(gvk schema.GroupVersionKind, created client.Obj
 }
 
 // watch makes the informer of gvk end the entries of the objects it
-// reports, once per type.
+// reports, and tell deleted of those deleted, once per type.
 func (p *pendingCreates) watch(ctx context.Context, gvk schema.GroupVersionKind, obj client.Object) error {
 	if p.informers == nil {
 		return nil
@@ -111,18 +114,24 @@ func (p *pendingCreates) watch(ctx context.Context, gvk schema.GroupVersionKind,
 	if err != nil {
 		return fmt.Errorf("informer of %s: %w", gvk.Kind, err)
 	}
-	seen := func(obj any) {
+	seen := func(obj any) client.Object {
 		if tombstone, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
 			obj = tombstone.Obj
 		}
-		if o, ok := obj.(client.Object); ok {
+		o, ok := obj.(client.Object)
+		if ok {
 			p.observed(gvk, client.ObjectKeyFromObject(o))
 		}
+		return o
 	}
 	if _, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    seen,
+		AddFunc:    func(obj any) { seen(obj) },
 		UpdateFunc: func(_, obj any) { seen(obj) },
-		DeleteFunc: seen,
+		DeleteFunc: func(obj any) {
+			if o := seen(obj); o != nil && p.deleted != nil {
+				p.deleted(o)
+			}
+		},
 	}); err != nil {
 		return fmt.Errorf("watch the informer of %s: %w", gvk.Kind, err)
 	}

@@ -10,7 +10,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -128,4 +130,26 @@ func (w *StatusWriter) Forget(obj client.Object) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	delete(w.last, string(obj.GetUID()))
+}
+
+// ForgetDeleted makes the writer forget every object of obj's type that
+// the informers report deleted: an object without a finalizer is gone by
+// the time its reconcile finds it missing, with nothing left to Forget.
+func (w *StatusWriter) ForgetDeleted(ctx context.Context, informers cache.Informers, obj client.Object) error {
+	informer, err := informers.GetInformer(ctx, obj)
+	if err != nil {
+		return fmt.Errorf("informer of %T: %w", obj, err)
+	}
+	_, err = informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{DeleteFunc: func(deleted any) {
+		if tombstone, ok := deleted.(toolscache.DeletedFinalStateUnknown); ok {
+			deleted = tombstone.Obj
+		}
+		if o, ok := deleted.(client.Object); ok {
+			w.Forget(o)
+		}
+	}})
+	if err != nil {
+		return fmt.Errorf("watch the deletions of %T: %w", obj, err)
+	}
+	return nil
 }

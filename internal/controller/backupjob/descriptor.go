@@ -120,6 +120,9 @@ func jobEvents() handler.EventHandler {
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.defaults()
 	r.retries = controller.NewRetries()
+	if err := r.Status.ForgetDeleted(context.Background(), mgr.GetCache(), &v1alpha1.BackupJob{}); err != nil {
+		return err
+	}
 	// Not For: see controller.PendingFirst.
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("backupjob").

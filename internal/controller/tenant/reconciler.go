@@ -284,6 +284,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	r.children = children.NewManager(mgr, tenantKind, r.Recorder)
 	r.status = children.NewStatusWriter(r.Client)
+	if err := r.status.ForgetDeleted(context.Background(), mgr.GetCache(), &tenantv1.Tenant{}); err != nil {
+		return err
+	}
 	ownedByTenant := controller.EnqueueControllingOwner(tenantv1.GroupVersion.WithKind(tenantKind).GroupKind(), meta.RESTScopeNameRoot)
 	// Not For: see controller.PendingFirst.
 	return ctrl.NewControllerManagedBy(mgr).

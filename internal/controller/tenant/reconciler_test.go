@@ -385,8 +385,15 @@ func TestANamespaceWhoseUpdateFailsIsStillHeld(t *testing.T) {
 		_ = k8sClient.Delete(context.Background(), policy)
 	})
 
+	// The policy takes effect a moment after its creation.
+	NewWithT(t).Eventually(func() error {
+		ns := namespace(g, ctx, stuck)
+		ns.Labels["probe"] = "x"
+		return k8sClient.Update(ctx, ns, client.DryRunAll)
+	}).WithTimeout(timeout).Should(MatchError(ContainSubstring("frozen")))
+
 	// A new Pod Security level relabels every namespace: stuck's update is
-	// refused once the policy is in force.
+	// refused.
 	tn = getTenant(g, ctx, tn.Name)
 	tn.Spec.PodSecurity = tenantv1.BaselinePodSecurity
 	g.Expect(k8sClient.Update(ctx, tn)).To(Succeed())

@@ -249,6 +249,9 @@ func (r *WebsiteReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := indexFields(context.Background(), mgr); err != nil {
 		return err
 	}
+	if err := r.Status.ForgetDeleted(context.Background(), mgr.GetCache(), &websitev1.Website{}); err != nil {
+		return err
+	}
 	ownedByWebsite := controller.EnqueueControllingOwner(websitev1.GroupVersion.WithKind("Website").GroupKind(), meta.RESTScopeNameNamespace)
 	// Not For: its handler would queue every Website listed at start-up
 	// behind later changes, those with work pending too (see
