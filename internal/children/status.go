@@ -111,8 +111,17 @@ func (w *StatusWriter) PatchThrottled(ctx context.Context, cached, updated clien
 	}
 	if err := w.client.Status().Patch(ctx, updated, client.RawPatch(types.JSONPatchType, patch)); err != nil {
 		if apierrors.IsNotFound(err) {
+			// The object was deleted meanwhile, with nothing left to
+			// report on; or it exists and its resource serves no status
+			// (a CustomResourceDefinition replaced by one without the
+			// subresource, such as the tutorial's), which must not freeze
+			// the status unsaid.
+			if w.client.Get(ctx, client.ObjectKeyFromObject(cached), cached.DeepCopyObject().(client.Object)) == nil {
+				return false, 0, fmt.Errorf("patch status: the API server serves no status for %s: was its CustomResourceDefinition replaced by one without the status subresource? %w",
+					cached.GetName(), err)
+			}
 			w.Forget(cached)
-			return false, 0, nil // deleted meanwhile: nothing left to report on
+			return false, 0, nil
 		}
 		return false, 0, fmt.Errorf("patch status: %w", err)
 	}

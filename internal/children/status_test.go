@@ -7,6 +7,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -117,4 +118,31 @@ func TestStatusWriterThrottlesProgress(t *testing.T) {
 	wrote, _ = f.write("3", status(3), status(4), "ready", 0)
 	g.Expect(wrote).To(BeFalse(), "what was just written over the same cached version is not written again")
 	g.Expect(f.patches).To(Equal(3))
+}
+
+// A status patch answered NotFound is nothing to report for an object
+// deleted meanwhile, and an error for one that exists: its resource serves
+// no status (a CRD without the status subresource applied over ours).
+func TestStatusWriterTellsAMissingStatusSubresourceFromADeletion(t *testing.T) {
+	g := NewWithT(t)
+	scheme := runtime.NewScheme()
+	g.Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
+	stored := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "d", Namespace: "ns", UID: "u1"}}
+	// The API server answers a status patch of a resource without the
+	// subresource NotFound, as for an object that does not exist.
+	c := interceptor.NewClient(fake.NewClientBuilder().WithScheme(scheme).WithObjects(stored).Build(), interceptor.Funcs{
+		SubResourcePatch: func(_ context.Context, _ client.Client, _ string, obj client.Object, _ client.Patch, _ ...client.SubResourcePatchOption) error {
+			return apierrors.NewNotFound(appsv1.Resource("deployments"), obj.GetName())
+		},
+	})
+	w := NewStatusWriter(c)
+	updated := stored.DeepCopy()
+	updated.Status.Replicas = 1
+	_, err := w.Patch(context.Background(), stored, updated, stored.Status, updated.Status)
+	g.Expect(err).To(MatchError(ContainSubstring("serves no status")))
+
+	g.Expect(c.Delete(context.Background(), stored)).To(Succeed())
+	wrote, err := w.Patch(context.Background(), stored, updated, stored.Status, updated.Status)
+	g.Expect(err).NotTo(HaveOccurred(), "deleted meanwhile")
+	g.Expect(wrote).To(BeFalse())
 }
