@@ -39,7 +39,10 @@ func (r *Reconciler) ensureAccess(ctx context.Context, t *tenantv1.Tenant, n *na
 			binding := &rbacv1.RoleBinding{}
 			res := r.children.Ensure(ctx, t, desired, binding)
 			note(out.record(res, tenantv1.AccessConflictReason))
-			if res.Exists {
+			// A binding whose update the API server refused binds whom the
+			// spec no longer names (an owner removed): access fails closed,
+			// and it is pruned below.
+			if res.Exists && res.Action != children.Invalid {
 				keepBinding = binding.Name
 				n.role = binding.RoleRef.Name
 				n.subjects = subjectsOf(binding.Subjects)

@@ -410,6 +410,27 @@ func TestANamespaceWhoseUpdateFailsIsStillHeld(t *testing.T) {
 		"its traffic is still admitted")
 }
 
+// Owners changed to a list the API server refuses to bind (an invalid
+// ServiceAccount name) leave no binding of the former owners: access fails
+// closed until the spec is fixed.
+func TestRefusedOwnersRemoveTheFormerOnesAccess(t *testing.T) {
+	needsAPIServer(t)
+	ctx := t.Context()
+	g := NewWithT(t)
+	home := unique("refused")
+	tn := newTenant(t, []string{home})
+	eventuallyCondition(t, tn.Name, tenantv1.TenantReadyCondition, metav1.ConditionTrue, tenantv1.TenantActiveReason)
+	g.Expect(exists(g, ctx, key(home, "tenant-admin"), &rbacv1.RoleBinding{})).To(BeTrue())
+
+	tn = getTenant(g, ctx, tn.Name)
+	tn.Spec.Owners = []tenantv1.TenantSubject{{Kind: tenantv1.ServiceAccountSubject, Name: "Deploy_Bot", Namespace: home}}
+	g.Expect(k8sClient.Update(ctx, tn)).To(Succeed())
+	eventuallyCondition(t, tn.Name, tenantv1.TenantAccessReadyCondition, metav1.ConditionFalse, tenantv1.TenantInvalidSpecReason)
+	NewWithT(t).Eventually(func(g Gomega) {
+		g.Expect(exists(g, ctx, key(home, "tenant-admin"), &rbacv1.RoleBinding{})).To(BeFalse(), "the former owner's binding is gone")
+	}).WithTimeout(timeout).Should(Succeed())
+}
+
 func TestTwoTenantsCannotShareANamespace(t *testing.T) {
 	needsAPIServer(t)
 	ctx := t.Context()
