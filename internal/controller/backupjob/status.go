@@ -111,6 +111,15 @@ func lastFinishedRun(obs *observation, failure *v1alpha1.BackupRunFailure) *fini
 // status recorded before (previous), whose backup and Job retention and the
 // Job history limit may have removed since.
 func lastFailure(obs *observation, previous *v1alpha1.BackupRunFailure) *v1alpha1.BackupRunFailure {
+	if previous != nil {
+		// A run that failed may succeed after all: a snapshot ready after
+		// its deadline.
+		finishedRuns(obs, func(f finishedRun) {
+			if f.succeeded && f.name == previous.Run {
+				previous = nil
+			}
+		})
+	}
 	var newest *finishedRun
 	if previous != nil {
 		newest = &finishedRun{name: previous.Run, scheduled: previous.ScheduledTime.Time}

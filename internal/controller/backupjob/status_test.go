@@ -127,3 +127,39 @@ func TestRunningSnapshotShowsTheErrorItRetries(t *testing.T) {
 	}
 	t.Fatal("no Ready condition")
 }
+
+// status.lastFailure is the most recent failed run: a newer failure
+// replaces it, a newer success leaves it, and the run itself succeeding
+// after all (a snapshot ready past its deadline) clears it.
+func TestLastFailure(t *testing.T) {
+	t0 := time.Date(2026, 3, 1, 2, 0, 0, 0, time.UTC)
+	recorded := &v1alpha1.BackupRunFailure{Run: "nightly-2", ScheduledTime: metav1.NewTime(t0.Add(2 * time.Hour)), Reason: v1alpha1.BackupJobJobFailedReason}
+	observed := func(backups ...*backup) *observation {
+		return &observation{backups: backups, runJobs: map[string]*batchv1.Job{}}
+	}
+	tests := []struct {
+		name     string
+		obs      *observation
+		previous *v1alpha1.BackupRunFailure
+		want     string // the run lastFailure names, "" for none
+	}{
+		{"none failed", observed(statusBackup("nightly-1", t0, v1alpha1.BackupSucceeded)), nil, ""},
+		{"one failed", observed(statusBackup("nightly-1", t0, v1alpha1.BackupFailed)), nil, "nightly-1"},
+		{"kept once its objects are gone", observed(), recorded, "nightly-2"},
+		{"an older failure does not replace it", observed(statusBackup("nightly-1", t0, v1alpha1.BackupFailed)), recorded, "nightly-2"},
+		{"a newer failure does", observed(statusBackup("nightly-3", t0.Add(3*time.Hour), v1alpha1.BackupFailed)), recorded, "nightly-3"},
+		{"a newer success leaves it", observed(statusBackup("nightly-3", t0.Add(3*time.Hour), v1alpha1.BackupSucceeded)), recorded, "nightly-2"},
+		{"the run succeeded after all", observed(statusBackup("nightly-2", t0.Add(2*time.Hour), v1alpha1.BackupSucceeded)), recorded, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := lastFailure(tt.obs, tt.previous)
+			switch {
+			case tt.want == "" && got != nil:
+				t.Errorf("lastFailure %s, want none", got.Run)
+			case tt.want != "" && (got == nil || got.Run != tt.want):
+				t.Errorf("lastFailure %v, want %s", got, tt.want)
+			}
+		})
+	}
+}
