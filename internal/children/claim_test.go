@@ -55,7 +55,8 @@ func TestAnotherOwnersChildNotYetCachedIsAConflict(t *testing.T) {
 
 // An object that the cache holds (it carries the operator's managed-by
 // label) but that the owner does not, labelled for adoption by another
-// owner, stays a conflict. (An object labelled for the owner is adopted:
+// owner, stays a conflict: the adoption the cache path now allows is the
+// labelled owner's only. (An object labelled for the owner is adopted:
 // the Tenant's envtest TestAManagedNamespaceLabelledForAdoptionIsAdopted,
 // as adoption needs the API server's managed fields.)
 func TestACachedObjectLabelledForAnotherOwnerIsAConflict(t *testing.T) {

@@ -30,6 +30,9 @@ import (
 type StatusWriter struct {
 	client client.Client
 	clock  clock.PassiveClock
+	// live reads from the API server, to tell a deletion from a resource
+	// without a status (see PatchThrottled); the client when unset.
+	live client.Reader
 
 	mu   sync.Mutex
 	last map[string]lastStatus
@@ -116,7 +119,12 @@ func (w *StatusWriter) PatchThrottled(ctx context.Context, cached, updated clien
 			// (a CustomResourceDefinition replaced by one without the
 			// subresource, such as the tutorial's), which must not freeze
 			// the status unsaid.
-			if w.client.Get(ctx, client.ObjectKeyFromObject(cached), cached.DeepCopyObject().(client.Object)) == nil {
+			var reader client.Reader = w.client
+			if w.live != nil {
+				reader = w.live
+			}
+			current := cached.DeepCopyObject().(client.Object)
+			if reader.Get(ctx, client.ObjectKeyFromObject(cached), current) == nil && current.GetUID() == cached.GetUID() {
 				return false, 0, fmt.Errorf("patch status: the API server serves no status for %s: was its CustomResourceDefinition replaced by one without the status subresource? %w",
 					cached.GetName(), err)
 			}
@@ -132,6 +140,14 @@ func (w *StatusWriter) PatchThrottled(ctx context.Context, cached, updated clien
 	w.last[key] = lastStatus{digest: digest, summary: summary, over: cached.GetResourceVersion(), at: w.clock.Now()}
 	w.mu.Unlock()
 	return true, 0, nil
+}
+
+// ReadingLiveFrom makes the writer read from r, the API server, to tell
+// whether an object whose status patch was answered NotFound exists. It
+// returns w.
+func (w *StatusWriter) ReadingLiveFrom(r client.Reader) *StatusWriter {
+	w.live = r
+	return w
 }
 
 // Forget drops what the writer remembers of obj, once it is gone.

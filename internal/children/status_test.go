@@ -141,8 +141,16 @@ func TestStatusWriterTellsAMissingStatusSubresourceFromADeletion(t *testing.T) {
 	_, err := w.Patch(context.Background(), stored, updated, stored.Status, updated.Status)
 	g.Expect(err).To(MatchError(ContainSubstring("serves no status")))
 
-	g.Expect(c.Delete(context.Background(), stored)).To(Succeed())
-	wrote, err := w.Patch(context.Background(), stored, updated, stored.Status, updated.Status)
+	// Deleted, while the cache still shows it: the API server tells.
+	live := fake.NewClientBuilder().WithScheme(scheme).Build()
+	wrote, err := w.ReadingLiveFrom(live).Patch(context.Background(), stored, updated, stored.Status, updated.Status)
 	g.Expect(err).NotTo(HaveOccurred(), "deleted meanwhile")
 	g.Expect(wrote).To(BeFalse())
+
+	// Deleted and made again under the name: not the object written.
+	again := stored.DeepCopy()
+	again.UID, again.ResourceVersion = "u2", ""
+	g.Expect(live.Create(context.Background(), again)).To(Succeed())
+	_, err = w.Patch(context.Background(), stored, updated, stored.Status, updated.Status)
+	g.Expect(err).NotTo(HaveOccurred(), "another object of the name")
 }

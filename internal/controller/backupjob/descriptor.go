@@ -86,7 +86,7 @@ func NewReconciler(mgr ctrl.Manager, c client.Client, opts controller.SetupOptio
 		Client:                  c,
 		APIReader:               mgr.GetAPIReader(),
 		Children:                children.NewManagerWithClient(mgr, c, "BackupJob", recorder),
-		Status:                  children.NewStatusWriter(c),
+		Status:                  children.NewStatusWriter(c).ReadingLiveFrom(mgr.GetAPIReader()),
 		Recorder:                recorder,
 		Clock:                   opts.Clock,
 		SnapshotsServed:         opts.ServedOptionalAPIs[SnapshotAPI],

@@ -100,11 +100,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 	status := computeStatus(bj, obs, sched, ret, out.problem, now)
 	r.recordDegradedEvent(bj, status)
+	// A failure, of the status write too, does not cancel the next
+	// scheduled run (controller.Retries).
+	after := r.requeueAfter(bj, sched, ret, obs, now)
 	if err := r.patchStatus(ctx, bj, status); err != nil {
-		return ctrl.Result{}, errors.Join(out.err, err)
+		return r.retries.Result(req, errors.Join(out.err, err), true, after)
 	}
-	// A failure does not cancel the next scheduled run (controller.Retries).
-	return r.retries.Result(req, out.err, out.retry, r.requeueAfter(bj, sched, ret, obs, now))
+	return r.retries.Result(req, out.err, out.retry, after)
 }
 
 // outcome collects the errors of one reconcile and what status must say

@@ -126,13 +126,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	now := r.Clock.Now()
 	status := computeStatus(t, obs, now)
 	r.recordDegradedEvent(t, status)
+	// A failure, of the status write too, does not cancel the token's
+	// renewal nor the recheck of a conflict (controller.Retries).
+	after := r.requeueAfter(obs, outcome, now)
 	if err := r.patchStatus(ctx, t, status); err != nil {
-		return ctrl.Result{}, errors.Join(outcome.err, err)
+		return r.retries.Result(req, errors.Join(outcome.err, err), true, after)
 	}
-
-	// A failure does not cancel the token's renewal nor the recheck of a
-	// conflict (controller.Retries).
-	return r.retries.Result(req, outcome.err, outcome.retry, r.requeueAfter(obs, outcome, now))
+	return r.retries.Result(req, outcome.err, outcome.retry, after)
 }
 
 // outcome collects the errors of one reconcile. retry is false when every
@@ -283,7 +283,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.APIServerURL = mgr.GetConfig().Host
 	}
 	r.children = children.NewManager(mgr, tenantKind, r.Recorder)
-	r.status = children.NewStatusWriter(r.Client)
+	r.status = children.NewStatusWriter(r.Client).ReadingLiveFrom(mgr.GetAPIReader())
 	if err := r.status.ForgetDeleted(context.Background(), mgr.GetCache(), &tenantv1.Tenant{}); err != nil {
 		return err
 	}

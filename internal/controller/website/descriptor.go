@@ -45,7 +45,7 @@ func NewReconciler(mgr ctrl.Manager, c client.Client, opts controller.SetupOptio
 		Client:                  c,
 		APIReader:               mgr.GetAPIReader(),
 		Children:                children.NewManagerWithClient(mgr, c, "Website", recorder),
-		Status:                  children.NewStatusWriterWithClock(c, opts.Clock),
+		Status:                  children.NewStatusWriterWithClock(c, opts.Clock).ReadingLiveFrom(mgr.GetAPIReader()),
 		Recorder:                recorder,
 		Clock:                   opts.Clock,
 		ClusterDomain:           opts.ClusterDomain,

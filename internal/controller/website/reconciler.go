@@ -114,13 +114,6 @@ func (r *WebsiteReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	status := computeStatus(website, obs, r.ClusterDomain, metav1.NewTime(r.Clock.Now()))
 	r.recordBlockerEvent(website, obs.blocker)
 	statusDue, err := r.writeStatus(ctx, website, status, statusProgressInterval)
-	if err != nil {
-		return ctrl.Result{}, errors.Join(childErr, err)
-	}
-	if r.Metrics != nil {
-		r.Metrics.Observe(website, status)
-	}
-
 	var after time.Duration
 	switch {
 	case statusDue > 0:
@@ -128,8 +121,14 @@ func (r *WebsiteReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	case obs.conflict:
 		after = wait.Jitter(r.ConflictRecheckInterval, 0.2)
 	}
-	// A failure does not cancel the recheck of a conflict nor a status
-	// held back (controller.Retries).
+	// A failure, of the status write too, does not cancel the recheck of a
+	// conflict nor a status held back (controller.Retries).
+	if err != nil {
+		return r.retries.Result(req, errors.Join(childErr, err), true, after)
+	}
+	if r.Metrics != nil {
+		r.Metrics.Observe(website, status)
+	}
 	return r.retries.Result(req, childErr, obs.retry, after)
 }
 
