@@ -109,13 +109,14 @@ func isPartial(obj metav1.Object) bool {
 	return ok
 }
 
-// TrimManagedFields keeps of an object's managed fields only the entries
-// that needsOwnershipUpgrade looks for, without their field sets: the
-// operator's own entries that an apply does not yet own (its create's, its
-// former name's). Who else manages fields, and what any entry owns, is
-// read from the API server on the rare occasions it is needed (see
-// upgradeOwnership). The entries kept hold constant strings, so that a cached
-// object shares them instead of holding its own copies.
+// TrimManagedFields keeps of an object's managed fields only the operator's
+// own entries, without their field sets: those that needsOwnershipUpgrade
+// looks for (its create's, its former name's, which an apply does not yet
+// own), and its apply's, which with its create's tell untouchedSinceCreated
+// that the operator made the object. Who else manages fields, and what any
+// entry owns, is read from the API server on the rare occasions it is
+// needed (see upgradeOwnership). The entries kept hold constant strings, so
+// that a cached object shares them instead of holding its own copies.
 func TrimManagedFields(obj any) (any, error) {
 	accessor, ok := obj.(metav1.Object)
 	if !ok {
@@ -130,6 +131,8 @@ func TrimManagedFields(obj any) (any, error) {
 	for _, e := range entries {
 		if own, ok := ownershipToUpgrade(e); ok {
 			kept = append(kept, own)
+		} else if isOwnApply(e) {
+			kept = append(kept, metav1.ManagedFieldsEntry{Manager: platform.Name, Operation: metav1.ManagedFieldsOperationApply})
 		}
 	}
 	accessor.SetManagedFields(kept)

@@ -335,12 +335,13 @@ func comparedState(live client.Object, in *intent) string {
 // The operator must have made it, too: a copy of the child, edited and
 // created in its place by someone else (kubectl replace --force), is at
 // generation 1 with the same labels, hash and owner. Its creator owns every
-// field of it, so that the operator's create leaves no entry in its managed
-// fields.
+// field of it, so that the operator has no entry in its managed fields; a
+// child the operator made has its create's entry, or its apply's once it
+// put back metadata (which leaves the generation at 1).
 func untouchedSinceCreated(live client.Object, in *intent) bool {
 	if live.GetGeneration() != 1 || liveHash(live) != in.hash ||
 		!holdsAll(live.GetLabels(), in.labels) || !holdsAll(live.GetAnnotations(), in.annotations) ||
-		!slices.ContainsFunc(live.GetManagedFields(), isOwnCreate) {
+		!slices.ContainsFunc(live.GetManagedFields(), func(e metav1.ManagedFieldsEntry) bool { return isOwnCreate(e) || isOwnApply(e) }) {
 		return false
 	}
 	for _, owner := range in.owners {
@@ -351,10 +352,14 @@ func untouchedSinceCreated(live client.Object, in *intent) bool {
 	return true
 }
 
-// isOwnCreate tells whether e is the entry of the operator's create, which
-// the cache keeps (TrimManagedFields).
+// isOwnCreate and isOwnApply tell whether e is the entry of the operator's
+// create or of its applies, which the cache keeps (TrimManagedFields).
 func isOwnCreate(e metav1.ManagedFieldsEntry) bool {
 	return e.Manager == platform.Name && e.Operation == metav1.ManagedFieldsOperationUpdate && e.Subresource == ""
+}
+
+func isOwnApply(e metav1.ManagedFieldsEntry) bool {
+	return e.Manager == platform.Name && e.Operation == metav1.ManagedFieldsOperationApply && e.Subresource == ""
 }
 
 // holdsAll reports whether live has every key of desired, with its value.

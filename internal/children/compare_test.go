@@ -352,6 +352,9 @@ func TestOnlyAChildUntouchedSinceItsCreationSkipsTheComparison(t *testing.T) {
 		{"made again by someone else from a copy (kubectl replace --force)", func(d *appsv1.Deployment) {
 			d.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl-replace", Operation: metav1.ManagedFieldsOperationUpdate}}
 		}, false},
+		{"metadata put back by the operator since (its apply's entry, generation 1)", func(d *appsv1.Deployment) {
+			d.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: platform.Name, Operation: metav1.ManagedFieldsOperationApply}}
+		}, true},
 		{"made by the operator under its former name", func(d *appsv1.Deployment) {
 			d.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: platform.LegacyName, Operation: metav1.ManagedFieldsOperationUpdate}}
 		}, false},

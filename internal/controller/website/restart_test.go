@@ -57,9 +57,27 @@ func TestRestartReadsOnlyTheChildrenChangedSinceTheirCreation(t *testing.T) {
 	g.Expect(childReads(g, "Service")-serviceReads).To(Equal(1.0), "a Service has no generation to tell")
 	g.Expect(writes.count(ns) - before).To(BeZero())
 
+	// A hand edit of the operator's labels, put back by the running
+	// operator with an apply: the generation stays 1, and the operator's
+	// apply in the managed fields tells that it made the Deployment.
+	d := getDeployment(g, ctx, ns, "site")
+	d.Labels[website.InstanceLabel] = "someone-elses"
+	g.Expect(k8sClient.Update(ctx, d, client.FieldOwner("kubectl-edit"))).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		cached := &appsv1.Deployment{}
+		inCache(g, cached)
+		g.Expect(cached.Labels).To(HaveKeyWithValue(website.InstanceLabel, "site"), "restored")
+		g.Expect(cached.Generation).To(Equal(int64(1)))
+	}).WithTimeout(timeout).Should(Succeed())
+	time.Sleep(time.Second)
+	deploymentReads, before = childReads(g, "Deployment"), writes.count(ns)
+	restart()
+	g.Expect(childReads(g, "Deployment")-deploymentReads).To(BeZero(), "the Deployment's spec is as created")
+	g.Expect(writes.count(ns) - before).To(BeZero())
+
 	// A hand edit of the spec, put back by the running operator: the
 	// Deployment's generation is past 1 for good.
-	d := getDeployment(g, ctx, ns, "site")
+	d = getDeployment(g, ctx, ns, "site")
 	d.Spec.Template.Spec.Containers[0].Image = "nginx:latest"
 	g.Expect(k8sClient.Update(ctx, d, client.FieldOwner("kubectl-edit"))).To(Succeed())
 	g.Eventually(func(g Gomega) {
