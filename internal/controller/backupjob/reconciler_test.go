@@ -25,6 +25,7 @@ import (
 
 	"example.com/platform-operator/api/v1alpha1"
 	"example.com/platform-operator/internal/controller/backupjob"
+	"example.com/platform-operator/internal/testgen"
 )
 
 var namespaceCounter atomic.Int32
@@ -579,30 +580,7 @@ func TestRefusedBackupDeletionDoesNotKeepTheBackupJob(t *testing.T) {
 	f.finishJob(kept, true)
 	f.at(11 * time.Second)
 
-	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: f.ns},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
-			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
-				ResourceNames: []string{kept},
-				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Delete},
-					Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"persistentvolumeclaims"}},
-				},
-			}}},
-			Validations: []admissionregistrationv1.Validation{{Expression: "false", Message: "backups are kept by policy"}},
-		},
-	}
-	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: f.ns},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: f.ns,
-			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}},
-	}
-	f.g.Expect(k8sClient.Create(t.Context(), policy)).To(Succeed())
-	f.g.Expect(k8sClient.Create(t.Context(), binding)).To(Succeed())
-	t.Cleanup(func() {
-		_ = k8sClient.Delete(context.Background(), binding)
-		_ = k8sClient.Delete(context.Background(), policy)
-	})
+	testgen.Refuse(t, k8sClient, f.ns, admissionregistrationv1.Delete, "", "persistentvolumeclaims", kept, "backups are kept by policy")
 
 	// The policy takes effect a moment after its creation.
 	claim := f.claims()[kept]

@@ -360,30 +360,7 @@ func TestANamespaceWhoseUpdateFailsIsStillHeld(t *testing.T) {
 	tn := newTenant(t, []string{other, stuck})
 	eventuallyCondition(t, tn.Name, tenantv1.TenantReadyCondition, metav1.ConditionTrue, tenantv1.TenantActiveReason)
 
-	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: stuck},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
-			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
-				ResourceNames: []string{stuck},
-				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Update},
-					Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"namespaces"}},
-				},
-			}}},
-			Validations: []admissionregistrationv1.Validation{{Expression: "false", Message: "namespace " + stuck + " is frozen"}},
-		},
-	}
-	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: stuck},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: stuck,
-			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}},
-	}
-	g.Expect(k8sClient.Create(ctx, policy)).To(Succeed())
-	g.Expect(k8sClient.Create(ctx, binding)).To(Succeed())
-	t.Cleanup(func() {
-		_ = k8sClient.Delete(context.Background(), binding)
-		_ = k8sClient.Delete(context.Background(), policy)
-	})
+	testgen.Refuse(t, k8sClient, stuck, admissionregistrationv1.Update, "", "namespaces", stuck, "namespace "+stuck+" is frozen")
 
 	// The policy takes effect a moment after its creation.
 	NewWithT(t).Eventually(func() error {
@@ -656,14 +633,7 @@ func TestConfirmedDeleteDeletesNamespacesAndDoesNotHang(t *testing.T) {
 	})
 	eventuallyCondition(t, tn.Name, tenantv1.TenantReadyCondition, metav1.ConditionTrue, tenantv1.TenantActiveReason)
 	g := NewWithT(t)
-	tn = getTenant(g, ctx, tn.Name)
-	tn.Annotations = map[string]string{tenantv1.TenantConfirmDeleteAnnotation: tn.Name}
-	g.Expect(k8sClient.Update(ctx, tn)).To(Succeed())
-
-	// The reconciler's clock and the API server's agree on when the
-	// deletion started (earlier tests moved the clock).
-	fakeClock.SetTime(time.Now())
-	g.Expect(k8sClient.Delete(ctx, tn)).To(Succeed())
+	deleteConfirmed(t, g, tn.Name)
 	NewWithT(t).Eventually(func(g Gomega) {
 		g.Expect(namespace(g, ctx, home).DeletionTimestamp).NotTo(BeNil())
 		got := getTenant(g, ctx, tn.Name)
@@ -679,6 +649,19 @@ func TestConfirmedDeleteDeletesNamespacesAndDoesNotHang(t *testing.T) {
 	g.Expect(namespace(g, ctx, home).DeletionTimestamp).NotTo(BeNil())
 }
 
+// deleteConfirmed confirms the deletion of the Tenant named name (its Delete
+// policy's annotation) and deletes it.
+func deleteConfirmed(t *testing.T, g Gomega, name string) {
+	t.Helper()
+	tn := getTenant(g, t.Context(), name)
+	tn.Annotations = map[string]string{tenantv1.TenantConfirmDeleteAnnotation: tn.Name}
+	g.Expect(k8sClient.Update(t.Context(), tn)).To(Succeed())
+	// The reconciler's clock and the API server's agree on when the
+	// deletion started (earlier tests moved the clock).
+	fakeClock.SetTime(time.Now())
+	g.Expect(k8sClient.Delete(t.Context(), tn)).To(Succeed())
+}
+
 // A namespace the Tenant still holds when it is deleted, but that is no
 // longer in its spec (the user removed it to keep it, and the operator had
 // not yet released it), is released, not deleted, even with a confirmed
@@ -692,16 +675,12 @@ func TestConfirmedDeleteKeepsANamespaceRemovedFromTheSpec(t *testing.T) {
 	})
 	eventuallyCondition(t, tn.Name, tenantv1.TenantReadyCondition, metav1.ConditionTrue, tenantv1.TenantActiveReason)
 	g := NewWithT(t)
-	tn = getTenant(g, ctx, tn.Name)
-	tn.Annotations = map[string]string{tenantv1.TenantConfirmDeleteAnnotation: tn.Name}
-	g.Expect(k8sClient.Update(ctx, tn)).To(Succeed())
 
 	// The Tenant waits for its home namespace to terminate (envtest has no
 	// namespace controller, so it never does): meanwhile a namespace held
 	// by the Tenant but not in its spec shows up, as one removed from the
 	// spec but not yet released would be.
-	fakeClock.SetTime(time.Now())
-	g.Expect(k8sClient.Delete(ctx, tn)).To(Succeed())
+	deleteConfirmed(t, g, tn.Name)
 	NewWithT(t).Eventually(func(g Gomega) {
 		g.Expect(namespace(g, ctx, home).DeletionTimestamp).NotTo(BeNil())
 	}).WithTimeout(timeout).Should(Succeed())

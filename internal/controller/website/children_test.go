@@ -264,6 +264,15 @@ func TestQuietWebsiteWritesNothing(t *testing.T) {
 	g.Expect(writes.count(ns) - before).To(BeZero())
 }
 
+// theirService is a Service named site in ns that is someone else's: no
+// owner, none of the operator's labels, another port.
+func theirService(ns string) *corev1.Service {
+	return &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "site", Namespace: ns},
+		Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 443}}},
+	}
+}
+
 // An object that someone else creates between the operator's look into its
 // cache and its create is refused by the API server and reported as a
 // conflict; it is never adopted or changed.
@@ -272,10 +281,7 @@ func TestObjectCreatedBetweenCacheMissAndCreateIsAConflict(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
 	ns := newNamespace(t)
-	theirs := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: "site", Namespace: ns},
-		Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 443}}},
-	}
+	theirs := theirService(ns)
 	writes.onCreate(ns, func(ctx context.Context, obj client.Object) {
 		if _, ok := obj.(*corev1.Service); ok {
 			_ = k8sClient.Create(ctx, theirs.DeepCopy())

@@ -463,10 +463,7 @@ func TestRefusedSpecStillRechecksAConflict(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
 	ns := newNamespace(t)
-	theirs := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: "site", Namespace: ns},
-		Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 443}}},
-	}
+	theirs := theirService(ns)
 	g.Expect(k8sClient.Create(ctx, theirs)).To(Succeed())
 	createWebsite(t, testgen.Website("site", ns, testgen.WithResources(
 		map[corev1.ResourceName]string{"example.com/gpu": "1"}, nil)))
