@@ -385,13 +385,18 @@ const (
 
 // RetentionRule names why a backup is kept.
 //
-// +kubebuilder:validation:Enum=NewestSuccessful;Pinned;Last;Daily;Weekly;Monthly;Failed
+// +kubebuilder:validation:Enum=NewestSuccessful;NewestVerified;Pinned;Last;Daily;Weekly;Monthly;Failed
 type RetentionRule string
 
 const (
 	// KeptAsNewestSuccessful: the newest successful backup, never deleted,
 	// whatever the policy says.
 	KeptAsNewestSuccessful RetentionRule = "NewestSuccessful"
+	// KeptAsNewestVerified: the newest backup whose restore drill passed,
+	// never deleted either, so that a newer backup not yet (or not
+	// successfully) restored does not take the place of the last one known
+	// to restore.
+	KeptAsNewestVerified RetentionRule = "NewestVerified"
 	// KeptAsPinned: the backup is labelled example.com/pinned=true.
 	KeptAsPinned RetentionRule = "Pinned"
 	// KeptByLast: one of the keepLast newest successful backups.

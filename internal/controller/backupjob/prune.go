@@ -70,7 +70,8 @@ func (r *Reconciler) applyRetention(ctx context.Context, bj *v1alpha1.BackupJob,
 	var candidates []Candidate
 	for _, b := range obs.backups {
 		if !b.deleting() {
-			candidates = append(candidates, Candidate{Name: b.name, ScheduledTime: b.scheduled, Result: b.result, Pinned: b.pinned})
+			candidates = append(candidates, Candidate{Name: b.name, ScheduledTime: b.scheduled, Result: b.result, Pinned: b.pinned,
+				Verified: b.verified == v1alpha1.VerificationPassed})
 		}
 	}
 	for _, v := range Retain(candidates, PolicyFrom(bj.Spec.Retention), loc) {

@@ -22,6 +22,8 @@ type Candidate struct {
 	Result v1alpha1.BackupResult
 	// Pinned is true when the backup carries example.com/pinned=true.
 	Pinned bool
+	// Verified is true when the backup's restore drill passed.
+	Verified bool
 }
 
 // Policy is spec.retention, with zero for a rule that is not set.
@@ -67,9 +69,10 @@ type Verdict struct {
 // of each day, until N days have one kept (so: the newest backup of each of
 // the N most recent days that have one); keepWeekly by ISO week and
 // keepMonthly by month alike. Failed runs count for none of these: they are
-// kept by keepFailed only, the N newest. Two floors hold whatever the
-// policy says: the newest successful backup is kept (NewestSuccessful), and
-// so is every pinned one, successful or not.
+// kept by keepFailed only, the N newest. Three floors hold whatever the
+// policy says: the newest successful backup is kept (NewestSuccessful), the
+// newest one whose restore drill passed (NewestVerified), and every pinned
+// one, successful or not.
 func Retain(backups []Candidate, p Policy, loc *time.Location) []Verdict {
 	verdicts := make([]Verdict, len(backups))
 	for i, b := range backups {
@@ -85,7 +88,7 @@ func Retain(backups []Candidate, p Policy, loc *time.Location) []Verdict {
 		{rule: v1alpha1.KeptByWeekly, left: p.Weekly, bucket: isoWeekOf},
 		{rule: v1alpha1.KeptByMonthly, left: p.Monthly, bucket: monthOf},
 	}
-	newestSuccessfulSeen := false
+	newestSuccessfulSeen, newestVerifiedSeen := false, false
 	failedLeft := p.Failed
 	for i := range verdicts {
 		v := &verdicts[i]
@@ -94,6 +97,10 @@ func Retain(backups []Candidate, p Policy, loc *time.Location) []Verdict {
 			if !newestSuccessfulSeen {
 				newestSuccessfulSeen = true
 				v.KeptBy = append(v.KeptBy, v1alpha1.KeptAsNewestSuccessful)
+			}
+			if v.Verified && !newestVerifiedSeen {
+				newestVerifiedSeen = true
+				v.KeptBy = append(v.KeptBy, v1alpha1.KeptAsNewestVerified)
 			}
 			if v.Pinned {
 				v.KeptBy = append(v.KeptBy, v1alpha1.KeptAsPinned)

@@ -28,6 +28,7 @@ func history(t *testing.T, seed uint64, days int, loc *time.Location) []Candidat
 				c.Result = v1alpha1.BackupFailed
 			}
 			c.Pinned = r.IntN(30) == 0
+			c.Verified = c.Result == v1alpha1.BackupSucceeded && r.IntN(10) == 0
 			if d >= days-1 && r.IntN(2) == 0 {
 				c.Result = v1alpha1.BackupRunning
 			}
@@ -41,6 +42,8 @@ func history(t *testing.T, seed uint64, days int, loc *time.Location) []Candidat
 // referenceRetain is Retain written from the definitions, one backup at a
 // time and without state, in quadratic time: a backup is kept by
 //   - NewestSuccessful when it succeeded and no successful backup is newer;
+//   - NewestVerified when its drill passed and no backup whose drill
+//     passed is newer;
 //   - Last when it succeeded and fewer than keepLast successful ones are
 //     newer;
 //   - Daily (Weekly, Monthly) when it succeeded, no successful backup of
@@ -66,8 +69,11 @@ func referenceRetain(backups []Candidate, p Policy, loc *time.Location) map[stri
 	out := map[string][]v1alpha1.RetentionRule{}
 	for _, c := range backups {
 		var rules []v1alpha1.RetentionRule
-		newerOK, newerFailed := 0, 0
+		newerOK, newerFailed, newerVerified := 0, 0, 0
 		for _, o := range backups {
+			if newer(o, c) && o.Verified && o.Result == v1alpha1.BackupSucceeded {
+				newerVerified++
+			}
 			if newer(o, c) && o.Result == v1alpha1.BackupSucceeded {
 				newerOK++
 			}
@@ -79,6 +85,9 @@ func referenceRetain(backups []Candidate, p Policy, loc *time.Location) map[stri
 		case v1alpha1.BackupSucceeded:
 			if newerOK == 0 {
 				rules = append(rules, v1alpha1.KeptAsNewestSuccessful)
+			}
+			if c.Verified && newerVerified == 0 {
+				rules = append(rules, v1alpha1.KeptAsNewestVerified)
 			}
 			if c.Pinned {
 				rules = append(rules, v1alpha1.KeptAsPinned)

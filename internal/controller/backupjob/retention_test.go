@@ -25,6 +25,8 @@ func b(result v1alpha1.BackupResult, at time.Time) Candidate {
 
 func pinned(c Candidate) Candidate { c.Pinned = true; return c }
 
+func verified(c Candidate) Candidate { c.Verified = true; return c }
+
 // kept formats verdicts as "name:Rule+Rule" for the kept ones, newest
 // first, and "name:-" for the deleted, "name:running" for the running.
 func kept(vs []Verdict) string {
@@ -57,6 +59,9 @@ func TestRetain(t *testing.T) {
 		want    string
 	}{
 		{"nothing to decide", nil, Policy{Last: 3}, time.UTC, ""},
+		{"the newest backup whose drill passed stays until a newer one passes",
+			[]Candidate{b(ok, day(3, 2)), b(ok, day(2, 2)), verified(b(ok, day(1, 2)))}, Policy{Last: 1}, time.UTC,
+			"03-03T02:30:NewestSuccessful+Last 03-02T02:30:- 03-01T02:30:NewestVerified"},
 		{"keepLast keeps the newest, the floor is one of them",
 			[]Candidate{b(ok, day(1, 2)), b(ok, day(2, 2)), b(ok, day(3, 2))}, Policy{Last: 2}, time.UTC,
 			"03-03T02:30:NewestSuccessful+Last 03-02T02:30:Last 03-01T02:30:-"},
