@@ -222,13 +222,21 @@ func TestUpdatingTheSpecUpdatesTheChildren(t *testing.T) {
 	}).WithTimeout(timeout).Should(Succeed())
 }
 
+// siteWithDeployment creates the Website site in a new namespace and
+// returns the namespace and the Deployment the operator made for it.
+func siteWithDeployment(t *testing.T) (string, *appsv1.Deployment) {
+	t.Helper()
+	ns := newNamespace(t)
+	createWebsite(t, testgen.Website("site", ns))
+	var deployment *appsv1.Deployment
+	NewWithT(t).Eventually(func(g Gomega) { deployment = getDeployment(g, t.Context(), ns, "site") }).WithTimeout(timeout).Should(Succeed())
+	return ns, deployment
+}
+
 func TestDeletedChildIsRecreated(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
-	ns := newNamespace(t)
-	createWebsite(t, testgen.Website("site", ns))
-	var original *appsv1.Deployment
-	g.Eventually(func(g Gomega) { original = getDeployment(g, ctx, ns, "site") }).WithTimeout(timeout).Should(Succeed())
+	ns, original := siteWithDeployment(t)
 
 	g.Expect(k8sClient.Delete(ctx, original)).To(Succeed())
 	g.Eventually(func(g Gomega) {

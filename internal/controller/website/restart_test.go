@@ -111,10 +111,7 @@ func childReads(g Gomega, childKind string) float64 {
 func TestChildRecreatedWithAnEditIsRestored(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
-	ns := newNamespace(t)
-	createWebsite(t, testgen.Website("site", ns))
-	var original *appsv1.Deployment
-	g.Eventually(func(g Gomega) { original = getDeployment(g, ctx, ns, "site") }).WithTimeout(timeout).Should(Succeed())
+	ns, original := siteWithDeployment(t)
 
 	// Their copy goes in just before the operator's own create.
 	var once sync.Once
