@@ -20,8 +20,6 @@ help: ## List the targets.
 kube-binaries: ## Build the local control plane (etcd, kube-apiserver, ..., kwok) once per version.
 	@hack/kube-binaries.sh >/dev/null
 
-# The CRD that docs/api.md documents, as hack/gen-deploy writes it.
-WEBSITE_CRD := deploy/components/website/crd.yaml
 # Where generated files live; verify-generate compares them before and after.
 GENERATED := api deploy docs
 
@@ -29,9 +27,7 @@ GENERATED := api deploy docs
 generate: ## Regenerate deepcopy code, deploy/ (CRDs, RBAC, components, install.yaml) and docs/ (API references).
 	go tool controller-gen object:headerFile=hack/boilerplate.go.txt paths=./api/...
 	go run ./hack/gen-deploy
-	go run ./hack/gen-apidoc -crd $(WEBSITE_CRD) -out docs/api.md
-	go run ./hack/gen-apidoc -crd deploy/components/tenant/crd.yaml -out docs/api-tenant.md
-	go run ./hack/gen-apidoc -crd deploy/components/backupjob/crd.yaml -out docs/api-backupjob.md
+	go run ./hack/gen-apidoc -components deploy/components -out docs
 
 .PHONY: verify-generate
 verify-generate: ## Fail when generated code or manifests are stale (regenerating them).

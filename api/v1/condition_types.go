@@ -1,5 +1,7 @@
 package v1
 
+import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 // Condition types of a Website. Each is always present once the operator has
 // seen the Website, so that `kubectl wait --for=condition=Ready` and
 // dashboards never have to guess what a missing condition means.
@@ -109,3 +111,9 @@ const (
 	// finalizer and how to release it.
 	DeletionBlockedReason = "DeletionBlocked"
 )
+
+// GetConditions returns the status's conditions.
+func (s *WebsiteStatus) GetConditions() []metav1.Condition { return s.Conditions }
+
+// GetObservedGeneration returns the generation the status describes.
+func (s *WebsiteStatus) GetObservedGeneration() int64 { return s.ObservedGeneration }

@@ -1,60 +1,40 @@
 package v1_test
 
 import (
-	"flag"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/rest"
+	runtime "k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
 
-	"example.com/platform-operator/internal/testgen"
+	v1 "example.com/platform-operator/api/v1"
+	"example.com/platform-operator/internal/controller/website/websitetest"
+	"example.com/platform-operator/internal/envsuite"
 )
 
 // These tests send Websites to a real API server with the generated CRD
 // (deploy/components/website/crd.yaml) and check which it refuses, and that the refusal names
 // the field.
 
-var restConfig *rest.Config
+var suite envsuite.Suite
 
 func TestMain(m *testing.M) {
-	flag.Parse()
-	if testing.Short() {
-		os.Exit(0)
-	}
-	assets := os.Getenv("KUBEBUILDER_ASSETS")
-	if assets == "" {
-		fmt.Fprintln(os.Stderr, "KUBEBUILDER_ASSETS is not set: run the tests with make test, which builds the control plane")
-		os.Exit(1)
-	}
-	env := &envtest.Environment{
-		BinaryAssetsDirectory: assets,
-		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "deploy", "components", "website", "crd.yaml")},
-		ErrorIfCRDPathMissing: true,
-	}
-	var err error
-	if restConfig, err = env.Start(); err != nil {
-		fmt.Fprintln(os.Stderr, "start envtest:", err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	if err := env.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, "stop envtest:", err)
-	}
-	os.Exit(code)
+	os.Exit(envsuite.Run(m, &suite, envsuite.Options{
+		Components:  []string{"website"},
+		AddToScheme: []func(*runtime.Scheme) error{v1.AddToScheme},
+	}))
 }
 
 func newClient(t *testing.T) client.Client {
 	t.Helper()
-	c, err := client.New(restConfig, client.Options{})
+	suite.NeedsAPIServer(t)
+	c, err := client.New(suite.Config, client.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +53,7 @@ func website(t *testing.T, name, yamlSpec string) *unstructured.Unstructured {
 }
 
 func TestInvalidWebsitesAreRejectedNamingTheField(t *testing.T) {
-	tests := testgen.InvalidWebsites
+	tests := websitetest.InvalidWebsites
 	c := newClient(t)
 	for i, tt := range tests {
 		t.Run(tt.Name, func(t *testing.T) {

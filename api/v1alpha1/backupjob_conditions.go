@@ -1,5 +1,7 @@
 package v1alpha1
 
+import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 // Condition types of a BackupJob. Each is always present once the operator
 // has seen the BackupJob, so that `kubectl wait` and alerts never have to
 // guess what a missing condition means. The identifiers carry the kind's
@@ -156,3 +158,9 @@ const (
 	// the clocks of the nodes and the API server.
 	BackupJobTooManyMissedRunsReason = "TooManyMissedRuns"
 )
+
+// GetConditions returns the status's conditions.
+func (s *BackupJobStatus) GetConditions() []metav1.Condition { return s.Conditions }
+
+// GetObservedGeneration returns the generation the status describes.
+func (s *BackupJobStatus) GetObservedGeneration() int64 { return s.ObservedGeneration }

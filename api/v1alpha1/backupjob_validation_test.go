@@ -2,79 +2,29 @@ package v1alpha1_test
 
 import (
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
 )
 
-// These tests send BackupJobs to a real API server with the CRD generated
-// from this package's markers, and check what it defaults, what it accepts,
-// and that each refusal names the field. The CRD is generated here rather
-// than read from deploy/ so that the test checks the markers themselves,
-// with the generator options deploy/ must use too: generateEmbeddedObjectMeta,
-// without which the API server prunes the Job template's labels.
-//
-// One test function starts the API server and runs every case as a subtest,
-// so that the package needs no TestMain (the Tenant tests share it).
+// These tests send BackupJobs to a real API server with the CRD of deploy/
+// (suite_test.go), and check what it defaults, what it accepts, and that each
+// refusal names the field. deploy/ is generated with generateEmbeddedObjectMeta,
+// without which the API server would prune the Job template's labels; make
+// verify-generate keeps it in step with the markers.
 func TestBackupJobValidation(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs an API server (envtest)")
-	}
-	cfg := backupJobAPIServer(t)
-	c, err := client.New(cfg, client.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	suite.NeedsAPIServer(t)
+	c := suite.Client
 	t.Run("defaults", func(t *testing.T) { testBackupJobDefaults(t, c) })
 	t.Run("accepted", func(t *testing.T) { testBackupJobsAccepted(t, c) })
 	t.Run("refused", func(t *testing.T) { testBackupJobsRefused(t, c) })
 	t.Run("name", func(t *testing.T) { testBackupJobNames(t, c) })
 	t.Run("status", func(t *testing.T) { testBackupJobStatus(t, c) })
-}
-
-// backupJobAPIServer generates the BackupJob CRD with the generator options of
-// make generate and starts etcd and kube-apiserver with it.
-func backupJobAPIServer(t *testing.T) *rest.Config {
-	t.Helper()
-	assets := os.Getenv("KUBEBUILDER_ASSETS")
-	if assets == "" {
-		t.Fatal("KUBEBUILDER_ASSETS is not set: run the tests with make test, which builds the control plane")
-	}
-	dir := t.TempDir()
-	gen := exec.Command("go", "tool", "controller-gen",
-		"crd:crdVersions=v1,generateEmbeddedObjectMeta=true", "paths=.", "output:crd:dir="+dir)
-	if out, err := gen.CombinedOutput(); err != nil {
-		t.Fatalf("controller-gen: %v\n%s", err, out)
-	}
-	env := &envtest.Environment{
-		BinaryAssetsDirectory: assets,
-		CRDInstallOptions: envtest.CRDInstallOptions{
-			Paths:              []string{filepath.Join(dir, "example.com_backupjobs.yaml")},
-			ErrorIfPathMissing: true,
-		},
-	}
-	cfg, err := env.Start()
-	if err != nil {
-		// The API server refuses a CRD whose rules do not compile or whose
-		// estimated cost exceeds its budget: this is where that shows.
-		t.Fatalf("start envtest with the BackupJob CRD: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := env.Stop(); err != nil {
-			t.Errorf("stop envtest: %v", err)
-		}
-	})
-	return cfg
 }
 
 // minimalBackupJob is the smallest BackupJob spec the API server accepts.

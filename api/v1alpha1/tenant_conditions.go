@@ -1,5 +1,7 @@
 package v1alpha1
 
+import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 // Condition types of a Tenant. Each is always present once the operator has
 // seen the Tenant, so that `kubectl wait --for=condition=Ready tenant/NAME`
 // and dashboards never have to guess what a missing condition means. The
@@ -140,3 +142,9 @@ const (
 	// reported (and an event says so), not waited on forever.
 	TenantDeletingReason = "Deleting"
 )
+
+// GetConditions returns the status's conditions.
+func (s *TenantStatus) GetConditions() []metav1.Condition { return s.Conditions }
+
+// GetObservedGeneration returns the generation the status describes.
+func (s *TenantStatus) GetObservedGeneration() int64 { return s.ObservedGeneration }

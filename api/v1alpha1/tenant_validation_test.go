@@ -10,43 +10,18 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
-
-	"example.com/platform-operator/internal/controller/tenant/tenanttest"
 )
 
-// These tests send Tenants to a real API server with the CRD generated from
-// this package and check which it refuses, that the refusal names the field,
-// and what it defaults. The API server is started by the test itself, not
-// by a TestMain, because the BackupJob's tests share this package.
+// These tests send Tenants to a real API server with the CRD of deploy/
+// (suite_test.go) and check which it refuses, that the refusal names the
+// field, and what it defaults.
 
-// tenantAPIServer starts an API server with the Tenant CRD for one test.
+// tenantAPIServer is the suite's API server, for one test.
 func tenantAPIServer(t *testing.T) client.Client {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("needs an API server")
-	}
-	assets := os.Getenv("KUBEBUILDER_ASSETS")
-	if assets == "" {
-		t.Fatal("KUBEBUILDER_ASSETS is not set: run the tests with make test, which builds the control plane")
-	}
-	dir, cleanup, err := tenanttest.GenerateCRD("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cleanup)
-	env := &envtest.Environment{BinaryAssetsDirectory: assets, CRDDirectoryPaths: []string{dir}, ErrorIfCRDPathMissing: true}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatal("start envtest: ", err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
-	c, err := client.New(cfg, client.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
+	suite.NeedsAPIServer(t)
+	return suite.Client
 }
 
 // tenant parses a Tenant from YAML.

@@ -1,15 +1,17 @@
-// Command gen-apidoc writes the API reference of a kind (docs/api.md for
-// Website, docs/api-<kind>.md for the others) from its generated CRD, so
-// that the reference says exactly what the API server enforces: types,
-// defaults, bounds, patterns and CEL rules, with the field comments of api/.
+// Command gen-apidoc writes the API reference of every kind,
+// docs/api-<component>.md, from the CRD of its component
+// deploy/components/<component>/crd.yaml, so that the reference says exactly
+// what the API server enforces: types, defaults, bounds, patterns and CEL
+// rules, with the field comments of api/.
 //
-// Usage: go run ./hack/gen-apidoc -crd deploy/components/website/crd.yaml -out docs/api.md
+// Usage: go run ./hack/gen-apidoc [-components deploy/components] [-out docs]
 package main
 
 import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -19,13 +21,34 @@ import (
 )
 
 func main() {
-	crdPath := flag.String("crd", "deploy/components/website/crd.yaml", "the generated CRD")
-	out := flag.String("out", "docs/api.md", "the Markdown reference to write")
+	components := flag.String("components", "deploy/components", "the folder of the kinds' kustomize components")
+	out := flag.String("out", "docs", "the folder of the references")
 	flag.Parse()
-	if err := run(*crdPath, *out); err != nil {
+	if err := runAll(*components, *out); err != nil {
 		fmt.Fprintln(os.Stderr, "gen-apidoc:", err)
 		os.Exit(1)
 	}
+}
+
+// runAll writes the reference of every component that has a CRD.
+func runAll(components, out string) error {
+	entries, err := os.ReadDir(components)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return err
+	}
+	for _, e := range entries {
+		crd := filepath.Join(components, e.Name(), "crd.yaml")
+		if _, err := os.Stat(crd); err != nil {
+			continue
+		}
+		if err := run(crd, filepath.Join(out, "api-"+e.Name()+".md")); err != nil {
+			return fmt.Errorf("%s: %w", e.Name(), err)
+		}
+	}
+	return nil
 }
 
 func run(crdPath, out string) error {
@@ -40,9 +63,6 @@ func run(crdPath, out string) error {
 	var b strings.Builder
 	for _, version := range crd.Spec.Versions {
 		writeVersion(&b, crdPath, &crd, &version)
-	}
-	if err := os.MkdirAll("docs", 0o755); err != nil {
-		return err
 	}
 	return os.WriteFile(out, []byte(b.String()), 0o644)
 }

@@ -7,17 +7,11 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
-)
 
-// crdsOf names the CRDs (plural.group) that the controller of each package
-// internal/controller/<name> serves: its component installs them. A new kind
-// adds a line here; a controller of built-in kinds only has an empty one.
-var crdsOf = map[string][]string{
-	"website":   {"websites.example.com"},
-	"tenant":    {"tenants.example.com"},
-	"backupjob": {"backupjobs.example.com"},
-}
+	"strings"
+
+	"example.com/platform-operator/internal/operator"
+)
 
 // controllersDir holds one package per controller, relative to the root.
 const controllersDir = "internal/controller"
@@ -36,33 +30,23 @@ type component struct {
 	crds []string
 }
 
-// findComponents returns a component for each package under
-// internal/controller that has RBAC markers, sorted by name. A package with
-// markers but no line in crdsOf is an error: its kind would be installed
-// without its CRD.
+// findComponents returns a component for each controller of the operator's
+// registry, sorted by name: its package is internal/controller/<name>, which
+// must hold the RBAC markers of what it needs, and its CRD is that of the
+// resource it reconciles.
 func findComponents(root string) ([]component, error) {
-	entries, err := os.ReadDir(filepath.Join(root, controllersDir))
-	if err != nil {
-		return nil, fmt.Errorf("list the controllers: %w", err)
-	}
 	var components []component
-	for _, entry := range entries {
-		if !entry.IsDir() {
-			continue
-		}
-		pkg := filepath.Join(controllersDir, entry.Name())
+	for _, d := range operator.Controllers() {
+		pkg := filepath.Join(controllersDir, d.Name)
 		marked, err := hasRBACMarkers(filepath.Join(root, pkg))
 		if err != nil {
 			return nil, err
 		}
 		if !marked {
-			continue
+			return nil, fmt.Errorf("controller %s: %s has no RBAC markers: its component would grant it nothing", d.Name, pkg)
 		}
-		crds, ok := crdsOf[entry.Name()]
-		if !ok {
-			return nil, fmt.Errorf("%s has RBAC markers but no line in crdsOf (hack/gen-deploy/components.go) naming its CRDs", pkg)
-		}
-		components = append(components, component{name: entry.Name(), pkg: pkg, crds: crds})
+		crd := d.Resource.Resource + "." + d.Resource.Group
+		components = append(components, component{name: d.Name, pkg: pkg, crds: []string{crd}})
 	}
 	sort.Slice(components, func(i, j int) bool { return components[i].name < components[j].name })
 	return components, nil

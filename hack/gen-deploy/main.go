@@ -11,9 +11,9 @@
 //	deploy/install.yaml                         kustomize build deploy
 //	deploy/overlays/namespaced/install.yaml     kustomize build deploy/overlays/namespaced
 //
-// A component is made for each package internal/controller/<name> that has
-// RBAC markers; crdsOf (components.go) names the CRDs of each. Everything
-// else in deploy/ is written by hand.
+// A component is made for each controller of the operator's registry, from
+// its package internal/controller/<name> and the CRD of its resource.
+// Everything else in deploy/ is written by hand.
 //
 // Usage: go run ./hack/gen-deploy [-root DIR] (make generate runs it).
 package main

@@ -12,6 +12,8 @@ import (
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+
+	"example.com/platform-operator/internal/operator"
 )
 
 // writeTree writes files (path relative to root: content) under a new
@@ -37,32 +39,29 @@ const markedController = `package x
 func f() {}
 `
 
-// A component is made for each controller package with RBAC markers, with
-// the CRDs that crdsOf names; packages without markers are not controllers.
-func TestComponentPerMarkedControllerPackage(t *testing.T) {
+// A component is made for each controller of the registry, with the CRD of
+// the resource it reconciles.
+func TestComponentPerRegisteredController(t *testing.T) {
 	g := NewWithT(t)
-	root := writeTree(t, map[string]string{
-		"internal/controller/descriptor.go":           "package controller\n",
-		"internal/controller/website/reconciler.go":   markedController,
-		"internal/controller/tenant/sub/reconcile.go": markedController,
-		"internal/controller/helpers/helpers.go":      "package helpers\n// +kubebuilder:object:generate=true\n",
-		"internal/controller/onlytest/x_test.go":      markedController,
-	})
-	components, err := findComponents(root)
+	files := map[string]string{"internal/controller/descriptor.go": "package controller\n"}
+	var want []component
+	for _, d := range operator.Controllers() {
+		files["internal/controller/"+d.Name+"/sub/reconcile.go"] = markedController
+		want = append(want, component{name: d.Name, pkg: "internal/controller/" + d.Name, crds: []string{d.Resource.Resource + "." + d.Resource.Group}})
+	}
+	components, err := findComponents(writeTree(t, files))
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(components).To(Equal([]component{
-		{name: "tenant", pkg: "internal/controller/tenant", crds: []string{"tenants.example.com"}},
-		{name: "website", pkg: "internal/controller/website", crds: []string{"websites.example.com"}},
-	}))
+	g.Expect(components).To(ConsistOf(want))
+	g.Expect(components).To(ContainElement(component{name: "website", pkg: "internal/controller/website", crds: []string{"websites.example.com"}}))
 }
 
-// A controller that crdsOf does not know fails the generation, rather than
-// installing its rights without its CRDs.
-func TestUnknownControllerIsAnError(t *testing.T) {
+// A registered controller whose package has no RBAC markers fails the
+// generation, rather than installing a kind whose controller may do nothing.
+func TestRegisteredControllerWithoutMarkersIsAnError(t *testing.T) {
 	g := NewWithT(t)
-	root := writeTree(t, map[string]string{"internal/controller/widget/reconciler.go": markedController})
+	root := writeTree(t, map[string]string{"internal/controller/website/reconciler.go": "package website\n"})
 	_, err := findComponents(root)
-	g.Expect(err).To(MatchError(ContainSubstring("internal/controller/widget has RBAC markers but no line in crdsOf")))
+	g.Expect(err).To(MatchError(ContainSubstring("has no RBAC markers")))
 }
 
 // Each generated role is bound to the operator's ServiceAccount: a

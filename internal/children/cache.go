@@ -8,7 +8,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"example.com/platform-operator/internal/controller"
 	"example.com/platform-operator/internal/platform"
 )
 
@@ -28,6 +27,28 @@ func ManagedLabels() map[string]string {
 	return map[string]string{platform.ManagedByLabel: platform.Name}
 }
 
+// CacheSetting is how a controller asks the shared cache to hold one object
+// type: the cache's setting, and the name of its transform. The cache holds
+// one copy of each type, so two controllers that watch one type must
+// transform it alike, and Go cannot tell two functions apart when they are
+// closures of one function literal (every CacheConfig) or instances of one
+// generic function of the same shape: the name tells.
+type CacheSetting struct {
+	cache.ByObject
+	// TransformName names ByObject.Transform: one name, one function.
+	TransformName string
+}
+
+// ByObject is the cache's part of settings, for the cache options of a
+// manager that runs one controller in tests.
+func ByObject(settings map[client.Object]CacheSetting) map[client.Object]cache.ByObject {
+	out := make(map[client.Object]cache.ByObject, len(settings))
+	for obj, setting := range settings {
+		out[obj] = setting.ByObject
+	}
+	return out
+}
+
 // CacheConfig is the cache setting of a type the operator manages by its
 // label (its children, and the pods and EndpointSlices that carry their
 // labels): only managed objects, with managed fields kept only as far as
@@ -37,9 +58,9 @@ func ManagedLabels() map[string]string {
 // the object further; name names it, package-qualified
 // ("website.TrimPod"), so that the operator can tell two controllers'
 // transforms of one type apart.
-func CacheConfig(name string, transform toolscache.TransformFunc) controller.CacheSetting {
+func CacheConfig(name string, transform toolscache.TransformFunc) CacheSetting {
 	if transform == nil {
-		return controller.CacheSetting{
+		return CacheSetting{
 			ByObject:      cache.ByObject{Label: ManagedSelector(), Transform: trimChild},
 			TransformName: "children.trimChild",
 		}
@@ -51,7 +72,7 @@ func CacheConfig(name string, transform toolscache.TransformFunc) controller.Cac
 		}
 		return transform(obj)
 	}
-	return controller.CacheSetting{
+	return CacheSetting{
 		ByObject:      cache.ByObject{Label: ManagedSelector(), Transform: trim},
 		TransformName: "children.trimChild+" + name,
 	}

@@ -18,7 +18,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
-	"example.com/platform-operator/internal/controller"
 	"example.com/platform-operator/internal/platform"
 )
 
@@ -63,7 +62,7 @@ type Result struct {
 	Message string
 	// Err is set when Action is Invalid or Failed, or when the write was
 	// refused because this replica may have lost its leadership
-	// (controller.ErrNotLeader).
+	// (platform.ErrNotLeader).
 	Err error
 }
 
@@ -239,7 +238,7 @@ func (m *Manager) create(ctx context.Context, owner client.Object, in *intent, l
 	// Nothing was created: there is nothing to wait for.
 	m.pending.observed(in.gvk, in.key)
 	switch {
-	case errors.Is(err, controller.ErrNotLeader):
+	case errors.Is(err, platform.ErrNotLeader):
 		return Result{Action: Failed, Err: err}
 	case apierrors.IsInvalid(err):
 		return m.refuse(in, err)
@@ -361,7 +360,7 @@ func (m *Manager) adopt(ctx context.Context, owner client.Object, in *intent, li
 	// the owner's spec later drops would stay in the child. Once adopted,
 	// the child takes the update path, which does not come back here: so
 	// any error but a lost leadership is retried a few times now.
-	retriable := func(err error) bool { return !errors.Is(err, controller.ErrNotLeader) }
+	retriable := func(err error) bool { return !errors.Is(err, platform.ErrNotLeader) }
 	if err := retry.OnError(retry.DefaultBackoff, retriable, func() error { return m.takeOverSharedFields(ctx, in, live) }); err != nil {
 		return writeFailed(fmt.Errorf("take over the fields of adopted %s %s: %w", kind, in.key.Name, err))
 	}
@@ -449,7 +448,7 @@ func failed(err error) Result {
 // writeFailed is failed, except for a write refused for want of
 // leadership, which is nobody's failure and is reported by nobody.
 func writeFailed(err error) Result {
-	if errors.Is(err, controller.ErrNotLeader) {
+	if errors.Is(err, platform.ErrNotLeader) {
 		return Result{Action: Failed, Err: err, Exists: true}
 	}
 	r := failed(err)

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
+	"example.com/platform-operator/internal/children"
 	"example.com/platform-operator/internal/controller"
 )
 
@@ -29,7 +30,7 @@ func cacheOptions(scheme *runtime.Scheme, controllers []controller.Descriptor, n
 	}
 	type contribution struct {
 		controller string
-		config     controller.CacheSetting
+		config     children.CacheSetting
 	}
 	seen := map[schema.GroupVersionKind]contribution{}
 	for _, d := range controllers {
@@ -66,7 +67,7 @@ func cacheOptions(scheme *runtime.Scheme, controllers []controller.Descriptor, n
 // their function: a closure's function is its literal's, the same for every
 // closure of it, so the name tells two transforms apart where the function
 // cannot.
-func byObjectDifference(a, b controller.CacheSetting) string {
+func byObjectDifference(a, b children.CacheSetting) string {
 	switch {
 	case a.TransformName != b.TransformName:
 		return fmt.Sprintf("transform %q or %q", a.TransformName, b.TransformName)

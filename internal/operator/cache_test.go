@@ -21,12 +21,12 @@ func trimB(obj any) (any, error) { return obj, nil }
 
 // withCache is a controller that watches obj with config.
 func withCache(name string, obj client.Object, config cache.ByObject) controller.Descriptor {
-	return withSetting(name, obj, controller.CacheSetting{ByObject: config})
+	return withSetting(name, obj, children.CacheSetting{ByObject: config})
 }
 
-func withSetting(name string, obj client.Object, setting controller.CacheSetting) controller.Descriptor {
-	return controller.Descriptor{Name: name, Cache: func() map[client.Object]controller.CacheSetting {
-		return map[client.Object]controller.CacheSetting{obj: setting}
+func withSetting(name string, obj client.Object, setting children.CacheSetting) controller.Descriptor {
+	return controller.Descriptor{Name: name, Cache: func() map[client.Object]children.CacheSetting {
+		return map[client.Object]children.CacheSetting{obj: setting}
 	}}
 }
 

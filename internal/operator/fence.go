@@ -14,7 +14,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
-	"example.com/platform-operator/internal/controller"
+	"example.com/platform-operator/internal/platform"
 )
 
 // The leader election timing: a standby takes over a lease that it has not
@@ -120,16 +120,16 @@ func (g *LeaseGuard) record(err error, record resourcelock.LeaderElectionRecord,
 }
 
 // Holding returns nil while this process holds a lease that no standby can
-// have taken, else an error wrapping controller.ErrNotLeader that says why.
+// have taken, else an error wrapping platform.ErrNotLeader that says why.
 func (g *LeaseGuard) Holding() error {
 	g.mu.Lock()
 	renewed := g.renewedAt
 	g.mu.Unlock()
 	if renewed.IsZero() {
-		return fmt.Errorf("%w: this replica does not hold the leader election lease", controller.ErrNotLeader)
+		return fmt.Errorf("%w: this replica does not hold the leader election lease", platform.ErrNotLeader)
 	}
 	if age := g.clock.Since(renewed); age > g.validFor {
-		return fmt.Errorf("%w: the leader election lease was last renewed %s ago, more than %s", controller.ErrNotLeader, age.Round(time.Millisecond), g.validFor)
+		return fmt.Errorf("%w: the leader election lease was last renewed %s ago, more than %s", platform.ErrNotLeader, age.Round(time.Millisecond), g.validFor)
 	}
 	return nil
 }

@@ -21,7 +21,7 @@ import (
 	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"example.com/platform-operator/internal/controller"
+	"example.com/platform-operator/internal/platform"
 )
 
 // fakeLock is a resourcelock.Interface that succeeds or fails on demand
@@ -74,7 +74,7 @@ func TestLeaseGuard(t *testing.T) {
 	clock.SetTime(start.Add(12*time.Second + time.Millisecond))
 	err := guard.Holding()
 	g.Expect(err).To(MatchError(ContainSubstring("last renewed 10.001s ago, more than 10s")))
-	g.Expect(errors.Is(err, controller.ErrNotLeader)).To(BeTrue())
+	g.Expect(errors.Is(err, platform.ErrNotLeader)).To(BeTrue())
 
 	// Renewed again (the API server came back in time).
 	lock.fail = nil
@@ -197,7 +197,7 @@ func TestFencedTransport(t *testing.T) {
 			// Never held.
 			err = send()
 			if tt.wantRefused {
-				g.Expect(errors.Is(err, controller.ErrNotLeader)).To(BeTrue(), "%v", err)
+				g.Expect(errors.Is(err, platform.ErrNotLeader)).To(BeTrue(), "%v", err)
 				g.Expect(err).To(MatchError(ContainSubstring("refused " + tt.method + " " + tt.path + ": not the leader")))
 				g.Expect(next.sent).To(BeEmpty())
 			} else {
@@ -218,7 +218,7 @@ func TestFencedTransport(t *testing.T) {
 			next.sent = nil
 			err = send()
 			if tt.wantRefused {
-				g.Expect(errors.Is(err, controller.ErrNotLeader)).To(BeTrue(), "%v", err)
+				g.Expect(errors.Is(err, platform.ErrNotLeader)).To(BeTrue(), "%v", err)
 				g.Expect(next.sent).To(BeEmpty())
 			} else {
 				g.Expect(err).NotTo(HaveOccurred())
@@ -228,7 +228,7 @@ func TestFencedTransport(t *testing.T) {
 }
 
 // Through client-go, the refusal comes back as an error that wraps
-// controller.ErrNotLeader, so that a reconciler can tell it from a failure,
+// platform.ErrNotLeader, so that a reconciler can tell it from a failure,
 // and nothing reaches the API server; reads and reviews go through.
 func TestFenceThroughClientGo(t *testing.T) {
 	g := NewWithT(t)
@@ -257,9 +257,9 @@ func TestFenceThroughClientGo(t *testing.T) {
 	configMap := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "a"}}
 
 	_, err = clientset.CoreV1().ConfigMaps("a").Create(ctx, configMap, metav1.CreateOptions{})
-	g.Expect(errors.Is(err, controller.ErrNotLeader)).To(BeTrue(), "%v", err)
+	g.Expect(errors.Is(err, platform.ErrNotLeader)).To(BeTrue(), "%v", err)
 	err = clientset.CoreV1().ConfigMaps("a").Delete(ctx, "c", metav1.DeleteOptions{})
-	g.Expect(errors.Is(err, controller.ErrNotLeader)).To(BeTrue(), "%v", err)
+	g.Expect(errors.Is(err, platform.ErrNotLeader)).To(BeTrue(), "%v", err)
 	_, err = clientset.CoreV1().ConfigMaps("a").Get(ctx, "c", metav1.GetOptions{})
 	g.Expect(err).NotTo(HaveOccurred())
 	_, err = clientset.AuthenticationV1().TokenReviews().Create(ctx, &authenticationv1.TokenReview{}, metav1.CreateOptions{})

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -87,20 +86,10 @@ func newManager(ctx context.Context, config *rest.Config, opts Options, leaseNS 
 		return nil, nil, fmt.Errorf("create controller manager: %w", err)
 	}
 
-	var tenantCA []byte
-	if opts.TenantAPIServerCAFile != "" {
-		if tenantCA, err = os.ReadFile(opts.TenantAPIServerCAFile); err != nil {
-			stop()
-			return nil, nil, fmt.Errorf("--tenant-api-server-ca-file: %w", err)
-		}
-	}
 	for _, d := range p.run {
 		err := d.Setup(ctx, mgr, controller.SetupOptions{
 			MaxConcurrentReconciles: opts.MaxConcurrentReconciles,
 			ClusterDomain:           opts.ClusterDomain,
-			AdoptTutorial:           opts.AdoptTutorial,
-			TenantAPIServer:         opts.TenantAPIServer,
-			TenantAPIServerCA:       tenantCA,
 			Clock:                   clock.RealClock{},
 			ServedOptionalAPIs:      p.servedOptional[d.Name],
 		})

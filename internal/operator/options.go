@@ -11,7 +11,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -54,14 +53,6 @@ type Options struct {
 	// streams included (--kube-api-compression; off by default).
 	KubeAPICompression bool
 	ClusterDomain      string
-	// AdoptTutorial lets every Website take over what the tutorial's kopf
-	// operator made for it (--adopt-tutorial).
-	AdoptTutorial bool
-	// TenantAPIServer and TenantAPIServerCAFile are the API server's
-	// address and CA written into Tenants' credential kubeconfigs, when
-	// tenants reach it otherwise than the operator does.
-	TenantAPIServer       string
-	TenantAPIServerCAFile string
 
 	ShowVersion bool
 }
@@ -141,9 +132,15 @@ func ParseOptions(args []string, getenv func(string) string, usage io.Writer) (O
 	fs.IntVar(&opts.KubeAPIBurst, "kube-api-burst", 0, "requests allowed above --kube-api-qps in a burst, with a limit (default: twice --kube-api-qps)")
 	fs.BoolVar(&opts.KubeAPICompression, "kube-api-compression", false, "ask the API server to gzip its responses, watch streams included: less traffic for more CPU on both sides; worth it only over a slow link to the API server")
 	fs.StringVar(&opts.ClusterDomain, "cluster-domain", "cluster.local", "DNS domain of the cluster, for the in-cluster URLs in status.url")
-	fs.StringVar(&opts.TenantAPIServer, "tenant-api-server", "", "the API server's https URL written into Tenants' credential kubeconfigs, as tenants reach it (default: the address the operator uses, which in a pod is the in-cluster one)")
-	fs.StringVar(&opts.TenantAPIServerCAFile, "tenant-api-server-ca-file", "", "PEM file of the CA written with --tenant-api-server (default: the CA the operator trusts)")
-	fs.BoolVar(&opts.AdoptTutorial, "adopt-tutorial", false, "take over, without downtime, the Deployments the tutorial's kopf operator made, and release its finalizer, for every Website (one Website asks with the annotation example.com/adopt=tutorial)")
+	// Each kind's own flags, checked once parsed.
+	var validators []func() error
+	for _, d := range registry {
+		if d.Flags != nil {
+			if validate := d.Flags(fs); validate != nil {
+				validators = append(validators, validate)
+			}
+		}
+	}
 	// Kept so that command lines written for earlier versions still start.
 	fs.Bool("wait-for-api-server", true, "deprecated, no effect: the operator always waits for the API server")
 	fs.BoolVar(&opts.ShowVersion, "version", false, "print the version and exit")
@@ -179,8 +176,10 @@ func ParseOptions(args []string, getenv func(string) string, usage io.Writer) (O
 	if opts.LeaderElect && opts.LeaderElectionNamespace == "" && !inCluster {
 		return opts, errors.New("--leader-elect needs --leader-election-namespace (or $POD_NAMESPACE) outside a cluster")
 	}
-	if err := validateTenantAPIServer(opts.TenantAPIServer, opts.TenantAPIServerCAFile); err != nil {
-		return opts, err
+	for _, validate := range validators {
+		if err := validate(); err != nil {
+			return opts, err
+		}
 	}
 	if opts.MaxConcurrentReconciles < 1 {
 		return opts, fmt.Errorf("--max-concurrent-reconciles must be at least 1, not %d", opts.MaxConcurrentReconciles)
@@ -196,22 +195,6 @@ func ParseOptions(args []string, getenv func(string) string, usage io.Writer) (O
 		opts.KubeAPIBurst = max(1, int(2*opts.KubeAPIQPS))
 	}
 	return opts, nil
-}
-
-// validateTenantAPIServer checks the address tenants' kubeconfigs get: an
-// https URL with a host, as a kubeconfig's server; a CA file needs it.
-func validateTenantAPIServer(server, caFile string) error {
-	if server == "" {
-		if caFile != "" {
-			return errors.New("--tenant-api-server-ca-file needs --tenant-api-server")
-		}
-		return nil
-	}
-	u, err := url.Parse(server)
-	if err != nil || u.Scheme != "https" || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
-		return fmt.Errorf("--tenant-api-server must be an https URL with a host and no path, such as https://api.example.com:6443, not %q", server)
-	}
-	return nil
 }
 
 // InCluster reports whether the process runs in a pod.

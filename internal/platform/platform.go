@@ -4,6 +4,8 @@
 // their own names (Website, Tenant, BackupJob).
 package platform
 
+import "errors"
+
 const (
 	// Name is the operator's name: its binary, ServiceAccount, roles, field
 	// manager, user agent and the value of ManagedByLabel.
@@ -26,3 +28,10 @@ const (
 	// too, and the next update relabels them.
 	LegacyName = "website-operator"
 )
+
+// ErrNotLeader is returned, wrapped, for a write that the operator refused
+// to send because this replica cannot be sure it still holds the leader
+// election lease. A reconcile that meets it stops without reporting
+// anything: the leader does the work, and the status and events are its to
+// write.
+var ErrNotLeader = errors.New("not the leader")

@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	websitev1 "example.com/platform-operator/api/v1"
-	"example.com/platform-operator/internal/testgen"
+	"example.com/platform-operator/internal/controller/website/websitetest"
 )
 
 // burstStart is what the cost scenario needs of the burst: when it began
@@ -200,7 +200,7 @@ func websiteReady(obj metav1.Object) bool {
 
 // websiteObject is the tutorial's Website, as testgen builds it.
 func websiteObject(name string) *unstructured.Unstructured {
-	w := testgen.Website(name, benchNamespace)
+	w := websitetest.Website(name, benchNamespace)
 	spec, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&w.Spec)
 	if err != nil {
 		panic(err)

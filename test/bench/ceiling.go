@@ -14,7 +14,7 @@ import (
 
 	websitev1 "example.com/platform-operator/api/v1"
 	"example.com/platform-operator/internal/controller/website"
-	"example.com/platform-operator/internal/testgen"
+	"example.com/platform-operator/internal/controller/website/websitetest"
 )
 
 // ceiling creates (POST) the Deployments, and with services the Services,
@@ -126,7 +126,7 @@ func (e *env) ceiling(ctx context.Context, services bool) (*ceilingResult, error
 // owner references are removed: the Website does not exist, and the garbage
 // collector would delete the children at once.
 func ceilingObjects(name string) (*appsv1.Deployment, *corev1.Service, error) {
-	d, s, err := websiteChildren(testgen.Website(name, ceilingNamespace))
+	d, s, err := websiteChildren(websitetest.Website(name, ceilingNamespace))
 	if err != nil {
 		return nil, nil, err
 	}

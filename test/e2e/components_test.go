@@ -13,9 +13,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"example.com/platform-operator/internal/controller/website/websitetest"
 	"example.com/platform-operator/internal/devenv"
 	"example.com/platform-operator/internal/platform"
-	"example.com/platform-operator/internal/testgen"
 )
 
 // A cluster that installs only the Website component runs only the Website
@@ -54,7 +54,7 @@ func TestOnlyTheWebsiteComponentInstalled(t *testing.T) {
 	out, _ := e.Kubectl(ctx, "auth", "can-i", operator, "create", "deployments.apps", "-n", "default")
 	g.Expect(answer(out)).To(Equal("yes"), "what Websites need is granted")
 
-	w := testgen.Website("site", "default")
+	w := websitetest.Website("site", "default")
 	w.UID, w.Generation = "", 0
 	g.Expect(e.Client.Create(ctx, w)).To(Succeed())
 	g.Eventually(func(g Gomega) {

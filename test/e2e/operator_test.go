@@ -18,8 +18,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"example.com/platform-operator/internal/controller/website/websitetest"
 	"example.com/platform-operator/internal/devenv"
-	"example.com/platform-operator/internal/testgen"
 )
 
 // runOperator runs the operator to its exit (within a minute) and returns its
@@ -188,7 +188,7 @@ func TestNamespaceScopedOperator(t *testing.T) {
 	other := e.newNamespace(t, nil)
 
 	for _, ns := range []string{"websites", other} {
-		w := testgen.Website("site", ns)
+		w := websitetest.Website("site", ns)
 		w.UID, w.Generation = "", 0
 		g.Expect(e.Client.Create(ctx, w)).To(Succeed())
 	}

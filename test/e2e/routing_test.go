@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	websitev1 "example.com/platform-operator/api/v1"
-	"example.com/platform-operator/internal/testgen"
+	"example.com/platform-operator/internal/controller/website/websitetest"
 )
 
 // Ready means reachable: while the Website's Service routes to no pod, the
@@ -29,7 +29,7 @@ func TestWebsiteIsNotReadyWhileItsServiceRoutesToNoPod(t *testing.T) {
 	t.Cleanup(e.Stop)
 	ns := "default"
 
-	w := testgen.Website("site", ns, testgen.WithReplicas(2))
+	w := websitetest.Website("site", ns, websitetest.WithReplicas(2))
 	w.UID, w.Generation = "", 0
 	g.Expect(e.Client.Create(ctx, w)).To(Succeed())
 	g.Eventually(func(g Gomega) {

@@ -20,8 +20,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	websitev1 "example.com/platform-operator/api/v1"
+	"example.com/platform-operator/internal/controller/website/websitetest"
 	"example.com/platform-operator/internal/devenv"
-	"example.com/platform-operator/internal/testgen"
 )
 
 const timeout = 60 * time.Second
@@ -128,7 +128,7 @@ func TestWebsiteRunsInARestrictedNamespace(t *testing.T) {
 		"pod-security.kubernetes.io/enforce-version": "latest",
 	})
 
-	w := testgen.Website("site", ns, testgen.WithReplicas(2))
+	w := websitetest.Website("site", ns, websitetest.WithReplicas(2))
 	w.UID, w.Generation = "", 0
 	g.Expect(e.Client.Create(ctx, w)).To(Succeed())
 	g.Eventually(func(g Gomega) {
@@ -145,7 +145,7 @@ func TestImageThatCannotBePulledIsReported(t *testing.T) {
 	ns := e.newNamespace(t, nil)
 
 	// kwok never starts images from the reserved .invalid domain.
-	w := testgen.Website("broken", ns, testgen.WithImage("registry.invalid/team/site:1.0"))
+	w := websitetest.Website("broken", ns, websitetest.WithImage("registry.invalid/team/site:1.0"))
 	w.UID, w.Generation = "", 0
 	g.Expect(e.Client.Create(ctx, w)).To(Succeed())
 
@@ -177,7 +177,7 @@ func TestDriftIsRepairedQuickly(t *testing.T) {
 	ctx := t.Context()
 	e := shared
 	ns := e.newNamespace(t, nil)
-	w := testgen.Website("site", ns)
+	w := websitetest.Website("site", ns)
 	w.UID, w.Generation = "", 0
 	g.Expect(e.Client.Create(ctx, w)).To(Succeed())
 	key := types.NamespacedName{Namespace: ns, Name: "site"}
@@ -227,7 +227,7 @@ func TestMetricsAndProbes(t *testing.T) {
 		status, body = devenv.HTTPGet(ctx, e.operator().MetricsURL, scraper)
 		g.Expect(status).To(Equal(http.StatusOK))
 	}).WithTimeout(10 * time.Second).Should(Succeed())
-	g.Expect(body).To(ContainSubstring(`platform_operator_websites{condition="Ready",status="True"}`))
+	g.Expect(body).To(ContainSubstring(`platform_operator_resources{condition="Ready",kind="website",status="True"}`))
 	g.Expect(body).To(ContainSubstring("platform_operator_time_to_ready_seconds_bucket"))
 	g.Expect(body).To(ContainSubstring(`controller_runtime_reconcile_total{controller="website"`))
 

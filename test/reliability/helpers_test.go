@@ -27,10 +27,10 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	websitev1 "example.com/platform-operator/api/v1"
+	"example.com/platform-operator/internal/controller/website/websitetest"
 	"example.com/platform-operator/internal/devenv"
 	"example.com/platform-operator/internal/localcluster"
 	"example.com/platform-operator/internal/operator"
-	"example.com/platform-operator/internal/testgen"
 )
 
 const repoRoot = "../.."
@@ -135,7 +135,7 @@ func createWebsites(ctx context.Context, c client.Client, ns string, n int, prog
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				w := testgen.Website(websiteName(i), ns)
+				w := websitetest.Website(websiteName(i), ns)
 				w.UID, w.Generation = "", 0
 				err := c.Create(ctx, w)
 				mu.Lock()

@@ -22,9 +22,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	websitev1 "example.com/platform-operator/api/v1"
+	"example.com/platform-operator/internal/controller/website/websitetest"
 	"example.com/platform-operator/internal/devenv"
 	"example.com/platform-operator/internal/localcluster"
-	"example.com/platform-operator/internal/testgen"
 )
 
 const leaseName = "platform-operator.example.com"
@@ -457,7 +457,7 @@ func TestHostileAndBadInput(t *testing.T) {
 	ctx := t.Context()
 	env := startEnvironment(t, false)
 	newNamespace(t, env, "hostile")
-	for i, tc := range testgen.InvalidWebsites {
+	for i, tc := range websitetest.InvalidWebsites {
 		obj := &unstructured.Unstructured{}
 		doc := fmt.Sprintf("apiVersion: example.com/v1\nkind: Website\nmetadata: {name: bad-%d, namespace: hostile}\n%s", i, tc.Spec)
 		g.Expect(yaml.Unmarshal([]byte(doc), &obj.Object)).To(Succeed(), tc.Name)
@@ -466,7 +466,7 @@ func TestHostileAndBadInput(t *testing.T) {
 		g.Expect(err.Error()).To(ContainSubstring(tc.Field), tc.Name)
 	}
 
-	w := testgen.Website("ghost", "hostile", testgen.WithImage("registry.invalid/does-not/exist:1"))
+	w := websitetest.Website("ghost", "hostile", websitetest.WithImage("registry.invalid/does-not/exist:1"))
 	w.UID, w.Generation = "", 0
 	g.Expect(env.Client.Create(ctx, w)).To(Succeed())
 	g.Eventually(func(g Gomega) {

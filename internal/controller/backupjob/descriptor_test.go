@@ -26,7 +26,7 @@ func TestEventsOfTheBackupJobsJobsReconcileIt(t *testing.T) {
 		"drill": desiredDrillJob(bj, b),
 	} {
 		q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
-		jobEvents().Update(context.Background(), event.UpdateEvent{ObjectOld: job, ObjectNew: job}, q)
+		(&Reconciler{}).newLoop().Owned(&batchv1.Job{}).Handler.Update(context.Background(), event.UpdateEvent{ObjectOld: job, ObjectNew: job}, q)
 		if q.Len() != 1 {
 			t.Errorf("%s Job: %d requests, want 1", name, q.Len())
 			q.ShutDown()

@@ -11,7 +11,7 @@ import (
 
 	"example.com/platform-operator/api/v1alpha1"
 	"example.com/platform-operator/internal/children"
-	"example.com/platform-operator/internal/controller"
+	"example.com/platform-operator/internal/controller/kit"
 )
 
 // drillCandidate is the backup to restore next, or nil: the newest
@@ -134,7 +134,7 @@ func (r *Reconciler) recordVerification(ctx context.Context, b *backup, result v
 	}
 	annotations[VerifiedAnnotation] = string(result)
 	if message != "" {
-		annotations[VerifiedMessageAnnotation] = controller.TruncateMessage(message)
+		annotations[VerifiedMessageAnnotation] = kit.TruncateMessage(message)
 	} else {
 		delete(annotations, VerifiedMessageAnnotation)
 	}
@@ -142,7 +142,7 @@ func (r *Reconciler) recordVerification(ctx context.Context, b *backup, result v
 	if err := r.Client.Patch(ctx, updated, client.MergeFrom(b.object)); err != nil {
 		return fmt.Errorf("record the restore drill of backup %s: %w", b.name, err)
 	}
-	b.object, b.verified, b.verifiedMessage = updated, result, controller.TruncateMessage(message)
+	b.object, b.verified, b.verifiedMessage = updated, result, kit.TruncateMessage(message)
 	return nil
 }
 

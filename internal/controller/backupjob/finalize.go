@@ -8,51 +8,37 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"example.com/platform-operator/api/v1alpha1"
+	"example.com/platform-operator/internal/controller/kit"
 )
 
 // deletionPollInterval is how often a BackupJob being deleted with
 // deletionPolicy Delete looks again at backups that are still going.
 const deletionPollInterval = 5 * time.Second
 
-// syncFinalizer keeps the operator's finalizer on a BackupJob exactly while
-// its deletionPolicy is Delete: with Retain (the default) deleting it needs
-// nothing of the operator — its Jobs go with it through their owner
-// references and its backups, which have none, stay.
-func (r *Reconciler) syncFinalizer(ctx context.Context, bj *v1alpha1.BackupJob) error {
-	want := bj.Spec.DeletionPolicy == v1alpha1.DeleteBackups
-	if controllerutil.ContainsFinalizer(bj, Finalizer) == want {
-		return nil
-	}
-	patch := client.MergeFromWithOptions(bj.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	if want {
-		controllerutil.AddFinalizer(bj, Finalizer)
-	} else {
-		controllerutil.RemoveFinalizer(bj, Finalizer)
-	}
-	if err := r.Client.Patch(ctx, bj, patch); err != nil {
-		return fmt.Errorf("update the finalizer of BackupJob %s: %w", bj.Name, err)
-	}
-	return nil
+// Finalizer is the BackupJob's: see NeedsFinalizer.
+func (r *Reconciler) Finalizer() string { return Finalizer }
+
+// NeedsFinalizer is true exactly while bj's deletionPolicy is Delete: with
+// Retain (the default) deleting it needs nothing of the operator — its Jobs
+// go with it through their owner references and its backups, which have
+// none, stay.
+func (r *Reconciler) NeedsFinalizer(bj *v1alpha1.BackupJob) bool {
+	return bj.Spec.DeletionPolicy == v1alpha1.DeleteBackups
 }
 
-// finalize runs when a BackupJob with the operator's finalizer is being
+// Finalize runs when a BackupJob with the operator's finalizer is being
 // deleted. With deletionPolicy Delete it deletes every backup that is not
 // pinned and waits for them to go, at most DeletionGracePeriod (a backup
 // someone else's finalizer holds must not keep the BackupJob for ever);
 // then it releases the BackupJob. Pinned backups stay, labelled.
-func (r *Reconciler) finalize(ctx context.Context, bj *v1alpha1.BackupJob) (ctrl.Result, error) {
-	if !controllerutil.ContainsFinalizer(bj, Finalizer) {
-		return ctrl.Result{}, nil
-	}
+func (r *Reconciler) Finalize(ctx context.Context, bj *v1alpha1.BackupJob) (kit.Outcome[v1alpha1.BackupJobStatus], bool) {
 	if bj.Spec.DeletionPolicy == v1alpha1.DeleteBackups {
 		obs, err := r.observe(ctx, bj, r.Clock.Now())
 		if err != nil {
-			return ctrl.Result{}, err
+			return kit.Outcome[v1alpha1.BackupJobStatus]{Err: err}, false
 		}
 		var going []string
 		for _, b := range obs.backups {
@@ -85,18 +71,12 @@ func (r *Reconciler) finalize(ctx context.Context, bj *v1alpha1.BackupJob) (ctrl
 		}
 		deadline := bj.DeletionTimestamp.Add(r.DeletionGracePeriod)
 		if now := r.Clock.Now(); len(going) > 0 && now.Before(deadline) {
-			return ctrl.Result{RequeueAfter: min(deletionPollInterval, deadline.Sub(now))}, nil
+			return kit.Outcome[v1alpha1.BackupJobStatus]{After: min(deletionPollInterval, deadline.Sub(now))}, false
 		}
 		if len(going) > 0 {
 			r.Recorder.Eventf(bj, nil, corev1.EventTypeWarning, "BackupsStillDeleting", "Delete",
 				"BackupJob %s goes away while backups are still being deleted after %s: %s", bj.Name, r.DeletionGracePeriod, strings.Join(going, ", "))
 		}
 	}
-	patch := client.MergeFromWithOptions(bj.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	controllerutil.RemoveFinalizer(bj, Finalizer)
-	if err := r.Client.Patch(ctx, bj, patch); client.IgnoreNotFound(err) != nil {
-		return ctrl.Result{}, fmt.Errorf("remove the finalizer of BackupJob %s: %w", bj.Name, err)
-	}
-	r.Status.Forget(bj)
-	return ctrl.Result{}, nil
+	return kit.Outcome[v1alpha1.BackupJobStatus]{}, true
 }

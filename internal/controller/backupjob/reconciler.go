@@ -3,19 +3,16 @@ package backupjob
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/tools/events"
-	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"example.com/platform-operator/api/v1alpha1"
-	"example.com/platform-operator/internal/children"
 	"example.com/platform-operator/internal/controller"
+	"example.com/platform-operator/internal/controller/kit"
+	"example.com/platform-operator/internal/platform"
 )
 
 const (
@@ -31,18 +28,10 @@ const (
 
 // Reconciler starts each BackupJob's runs when its schedule says, records
 // how they ended on their backups, runs restore drills, deletes the backups
-// its retention policy no longer keeps, and reports all of it in status.
+// its retention policy no longer keeps, and reports all of it in status. It
+// is the BackupJob's part of the reconcile skeleton of package kit.
 type Reconciler struct {
-	// Client reads from the operator's cache and writes to the API server.
-	Client client.Client
-	// APIReader reads from the API server: the source claim, which the
-	// cache does not hold, and a run's Job the cache may not have seen yet.
-	APIReader client.Reader
-	Children  *children.Manager
-	Status    *children.StatusWriter
-	Recorder  events.EventRecorder
-	// Clock is the only source of time: schedules, deadlines and stamps.
-	Clock clock.PassiveClock
+	kit.Base
 	// SnapshotsServed tells whether the cluster serves VolumeSnapshots.
 	SnapshotsServed bool
 	// RecheckInterval is how often a BackupJob waiting on something no
@@ -51,12 +40,34 @@ type Reconciler struct {
 	// DeletionGracePeriod bounds how long a BackupJob being deleted with
 	// deletionPolicy Delete waits for its backups to go (default 1 min).
 	DeletionGracePeriod time.Duration
-	// MaxConcurrentReconciles is the number of BackupJobs reconciled at
-	// once.
-	MaxConcurrentReconciles int
 
-	// retries is the controller's rate limiter, set up with it.
-	retries *controller.Retries
+	loop *kit.Loop[v1alpha1.BackupJob, *v1alpha1.BackupJob, v1alpha1.BackupJobStatus, *v1alpha1.BackupJobStatus]
+}
+
+// NewReconciler returns the BackupJob reconciler of mgr, reading and writing
+// with c: the manager's client, or another one in tests.
+func NewReconciler(mgr ctrl.Manager, c client.Client, opts controller.SetupOptions) *Reconciler {
+	r := &Reconciler{
+		Base:                kit.NewBase(mgr, c, "BackupJob", opts.Clock),
+		SnapshotsServed:     opts.ServedOptionalAPIs[SnapshotAPI],
+		RecheckInterval:     defaultRecheckInterval,
+		DeletionGracePeriod: defaultDeletionGracePeriod,
+	}
+	r.loop = r.newLoop()
+	return r
+}
+
+// newLoop returns the reconcile loop of r.
+func (r *Reconciler) newLoop() *kit.Loop[v1alpha1.BackupJob, *v1alpha1.BackupJob, v1alpha1.BackupJobStatus, *v1alpha1.BackupJobStatus] {
+	return kit.NewLoop(&r.Base, r, func(bj *v1alpha1.BackupJob) *v1alpha1.BackupJobStatus { return &bj.Status }, kit.LoopOptions[v1alpha1.BackupJobStatus]{
+		Name:              "backupjob",
+		Kind:              v1alpha1.GroupVersion.WithKind("BackupJob").GroupKind(),
+		Namespaced:        true,
+		ReadyCondition:    v1alpha1.BackupJobReadyCondition,
+		DegradedCondition: v1alpha1.BackupJobDegradedCondition,
+		Conditions: []string{v1alpha1.BackupJobReadyCondition, v1alpha1.BackupJobLastRunSucceededCondition,
+			v1alpha1.BackupJobVerifiedCondition, v1alpha1.BackupJobRetentionAppliedCondition, v1alpha1.BackupJobDegradedCondition},
+	})
 }
 
 // +kubebuilder:rbac:groups=example.com,resources=backupjobs,verbs=get;list;watch;patch
@@ -71,21 +82,16 @@ type Reconciler struct {
 // spec and schedule ask for at the clock's time, and writes what it
 // observed to its status, at most once.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	bj := &v1alpha1.BackupJob{}
-	if err := r.Client.Get(ctx, req.NamespacedName, bj); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	if !bj.DeletionTimestamp.IsZero() {
-		return r.finalize(ctx, bj)
-	}
-	if err := r.syncFinalizer(ctx, bj); err != nil {
-		return ctrl.Result{}, err
-	}
+	return r.loop.Reconcile(ctx, req)
+}
 
+// Sync starts the runs and drills that are due, records how runs ended,
+// applies retention and computes the status from what it observed.
+func (r *Reconciler) Sync(ctx context.Context, bj *v1alpha1.BackupJob) kit.Outcome[v1alpha1.BackupJobStatus] {
 	now := r.Clock.Now()
 	obs, err := r.observe(ctx, bj, now)
 	if err != nil {
-		return ctrl.Result{}, err
+		return kit.Outcome[v1alpha1.BackupJobStatus]{Err: err}
 	}
 	var out outcome
 	r.recordResults(ctx, bj, obs, now, &out)
@@ -94,19 +100,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	r.runDrills(ctx, bj, obs, &out)
 	ret := r.applyRetention(ctx, bj, obs, sched.loc, now, &out)
 	r.pruneJobs(ctx, bj, obs, &out)
-	if errors.Is(out.err, controller.ErrNotLeader) {
-		return controller.StandDown(ctx, out.err)
+	if errors.Is(out.err, platform.ErrNotLeader) {
+		return kit.Outcome[v1alpha1.BackupJobStatus]{Err: out.err}
 	}
-
 	status := computeStatus(bj, obs, sched, ret, out.problem, now)
-	r.recordDegradedEvent(bj, status)
-	// A failure, of the status write too, does not cancel the next
-	// scheduled run (controller.Retries).
-	after := r.requeueAfter(bj, sched, ret, obs, now)
-	if err := r.patchStatus(ctx, bj, status); err != nil {
-		return r.retries.Result(req, errors.Join(out.err, err), true, after)
-	}
-	return r.retries.Result(req, out.err, out.retry, after)
+	return kit.Outcome[v1alpha1.BackupJobStatus]{Status: &status, Err: out.err, SpecRefused: !out.retry,
+		After: r.requeueAfter(bj, sched, ret, obs, now)}
 }
 
 // outcome collects the errors of one reconcile and what status must say
@@ -165,35 +164,4 @@ func (r *Reconciler) requeueAfter(bj *v1alpha1.BackupJob, sched scheduleResult, 
 		soonest(wait.Jitter(r.RecheckInterval, 0.2))
 	}
 	return after
-}
-
-// patchStatus writes status when it differs from what bj has, or from what
-// this process last wrote.
-func (r *Reconciler) patchStatus(ctx context.Context, bj *v1alpha1.BackupJob, status v1alpha1.BackupJobStatus) error {
-	updated := bj.DeepCopy()
-	updated.Status = status
-	wrote, err := r.Status.Patch(ctx, bj, updated, bj.Status, status)
-	if err != nil {
-		return fmt.Errorf("BackupJob %s: %w", bj.Name, err)
-	}
-	if wrote {
-		ctrl.LoggerFrom(ctx).V(1).Info("Status updated",
-			"ready", meta.FindStatusCondition(status.Conditions, v1alpha1.BackupJobReadyCondition).Reason,
-			"backups", status.BackupCount, "missedRuns", status.MissedRuns)
-	}
-	return nil
-}
-
-// recordDegradedEvent emits a Warning when the BackupJob becomes Degraded,
-// or Degraded for another cause, not on every reconcile while it stays so.
-func (r *Reconciler) recordDegradedEvent(bj *v1alpha1.BackupJob, status v1alpha1.BackupJobStatus) {
-	now := meta.FindStatusCondition(status.Conditions, v1alpha1.BackupJobDegradedCondition)
-	if now == nil || now.Status != "True" {
-		return
-	}
-	previous := meta.FindStatusCondition(bj.Status.Conditions, v1alpha1.BackupJobDegradedCondition)
-	if previous != nil && previous.Status == now.Status && previous.Reason == now.Reason && previous.Message == now.Message {
-		return
-	}
-	r.Recorder.Eventf(bj, nil, "Warning", now.Reason, "Reconcile", "%s", now.Message)
 }

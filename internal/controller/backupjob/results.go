@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"example.com/platform-operator/api/v1alpha1"
-	"example.com/platform-operator/internal/controller"
+	"example.com/platform-operator/internal/controller/kit"
 )
 
 // recordResults writes on each backup claim whose run's Job finished how it
@@ -121,7 +121,7 @@ func (r *Reconciler) recordResult(ctx context.Context, b *backup, result v1alpha
 	updated.Annotations[finishedAnnotation] = stamp(at)
 	if result == v1alpha1.BackupFailed {
 		updated.Annotations[ResultReasonAnnotation] = reason
-		updated.Annotations[ResultMessageAnnotation] = controller.TruncateMessage(message)
+		updated.Annotations[ResultMessageAnnotation] = kit.TruncateMessage(message)
 	}
 	if err := r.Client.Patch(ctx, updated, client.MergeFrom(claim)); err != nil {
 		return fmt.Errorf("record the result of run %s on its claim: %w", b.name, err)
@@ -129,7 +129,7 @@ func (r *Reconciler) recordResult(ctx context.Context, b *backup, result v1alpha
 	b.object = updated
 	b.result, b.recorded, b.finished = result, true, at
 	if result == v1alpha1.BackupFailed {
-		b.reason, b.message = reason, controller.TruncateMessage(message)
+		b.reason, b.message = reason, kit.TruncateMessage(message)
 	}
 	return nil
 }

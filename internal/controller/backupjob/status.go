@@ -14,7 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"example.com/platform-operator/api/v1alpha1"
-	"example.com/platform-operator/internal/controller"
+	"example.com/platform-operator/internal/controller/kit"
 )
 
 const (
@@ -52,7 +52,7 @@ func computeStatus(bj *v1alpha1.BackupJob, obs *observation, sched scheduleResul
 		verifiedCondition(bj, obs),
 		degradedCondition(problem),
 	}
-	status.Conditions = controller.MergeConditions(bj.Status.Conditions, bj.Generation, metav1.NewTime(now), conditions...)
+	status.Conditions = kit.MergeConditions(bj.Status.Conditions, bj.Generation, metav1.NewTime(now), conditions...)
 	return status
 }
 
@@ -131,7 +131,7 @@ func lastFailure(obs *observation, previous *v1alpha1.BackupRunFailure) *v1alpha
 		}
 		newest = &f
 		latest = &v1alpha1.BackupRunFailure{Run: f.name, ScheduledTime: metav1.NewTime(f.scheduled), Reason: cmp.Or(f.reason, v1alpha1.BackupJobJobFailedReason),
-			Message: controller.TruncateMessage(cmp.Or(f.message, fmt.Sprintf("Run %s failed", f.name)))}
+			Message: kit.TruncateMessage(cmp.Or(f.message, fmt.Sprintf("Run %s failed", f.name)))}
 	})
 	return latest
 }
@@ -206,7 +206,7 @@ func degradedCause(bj *v1alpha1.BackupJob, obs *observation, sched scheduleResul
 	case runProblem != nil:
 		return runProblem
 	case len(ret.failed) > 0:
-		return &cause{reason: v1alpha1.BackupJobDeletionFailedReason, message: controller.TruncateMessage(strings.Join(ret.failed, "; "))}
+		return &cause{reason: v1alpha1.BackupJobDeletionFailedReason, message: kit.TruncateMessage(strings.Join(ret.failed, "; "))}
 	case len(ret.blocked) > 0:
 		return &cause{reason: v1alpha1.BackupJobDeletionBlockedReason, message: blockedMessage(ret.blocked)}
 	case sched.tooMany || stillTooManyMissed(bj, last):
@@ -228,7 +228,7 @@ func stillTooManyMissed(bj *v1alpha1.BackupJob, last *finishedRun) bool {
 }
 
 func blockedMessage(blocked []string) string {
-	return controller.TruncateMessage("Backups the retention policy no longer keeps were deleted but stay: " + strings.Join(blocked, ", ") +
+	return kit.TruncateMessage("Backups the retention policy no longer keeps were deleted but stay: " + strings.Join(blocked, ", ") +
 		"; the operator looks again periodically")
 }
 
@@ -260,7 +260,7 @@ func readyCondition(bj *v1alpha1.BackupJob, obs *observation, sched scheduleResu
 				c.Message += "; " + b.message
 			}
 		}
-		c.Message = controller.TruncateMessage(c.Message)
+		c.Message = kit.TruncateMessage(c.Message)
 	default:
 		c.Reason = v1alpha1.BackupJobScheduledReason
 		c.Message = "Next run at " + stamp(sched.next)
@@ -285,7 +285,7 @@ func lastRunCondition(last *finishedRun) metav1.Condition {
 			c.Message = fmt.Sprintf("Run %s failed", last.name)
 		}
 	}
-	c.Message = controller.TruncateMessage(c.Message)
+	c.Message = kit.TruncateMessage(c.Message)
 	return c
 }
 
@@ -295,7 +295,7 @@ func retentionCondition(ret retentionResult) metav1.Condition {
 	case ret.skipped != nil:
 		c.Status, c.Reason, c.Message = metav1.ConditionUnknown, ret.skipped.reason, ret.skipped.message
 	case len(ret.failed) > 0:
-		c.Status, c.Reason, c.Message = metav1.ConditionFalse, v1alpha1.BackupJobDeletionFailedReason, controller.TruncateMessage(strings.Join(ret.failed, "; "))
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, v1alpha1.BackupJobDeletionFailedReason, kit.TruncateMessage(strings.Join(ret.failed, "; "))
 	case len(ret.blocked) > 0:
 		c.Status, c.Reason, c.Message = metav1.ConditionFalse, v1alpha1.BackupJobDeletionBlockedReason, blockedMessage(ret.blocked)
 	default:
@@ -303,7 +303,7 @@ func retentionCondition(ret retentionResult) metav1.Condition {
 	}
 	if len(ret.inherited) > 0 {
 		names := slices.Sorted(slices.Values(ret.inherited))
-		c.Message = controller.TruncateMessage(fmt.Sprintf("%s. Left alone: %d backups an earlier BackupJob of this name made (%s); "+
+		c.Message = kit.TruncateMessage(fmt.Sprintf("%s. Left alone: %d backups an earlier BackupJob of this name made (%s); "+
 			"to hand one over, set its annotation %s to this BackupJob's UID", c.Message, len(names), strings.Join(names, ", "), MadeByAnnotation))
 	}
 	return c
@@ -323,7 +323,7 @@ func verifiedCondition(bj *v1alpha1.BackupJob, obs *observation) metav1.Conditio
 			c.Status, c.Reason, c.Message = metav1.ConditionTrue, v1alpha1.BackupJobVerifyPassedReason, fmt.Sprintf("Backup %s was restored and checked", b.name)
 			return c
 		case v1alpha1.VerificationFailed:
-			c.Status, c.Reason, c.Message = metav1.ConditionFalse, v1alpha1.BackupJobVerifyFailedReason, controller.TruncateMessage(b.verifiedMessage)
+			c.Status, c.Reason, c.Message = metav1.ConditionFalse, v1alpha1.BackupJobVerifyFailedReason, kit.TruncateMessage(b.verifiedMessage)
 			if c.Message == "" {
 				c.Message = fmt.Sprintf("The restore drill of backup %s failed", b.name)
 			}
@@ -339,7 +339,7 @@ func degradedCondition(problem *cause) metav1.Condition {
 		return metav1.Condition{Type: v1alpha1.BackupJobDegradedCondition, Status: metav1.ConditionFalse,
 			Reason: v1alpha1.BackupJobAsExpectedReason, Message: "Nothing needs attention"}
 	}
-	return metav1.Condition{Type: v1alpha1.BackupJobDegradedCondition, Status: metav1.ConditionTrue, Reason: problem.reason, Message: controller.TruncateMessage(problem.message)}
+	return metav1.Condition{Type: v1alpha1.BackupJobDegradedCondition, Status: metav1.ConditionTrue, Reason: problem.reason, Message: kit.TruncateMessage(problem.message)}
 }
 
 func sortedNames(names []string) []string {

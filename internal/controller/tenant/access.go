@@ -37,7 +37,7 @@ func (r *Reconciler) ensureAccess(ctx context.Context, t *tenantv1.Tenant, n *na
 	if !t.Spec.Suspend && roleAllowed {
 		if desired := DesiredRoleBinding(t, n.name); desired != nil {
 			binding := &rbacv1.RoleBinding{}
-			res := r.children.Ensure(ctx, t, desired, binding)
+			res := r.Children.Ensure(ctx, t, desired, binding)
 			note(out.record(res, tenantv1.AccessConflictReason))
 			// A binding whose update the API server refused binds whom the
 			// spec no longer names (an owner removed): access fails closed,
@@ -50,7 +50,7 @@ func (r *Reconciler) ensureAccess(ctx context.Context, t *tenantv1.Tenant, n *na
 		}
 	}
 	// Bindings of a former role, or all of them while suspended.
-	if _, err := r.children.Prune(ctx, t, &rbacv1.RoleBindingList{}, n.name, tenantSelector(t),
+	if _, err := r.Children.Prune(ctx, t, &rbacv1.RoleBindingList{}, n.name, tenantSelector(t),
 		func(o client.Object) bool { return o.GetName() == keepBinding }); err != nil {
 		out.add(err, false)
 		note(problem(tenantv1.TenantApplyFailedReason, err.Error()))
@@ -59,7 +59,7 @@ func (r *Reconciler) ensureAccess(ctx context.Context, t *tenantv1.Tenant, n *na
 	var quota *corev1.ResourceQuota
 	if desired := DesiredResourceQuota(t, n.name); desired != nil {
 		live := &corev1.ResourceQuota{}
-		res := r.children.Ensure(ctx, t, desired, live)
+		res := r.Children.Ensure(ctx, t, desired, live)
 		note(out.record(res, tenantv1.AccessConflictReason))
 		if res.Exists {
 			quota = live
@@ -69,13 +69,13 @@ func (r *Reconciler) ensureAccess(ctx context.Context, t *tenantv1.Tenant, n *na
 	}
 
 	if desired := DesiredLimitRange(t, n.name); desired != nil {
-		note(out.record(r.children.Ensure(ctx, t, desired, &corev1.LimitRange{}), tenantv1.AccessConflictReason))
+		note(out.record(r.Children.Ensure(ctx, t, desired, &corev1.LimitRange{}), tenantv1.AccessConflictReason))
 	} else {
 		note(r.remove(ctx, t, n.name, limitRangeName, &corev1.LimitRange{}, out))
 	}
 
 	if desired := DesiredNetworkPolicy(t, n.name, held); desired != nil {
-		note(out.record(r.children.Ensure(ctx, t, desired, &networkingv1.NetworkPolicy{}, children.WithoutCreateEvent()), tenantv1.AccessConflictReason))
+		note(out.record(r.Children.Ensure(ctx, t, desired, &networkingv1.NetworkPolicy{}, children.WithoutCreateEvent()), tenantv1.AccessConflictReason))
 	} else {
 		note(r.remove(ctx, t, n.name, networkPolicyName, &networkingv1.NetworkPolicy{}, out))
 	}
@@ -85,7 +85,7 @@ func (r *Reconciler) ensureAccess(ctx context.Context, t *tenantv1.Tenant, n *na
 // remove deletes the child of t named name in namespace that the spec no
 // longer asks for.
 func (r *Reconciler) remove(ctx context.Context, t *tenantv1.Tenant, namespace, name string, obj client.Object, out *outcome) *cause {
-	if _, err := r.children.Delete(ctx, t, types.NamespacedName{Namespace: namespace, Name: name}, obj); err != nil {
+	if _, err := r.Children.Delete(ctx, t, types.NamespacedName{Namespace: namespace, Name: name}, obj); err != nil {
 		out.add(err, false)
 		return problem(tenantv1.TenantApplyFailedReason, err.Error())
 	}
@@ -99,13 +99,13 @@ func (r *Reconciler) ensureServiceAccount(ctx context.Context, t *tenantv1.Tenan
 	want := ServiceAccountName(t)
 	if desired := DesiredServiceAccount(t); desired != nil {
 		sa := &corev1.ServiceAccount{}
-		res := r.children.Ensure(ctx, t, desired, sa)
+		res := r.Children.Ensure(ctx, t, desired, sa)
 		problem = out.record(res, tenantv1.AccessConflictReason)
 		if res.Exists {
 			uid = sa.UID
 		}
 	}
-	if _, err := r.children.Prune(ctx, t, &corev1.ServiceAccountList{}, HomeNamespace(t), tenantSelector(t),
+	if _, err := r.Children.Prune(ctx, t, &corev1.ServiceAccountList{}, HomeNamespace(t), tenantSelector(t),
 		func(o client.Object) bool { return o.GetName() == want }); err != nil {
 		out.add(err, false)
 		if problem == nil {
@@ -123,7 +123,7 @@ func (r *Reconciler) revokeAccess(ctx context.Context, t *tenantv1.Tenant, names
 	var errs []error
 	for _, list := range []client.ObjectList{&rbacv1.RoleBindingList{}, &corev1.SecretList{}, &corev1.ServiceAccountList{},
 		&corev1.ResourceQuotaList{}, &corev1.LimitRangeList{}, &networkingv1.NetworkPolicyList{}} {
-		if _, err := r.children.Prune(ctx, t, list, namespace, tenantSelector(t), none); err != nil {
+		if _, err := r.Children.Prune(ctx, t, list, namespace, tenantSelector(t), none); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -33,7 +33,7 @@ func (r *Reconciler) ensureCredentials(ctx context.Context, t *tenantv1.Tenant, 
 	}
 	home := HomeNamespace(t)
 	keep := func(o client.Object) bool { return want != nil && o.GetName() == want.secretName }
-	if _, err := r.children.Prune(ctx, t, &corev1.SecretList{}, home, tenantSelector(t), keep); err != nil {
+	if _, err := r.Children.Prune(ctx, t, &corev1.SecretList{}, home, tenantSelector(t), keep); err != nil {
 		out.add(err, false)
 		obs.problem = problemOf(err)
 		return obs

@@ -22,7 +22,7 @@ func (r *Reconciler) ensureNamespaces(ctx context.Context, t *tenantv1.Tenant, o
 	observed := make([]namespaceObservation, 0, len(t.Spec.Namespaces))
 	for _, name := range t.Spec.Namespaces {
 		ns := &corev1.Namespace{}
-		res := r.children.Ensure(ctx, t, DesiredNamespace(t, name), ns,
+		res := r.Children.Ensure(ctx, t, DesiredNamespace(t, name), ns,
 			children.OwnedBy(holdsNamespace(t)), children.AdoptIf(mayAdoptNamespace(t)))
 		n := namespaceObservation{name: name}
 		switch res.Action {

@@ -4,7 +4,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	tenantv1 "example.com/platform-operator/api/v1alpha1"
-	"example.com/platform-operator/internal/controller"
+	"example.com/platform-operator/internal/controller/kit"
 )
 
 // observation is what one reconcile saw of a Tenant's children after it
@@ -74,5 +74,5 @@ type cause struct {
 }
 
 func problem(reason, message string) *cause {
-	return &cause{reason: reason, message: controller.TruncateMessage(message), degrading: true}
+	return &cause{reason: reason, message: kit.TruncateMessage(message), degrading: true}
 }

@@ -10,12 +10,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	tenantv1 "example.com/platform-operator/api/v1alpha1"
-	"example.com/platform-operator/internal/controller"
+	"example.com/platform-operator/internal/controller/kit"
 )
 
 // deletionConfirmed tells whether deleting t may delete its namespaces:
@@ -26,19 +23,16 @@ func deletionConfirmed(t *tenantv1.Tenant) bool {
 	return t.Spec.DeletionPolicy == tenantv1.DeleteNamespaces && t.Annotations[tenantv1.TenantConfirmDeleteAnnotation] == t.Name
 }
 
-// offboard runs when t is being deleted: it revokes the tenant's access in
-// every namespace it holds and releases them, or, with a confirmed Delete
-// policy, deletes them. It then removes the finalizer; with Delete it first
-// waits, reporting in status, for the namespaces to terminate, but no longer
-// than DeletionGracePeriod, so that a namespace stuck terminating does not
-// keep the Tenant forever.
-func (r *Reconciler) offboard(ctx context.Context, t *tenantv1.Tenant) (ctrl.Result, error) {
-	if !controllerutil.ContainsFinalizer(t, tenantv1.TenantFinalizer) {
-		return ctrl.Result{}, nil
-	}
+// Finalize offboards t, which is being deleted: it revokes the tenant's
+// access in every namespace it holds and releases them, or, with a confirmed
+// Delete policy, deletes them. Then the finalizer may go; with Delete, only
+// once the namespaces have terminated (reported in status meanwhile), or
+// DeletionGracePeriod has passed, so that a namespace stuck terminating
+// does not keep the Tenant forever.
+func (r *Reconciler) Finalize(ctx context.Context, t *tenantv1.Tenant) (kit.Outcome[tenantv1.TenantStatus], bool) {
 	held, err := r.heldNamespaces(ctx, t)
 	if err != nil {
-		return ctrl.Result{}, err
+		return kit.Outcome[tenantv1.TenantStatus]{Err: err}, false
 	}
 	confirmed := deletionConfirmed(t)
 	if t.Spec.DeletionPolicy == tenantv1.DeleteNamespaces && !confirmed {
@@ -68,34 +62,21 @@ func (r *Reconciler) offboard(ctx context.Context, t *tenantv1.Tenant) (ctrl.Res
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
-		return ctrl.Result{}, err
+		return kit.Outcome[tenantv1.TenantStatus]{Err: err}, false
 	}
 
 	now := r.Clock.Now()
 	deadline := t.DeletionTimestamp.Add(r.DeletionGracePeriod)
 	if len(terminating) > 0 && now.Before(deadline) {
 		status := computeOffboardingStatus(t, terminating, deadline, now)
-		if err := r.patchStatus(ctx, t, status); err != nil {
-			return ctrl.Result{}, err
-		}
-		return ctrl.Result{RequeueAfter: min(deletionPollInterval, deadline.Sub(now))}, nil
+		return kit.Outcome[tenantv1.TenantStatus]{Status: &status, After: min(deletionPollInterval, deadline.Sub(now))}, false
 	}
 	if len(terminating) > 0 {
 		r.Recorder.Eventf(t, nil, corev1.EventTypeWarning, "NamespacesStillTerminating", "Delete",
 			"Tenant %s goes away while namespaces are still terminating after %s: %s",
 			t.Name, r.DeletionGracePeriod, describeTerminating(terminating))
 	}
-	return ctrl.Result{}, r.removeFinalizer(ctx, t)
-}
-
-func (r *Reconciler) removeFinalizer(ctx context.Context, t *tenantv1.Tenant) error {
-	patch := client.MergeFromWithOptions(t.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	controllerutil.RemoveFinalizer(t, tenantv1.TenantFinalizer)
-	if err := r.Client.Patch(ctx, t, patch); client.IgnoreNotFound(err) != nil {
-		return fmt.Errorf("remove the finalizer of Tenant %s: %w", t.Name, err)
-	}
-	r.status.Forget(t)
-	return nil
+	return kit.Outcome[tenantv1.TenantStatus]{}, true
 }
 
 func terminatingNamespace(ns *corev1.Namespace) namespaceObservation {
@@ -115,7 +96,7 @@ func computeOffboardingStatus(t *tenantv1.Tenant, terminating []namespaceObserva
 	for _, n := range terminating {
 		status.Namespaces = append(status.Namespaces, namespaceStatus(n))
 	}
-	message := controller.TruncateMessage(fmt.Sprintf("Deleting: waiting until %s at most for namespaces to terminate: %s",
+	message := kit.TruncateMessage(fmt.Sprintf("Deleting: waiting until %s at most for namespaces to terminate: %s",
 		deadline.UTC().Format(time.RFC3339), describeTerminating(terminating)))
 	ready := metav1.Condition{Type: tenantv1.TenantReadyCondition, Status: metav1.ConditionFalse, Reason: tenantv1.TenantDeletingReason, Message: message}
 	namespaces := metav1.Condition{Type: tenantv1.TenantNamespacesReadyCondition, Status: metav1.ConditionFalse, Reason: tenantv1.NamespaceTerminatingReason, Message: message}
@@ -125,7 +106,7 @@ func computeOffboardingStatus(t *tenantv1.Tenant, terminating []namespaceObserva
 			conditions = append(conditions, c)
 		}
 	}
-	status.Conditions = controller.MergeConditions(t.Status.Conditions, t.Generation, metav1.NewTime(now), conditions...)
+	status.Conditions = kit.MergeConditions(t.Status.Conditions, t.Generation, metav1.NewTime(now), conditions...)
 	return status
 }
 

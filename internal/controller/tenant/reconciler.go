@@ -5,33 +5,23 @@ package tenant
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"time"
 
-	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/klog/v2"
-	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	crcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	tenantv1 "example.com/platform-operator/api/v1alpha1"
 	"example.com/platform-operator/internal/children"
 	"example.com/platform-operator/internal/controller"
+	"example.com/platform-operator/internal/controller/kit"
+	"example.com/platform-operator/internal/platform"
 )
 
 // DefaultAllowedOwnerRoles are the ClusterRoles a Tenant may ask for when
@@ -55,15 +45,10 @@ const (
 )
 
 // Reconciler makes each Tenant's namespaces, access objects and credentials
-// match its spec, and reports what it observed and granted in its status.
+// match its spec, and reports what it observed and granted in its status. It
+// is the Tenant's part of the reconcile skeleton of package kit.
 type Reconciler struct {
-	// Client reads from the operator's cache and writes to the API server.
-	Client client.Client
-	// APIReader reads from the API server, for the rare object the cache
-	// cannot answer for (one it has not seen yet).
-	APIReader client.Reader
-	Recorder  recorder.EventRecorder
-	Clock     clock.PassiveClock
+	kit.Base
 
 	// AllowedOwnerRoles are the ClusterRoles the operator binds for a
 	// Tenant (default DefaultAllowedOwnerRoles). Must match the resourceNames
@@ -82,13 +67,30 @@ type Reconciler struct {
 	// ConflictRecheckInterval is how often a Tenant in conflict with an
 	// object it does not hold looks again (default 30 s, 20 % jitter).
 	ConflictRecheckInterval time.Duration
-	// MaxConcurrentReconciles is the number of Tenants reconciled at once.
-	MaxConcurrentReconciles int
 
-	children *children.Manager
-	status   *children.StatusWriter
-	// retries is the controller's rate limiter, set up with it.
-	retries *controller.Retries
+	loop *kit.Loop[tenantv1.Tenant, *tenantv1.Tenant, tenantv1.TenantStatus, *tenantv1.TenantStatus]
+}
+
+// NewReconciler returns the Tenant reconciler of mgr, reading and writing
+// with c: the manager's client, or a wrapper of it in tests. Its tenants
+// reach the API server as the operator does, with the operator's CA.
+func NewReconciler(mgr ctrl.Manager, c client.Client, opts controller.SetupOptions) *Reconciler {
+	r := &Reconciler{
+		Base:                    kit.NewBase(mgr, c, tenantKind, opts.Clock),
+		AllowedOwnerRoles:       DefaultAllowedOwnerRoles,
+		APIServerURL:            mgr.GetConfig().Host,
+		DeletionGracePeriod:     defaultDeletionGracePeriod,
+		ConflictRecheckInterval: defaultConflictRecheckInterval,
+	}
+	r.loop = kit.NewLoop(&r.Base, r, func(t *tenantv1.Tenant) *tenantv1.TenantStatus { return &t.Status }, kit.LoopOptions[tenantv1.TenantStatus]{
+		Name:              "tenant",
+		Kind:              tenantv1.GroupVersion.WithKind(tenantKind).GroupKind(),
+		ReadyCondition:    tenantv1.TenantReadyCondition,
+		DegradedCondition: tenantv1.TenantDegradedCondition,
+		Conditions: []string{tenantv1.TenantReadyCondition, tenantv1.TenantNamespacesReadyCondition, tenantv1.TenantAccessReadyCondition,
+			tenantv1.TenantCredentialsReadyCondition, tenantv1.TenantDegradedCondition},
+	})
+	return r
 }
 
 // +kubebuilder:rbac:groups=example.com,resources=tenants,verbs=get;list;watch;patch
@@ -108,32 +110,27 @@ type Reconciler struct {
 // Reconcile brings one Tenant's children to the state its spec asks for and
 // writes what it observed to its status, at most once.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	t := &tenantv1.Tenant{}
-	if err := r.Client.Get(ctx, req.NamespacedName, t); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	if !t.DeletionTimestamp.IsZero() {
-		return r.offboard(ctx, t)
-	}
-	if err := r.addFinalizer(ctx, t); err != nil {
-		return ctrl.Result{}, err
-	}
+	return r.loop.Reconcile(ctx, req)
+}
 
-	obs, outcome := r.ensureChildren(ctx, t)
-	if errors.Is(outcome.err, controller.ErrNotLeader) {
-		return controller.StandDown(ctx, outcome.err)
+// Sync ensures the Tenant's namespaces and what it has in them, and
+// computes its status from what it observed.
+func (r *Reconciler) Sync(ctx context.Context, t *tenantv1.Tenant) kit.Outcome[tenantv1.TenantStatus] {
+	obs, out := r.ensureChildren(ctx, t)
+	if errors.Is(out.err, platform.ErrNotLeader) {
+		return kit.Outcome[tenantv1.TenantStatus]{Err: out.err}
 	}
 	now := r.Clock.Now()
 	status := computeStatus(t, obs, now)
-	r.recordDegradedEvent(t, status)
-	// A failure, of the status write too, does not cancel the token's
-	// renewal nor the recheck of a conflict (controller.Retries).
-	after := r.requeueAfter(obs, outcome, now)
-	if err := r.patchStatus(ctx, t, status); err != nil {
-		return r.retries.Result(req, errors.Join(outcome.err, err), true, after)
-	}
-	return r.retries.Result(req, outcome.err, outcome.retry, after)
+	return kit.Outcome[tenantv1.TenantStatus]{Status: &status, Err: out.err, SpecRefused: !out.retry, After: r.requeueAfter(obs, out, now)}
 }
+
+// Finalizer is the Tenant's: it makes sure a deletion always meets the
+// offboarding.
+func (r *Reconciler) Finalizer() string { return tenantv1.TenantFinalizer }
+
+// NeedsFinalizer is always true: every Tenant holds namespaces and access.
+func (r *Reconciler) NeedsFinalizer(*tenantv1.Tenant) bool { return true }
 
 // outcome collects the errors of one reconcile. retry is false when every
 // error is a refusal of the spec, which retrying cannot cure.
@@ -219,109 +216,17 @@ func (r *Reconciler) requeueAfter(obs observation, out outcome, now time.Time) t
 	return after
 }
 
-// addFinalizer puts the operator's finalizer on t before anything is made
-// for it, so that a deletion always meets the offboarding.
-func (r *Reconciler) addFinalizer(ctx context.Context, t *tenantv1.Tenant) error {
-	if controllerutil.ContainsFinalizer(t, tenantv1.TenantFinalizer) {
-		return nil
-	}
-	patch := client.MergeFromWithOptions(t.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	controllerutil.AddFinalizer(t, tenantv1.TenantFinalizer)
-	if err := r.Client.Patch(ctx, t, patch); err != nil {
-		return fmt.Errorf("add the finalizer to Tenant %s: %w", t.Name, err)
-	}
-	return nil
-}
-
-// patchStatus writes status when it differs from what t has.
-func (r *Reconciler) patchStatus(ctx context.Context, t *tenantv1.Tenant, status tenantv1.TenantStatus) error {
-	updated := t.DeepCopy()
-	updated.Status = status
-	wrote, err := r.status.Patch(ctx, t, updated, t.Status, status)
-	if err != nil {
-		return fmt.Errorf("Tenant %s: %w", t.Name, err)
-	}
-	if wrote {
-		ctrl.LoggerFrom(ctx).V(1).Info("Status updated",
-			"ready", meta.FindStatusCondition(status.Conditions, tenantv1.TenantReadyCondition).Reason, "namespaces", status.Ready)
-	}
-	return nil
-}
-
-// recordDegradedEvent emits a Warning when the Tenant becomes Degraded, or
-// Degraded for another cause, not on every reconcile while it stays so.
-func (r *Reconciler) recordDegradedEvent(t *tenantv1.Tenant, status tenantv1.TenantStatus) {
-	now := meta.FindStatusCondition(status.Conditions, tenantv1.TenantDegradedCondition)
-	if now == nil || now.Status != "True" {
-		return
-	}
-	previous := meta.FindStatusCondition(t.Status.Conditions, tenantv1.TenantDegradedCondition)
-	if previous != nil && previous.Status == now.Status && previous.Reason == now.Reason && previous.Message == now.Message {
-		return
-	}
-	r.Recorder.Eventf(t, nil, corev1.EventTypeWarning, now.Reason, "Reconcile", "%s", now.Message)
-}
-
-// SetupWithManager registers the reconciler: it watches Tenants (spec and
-// annotation changes), the access objects they control, and the namespaces
-// labelled for them.
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	if r.Clock == nil {
-		r.Clock = clock.RealClock{}
-	}
-	if r.AllowedOwnerRoles == nil {
-		r.AllowedOwnerRoles = DefaultAllowedOwnerRoles
-	}
-	if r.ConflictRecheckInterval == 0 {
-		r.ConflictRecheckInterval = defaultConflictRecheckInterval
-	}
-	if r.DeletionGracePeriod == 0 {
-		r.DeletionGracePeriod = defaultDeletionGracePeriod
-	}
-	r.retries = controller.NewRetries()
-	if r.APIServerURL == "" {
-		r.APIServerURL = mgr.GetConfig().Host
-	}
-	r.children = children.NewManager(mgr, tenantKind, r.Recorder)
-	r.status = children.NewStatusWriter(r.Client).ReadingLiveFrom(mgr.GetAPIReader())
-	if err := r.status.ForgetDeleted(context.Background(), mgr.GetCache(), &tenantv1.Tenant{}); err != nil {
-		return err
-	}
-	ownedByTenant := controller.EnqueueControllingOwner(tenantv1.GroupVersion.WithKind(tenantKind).GroupKind(), meta.RESTScopeNameRoot)
-	// Not For: see controller.PendingFirst.
-	return ctrl.NewControllerManagedBy(mgr).
-		Named("tenant").
-		Watches(&tenantv1.Tenant{}, controller.PendingFirst(func(t *tenantv1.Tenant) int64 { return t.Status.ObservedGeneration }),
-			// Status writes need no reconcile; the confirmation annotation
-			// and a deletion (which bumps the generation) do.
-			builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, deletionStarted))).
-		// A child's change is news about a Tenant already built: it goes
-		// before Tenants still waiting for theirs (see
-		// controller.ChildEventPriority).
-		Watches(&rbacv1.RoleBinding{}, controller.WithChildEventPriority(ownedByTenant)).
-		Watches(&corev1.ServiceAccount{}, controller.WithChildEventPriority(ownedByTenant)).
-		Watches(&corev1.Secret{}, controller.WithChildEventPriority(ownedByTenant)).
-		Watches(&corev1.ResourceQuota{}, controller.WithChildEventPriority(ownedByTenant)).
-		Watches(&corev1.LimitRange{}, controller.WithChildEventPriority(ownedByTenant)).
-		Watches(&networkingv1.NetworkPolicy{}, controller.WithChildEventPriority(ownedByTenant)).
-		Watches(&corev1.Namespace{}, controller.WithChildEventPriority(handler.EnqueueRequestsFromMapFunc(tenantOfNamespace))).
-		WithOptions(crcontroller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles, RateLimiter: r.retries}).
-		WithLogConstructor(func(req *reconcile.Request) logr.Logger {
-			logger := mgr.GetLogger().WithValues("controller", "tenant")
-			if req != nil {
-				logger = logger.WithValues("tenant", klog.KRef("", req.Name))
-			}
-			return logger
-		}).
-		Complete(r)
-}
-
-// deletionStarted lets through the update that marks a Tenant deleted, in
-// case its generation does not change with it.
-var deletionStarted = predicate.Funcs{
-	UpdateFunc: func(e event.UpdateEvent) bool {
-		return e.ObjectOld.GetDeletionTimestamp() == nil && e.ObjectNew.GetDeletionTimestamp() != nil
-	},
+// SetupWithManager registers the reconciler: it watches Tenants, the access
+// objects they control, and the namespaces labelled for them.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error {
+	return r.loop.Setup(mgr, maxConcurrent,
+		r.loop.Owned(&rbacv1.RoleBinding{}),
+		r.loop.Owned(&corev1.ServiceAccount{}),
+		r.loop.Owned(&corev1.Secret{}),
+		r.loop.Owned(&corev1.ResourceQuota{}),
+		r.loop.Owned(&corev1.LimitRange{}),
+		r.loop.Owned(&networkingv1.NetworkPolicy{}),
+		kit.Mapped(&corev1.Namespace{}, tenantOfNamespace))
 }
 
 // tenantOfNamespace maps a namespace to the Tenant that holds it, by label.

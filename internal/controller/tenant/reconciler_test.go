@@ -273,7 +273,7 @@ func TestOwnerCanWorkInTheTenantsNamespacesOnly(t *testing.T) {
 
 	cfg := rest.CopyConfig(restConfig)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: "alice-" + mine}
-	alice, err := client.New(cfg, client.Options{Scheme: scheme})
+	alice, err := client.New(cfg, client.Options{Scheme: suite.Scheme})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	tenantv1 "example.com/platform-operator/api/v1alpha1"
-	"example.com/platform-operator/internal/controller"
+	"example.com/platform-operator/internal/controller/kit"
 )
 
 // computeStatus derives the status of t from what was observed at now. It
@@ -33,7 +33,7 @@ func computeStatus(t *tenantv1.Tenant, obs observation, now time.Time) tenantv1.
 	access := accessCondition(t, obs)
 	credentials := credentialsCondition(t, obs, now)
 	ready, degraded := summary(t, obs, namespaces, access, credentials)
-	status.Conditions = controller.MergeConditions(t.Status.Conditions, t.Generation, metav1.NewTime(now),
+	status.Conditions = kit.MergeConditions(t.Status.Conditions, t.Generation, metav1.NewTime(now),
 		ready, namespaces.condition, access.condition, credentials.condition, degraded)
 	return status
 }
@@ -55,7 +55,7 @@ func judge(conditionType string, ok bool, why cause) judged {
 }
 
 func namespaceStatus(n namespaceObservation) tenantv1.TenantNamespaceStatus {
-	ns := tenantv1.TenantNamespaceStatus{Name: n.name, Phase: n.phase, Message: controller.TruncateMessage(n.message), Role: n.role, Subjects: n.subjects}
+	ns := tenantv1.TenantNamespaceStatus{Name: n.name, Phase: n.phase, Message: kit.TruncateMessage(n.message), Role: n.role, Subjects: n.subjects}
 	if n.phase == tenantv1.NamespaceActive && n.access != nil {
 		ns.Phase = tenantv1.NamespaceFailed
 		ns.Message = n.access.message
@@ -65,7 +65,7 @@ func namespaceStatus(n namespaceObservation) tenantv1.TenantNamespaceStatus {
 			break
 		}
 		ns.Conditions = append(ns.Conditions, tenantv1.TenantNamespaceCondition{
-			Type: string(c.Type), Status: string(c.Status), Reason: c.Reason, Message: controller.TruncateMessage(c.Message)})
+			Type: string(c.Type), Status: string(c.Status), Reason: c.Reason, Message: kit.TruncateMessage(c.Message)})
 	}
 	return ns
 }
@@ -92,10 +92,10 @@ func namespacesCondition(obs observation) judged {
 		return judge(tenantv1.TenantNamespacesReadyCondition, false, *problem(failedReason(failed[0].message), joinMessages(failed)))
 	case obs.notReleased != nil:
 		return judge(tenantv1.TenantNamespacesReadyCondition, false, *problem(obs.notReleased.reason,
-			controller.TruncateMessage("A namespace removed from spec.namespaces still holds the Tenant's labels and access: "+obs.notReleased.message)))
+			kit.TruncateMessage("A namespace removed from spec.namespaces still holds the Tenant's labels and access: "+obs.notReleased.message)))
 	case len(terminating) > 0:
 		return judge(tenantv1.TenantNamespacesReadyCondition, false, cause{reason: tenantv1.NamespaceTerminatingReason,
-			message: controller.TruncateMessage(joinMessages(terminating))})
+			message: kit.TruncateMessage(joinMessages(terminating))})
 	}
 	return judge(tenantv1.TenantNamespacesReadyCondition, true, cause{reason: tenantv1.NamespacesActiveReason,
 		message: fmt.Sprintf("%d namespaces held by the Tenant: %s", len(obs.namespaces), names(obs.namespaces))})
@@ -136,7 +136,7 @@ func accessCondition(t *tenantv1.Tenant, obs observation) judged {
 			message: "No owners and no ServiceAccount: nobody is bound"})
 	}
 	return judge(tenantv1.TenantAccessReadyCondition, true, cause{reason: tenantv1.AccessGrantedReason,
-		message: controller.TruncateMessage(fmt.Sprintf("ClusterRole %s bound to %s in %d namespaces", role, describeSubjects(subjects), len(obs.namespaces)))})
+		message: kit.TruncateMessage(fmt.Sprintf("ClusterRole %s bound to %s in %d namespaces", role, describeSubjects(subjects), len(obs.namespaces)))})
 }
 
 // credentialsCondition: True when the Secret holds a token valid at now, or

@@ -19,7 +19,7 @@ import (
 
 	"example.com/platform-operator/internal/controller"
 	"example.com/platform-operator/internal/controller/website"
-	"example.com/platform-operator/internal/testgen"
+	"example.com/platform-operator/internal/controller/website/websitetest"
 )
 
 // mirror is the registry that the admission policy of
@@ -34,12 +34,13 @@ const mirror = "mirror.example.com/"
 // nothing), and no event that claims a restore. A hand edit is still put
 // back.
 func TestImageRewrittenByAdmissionIsNotFoughtOver(t *testing.T) {
+	needsAPIServer(t)
 	g := NewWithT(t)
 	ctx := t.Context()
 	ns := newNamespace(t)
 	rewriteImagesInto(t, ns)
 
-	createWebsite(t, testgen.Website("site", ns, testgen.WithImage("nginx:1.25")))
+	createWebsite(t, websitetest.Website("site", ns, websitetest.WithImage("nginx:1.25")))
 	g.Eventually(func(g Gomega) {
 		d := getDeployment(g, ctx, ns, "site")
 		g.Expect(d.Spec.Template.Spec.Containers[0].Image).To(Equal(mirror + "nginx:1.25"))

@@ -20,7 +20,7 @@ import (
 // deploymentIntent returns the desired Deployment of w and how to ensure it.
 // A Deployment adopted from the tutorial's operator keeps its selector; one
 // the tutorial's operator made is adopted when the user asked for it.
-func (r *WebsiteReconciler) deploymentIntent(ctx context.Context, w *websitev1.Website) (*appsv1ac.DeploymentApplyConfiguration, []children.EnsureOption, error) {
+func (r *Reconciler) deploymentIntent(ctx context.Context, w *websitev1.Website) (*appsv1ac.DeploymentApplyConfiguration, []children.EnsureOption, error) {
 	key := client.ObjectKeyFromObject(w)
 	live := &appsv1.Deployment{}
 	err := r.Client.Get(ctx, key, live)
@@ -59,7 +59,7 @@ func tutorialConflictMessage(w *websitev1.Website, d *appsv1.Deployment) string 
 // annotations from w once its children are the operator's, when the user
 // asked for adoption. It patches with w's resourceVersion, so that a
 // finalizer another controller adds in between is never dropped.
-func (r *WebsiteReconciler) releaseTutorialMarks(ctx context.Context, w *websitev1.Website) error {
+func (r *Reconciler) releaseTutorialMarks(ctx context.Context, w *websitev1.Website) error {
 	finalizers, annotations, found := withoutTutorialMarks(w)
 	if !found {
 		return nil

@@ -9,7 +9,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"example.com/platform-operator/internal/children"
-	"example.com/platform-operator/internal/controller"
 )
 
 // cacheObjects keeps the cache to what the controller reads: of
@@ -18,8 +17,8 @@ import (
 // Service's labels), pods and EndpointSlices trimmed to what the status
 // needs, Deployments without their pod template and Services without their
 // spec.
-func cacheObjects() map[client.Object]controller.CacheSetting {
-	return map[client.Object]controller.CacheSetting{
+func cacheObjects() map[client.Object]children.CacheSetting {
+	return map[client.Object]children.CacheSetting{
 		&appsv1.Deployment{}:         children.CacheConfig("website.TrimDeployment", TrimDeployment),
 		&corev1.Service{}:            children.CacheConfig("website.TrimService", TrimService),
 		&networkingv1.Ingress{}:      children.CacheConfig("", nil),
@@ -32,5 +31,5 @@ func cacheObjects() map[client.Object]controller.CacheSetting {
 // Website controller, for tests; the operator merges cacheObjects with those
 // of its other controllers.
 func CacheOptions() cache.Options {
-	return cache.Options{ByObject: controller.ByObject(cacheObjects())}
+	return cache.Options{ByObject: children.ByObject(cacheObjects())}
 }

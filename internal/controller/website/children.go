@@ -17,7 +17,8 @@ import (
 
 	websitev1 "example.com/platform-operator/api/v1"
 	"example.com/platform-operator/internal/children"
-	"example.com/platform-operator/internal/controller"
+	"example.com/platform-operator/internal/controller/kit"
+	"example.com/platform-operator/internal/platform"
 )
 
 // conflictReasons names, per kind, the reason given when an object of the
@@ -30,7 +31,7 @@ var conflictReasons = map[string]string{
 
 // reconcileChildren ensures each child and observes the result. Children are
 // independent: a conflict on the Service does not stop the Deployment.
-func (r *WebsiteReconciler) reconcileChildren(ctx context.Context, w *websitev1.Website) (observation, error) {
+func (r *Reconciler) reconcileChildren(ctx context.Context, w *websitev1.Website) (observation, error) {
 	var obs observation
 	var errs []error
 	note := func(kind string, result children.Result) {
@@ -39,13 +40,13 @@ func (r *WebsiteReconciler) reconcileChildren(ctx context.Context, w *websitev1.
 			obs.blocker = firstCause(obs.blocker, &cause{conflictReasons[kind], result.Message})
 			obs.conflict = true
 		case children.Invalid:
-			obs.blocker = firstCause(obs.blocker, &cause{websitev1.InvalidSpecReason, controller.TruncateMessage(result.Message)})
+			obs.blocker = firstCause(obs.blocker, &cause{websitev1.InvalidSpecReason, kit.TruncateMessage(result.Message)})
 			errs = append(errs, result.Err)
 		case children.Failed:
 			// A conflict with another writer passes with the retry; it is
 			// nothing for a person to look at.
-			if !errors.Is(result.Err, controller.ErrNotLeader) && !apierrors.IsConflict(result.Err) {
-				obs.blocker = firstCause(obs.blocker, &cause{websitev1.ApplyFailedReason, controller.TruncateMessage(result.Message)})
+			if !errors.Is(result.Err, platform.ErrNotLeader) && !apierrors.IsConflict(result.Err) {
+				obs.blocker = firstCause(obs.blocker, &cause{websitev1.ApplyFailedReason, kit.TruncateMessage(result.Message)})
 			}
 			obs.retry = true
 			errs = append(errs, result.Err)
@@ -97,7 +98,7 @@ func (r *WebsiteReconciler) reconcileChildren(ctx context.Context, w *websitev1.
 
 // observePods reads the Website's pods and the endpoints its Service routes
 // to, from the cache.
-func (r *WebsiteReconciler) observePods(ctx context.Context, w *websitev1.Website, obs *observation) error {
+func (r *Reconciler) observePods(ctx context.Context, w *websitev1.Website, obs *observation) error {
 	// The pods and slices are only read, in this reconcile: the cache's own
 	// copies do, without a copy of each for every reconcile.
 	pods := &corev1.PodList{}

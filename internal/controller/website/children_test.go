@@ -17,22 +17,23 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	websitev1 "example.com/platform-operator/api/v1"
+	"example.com/platform-operator/internal/controller/website/websitetest"
 	"example.com/platform-operator/internal/platform"
-	"example.com/platform-operator/internal/testgen"
 )
 
 // A field the operator set when it created the Deployment goes away when
 // the spec no longer asks for it: the create's field ownership was
 // converted to server-side apply's.
 func TestRemovingFieldsFromTheSpecRemovesThemFromTheDeployment(t *testing.T) {
+	needsAPIServer(t)
 	t.Parallel()
 	g := NewWithT(t)
 	ctx := t.Context()
 	ns := newNamespace(t)
-	createWebsite(t, testgen.Website("site", ns,
-		testgen.WithEnv("KEEP", "1"), testgen.WithEnv("DROP", "2"), testgen.WithEnv("EMPTY", ""),
-		testgen.WithResources(map[corev1.ResourceName]string{"cpu": "100m"}, map[corev1.ResourceName]string{"cpu": "1", "memory": "128Mi"}),
-		testgen.WithReadinessPath("/healthz")))
+	createWebsite(t, websitetest.Website("site", ns,
+		websitetest.WithEnv("KEEP", "1"), websitetest.WithEnv("DROP", "2"), websitetest.WithEnv("EMPTY", ""),
+		websitetest.WithResources(map[corev1.ResourceName]string{"cpu": "100m"}, map[corev1.ResourceName]string{"cpu": "1", "memory": "128Mi"}),
+		websitetest.WithReadinessPath("/healthz")))
 	g.Eventually(func(g Gomega) {
 		c := getDeployment(g, ctx, ns, "site").Spec.Template.Spec.Containers[0]
 		g.Expect(c.Env).To(HaveLen(3))
@@ -59,6 +60,7 @@ func TestRemovingFieldsFromTheSpecRemovesThemFromTheDeployment(t *testing.T) {
 // merge semantics of the field, and the Website ends Ready and not
 // Degraded.
 func TestHandEditsOfChildrenAreRestored(t *testing.T) {
+	needsAPIServer(t)
 	t.Parallel()
 	tests := []struct {
 		name     string
@@ -189,8 +191,8 @@ func TestHandEditsOfChildrenAreRestored(t *testing.T) {
 			g := NewWithT(t)
 			ctx := t.Context()
 			ns := newNamespace(t)
-			createWebsite(t, testgen.Website("site", ns, testgen.WithEnv("MODE", "prod"), testgen.WithEnv("EMPTY", ""),
-				testgen.WithIngress("www.example.com", "/", "", "www-tls")))
+			createWebsite(t, websitetest.Website("site", ns, websitetest.WithEnv("MODE", "prod"), websitetest.WithEnv("EMPTY", ""),
+				websitetest.WithIngress("www.example.com", "/", "", "www-tls")))
 			key := types.NamespacedName{Namespace: ns, Name: "site"}
 			g.Eventually(func(g Gomega) { markRolledOut(g, ctx, getDeployment(g, ctx, ns, "site")) }).WithTimeout(timeout).Should(Succeed())
 			g.Eventually(func(g Gomega) {
@@ -242,12 +244,13 @@ func container(o client.Object) *corev1.Container {
 // A Website that nobody touches costs no write, however often it is
 // reconciled: an empty env value is no reason to apply again.
 func TestQuietWebsiteWritesNothing(t *testing.T) {
+	needsAPIServer(t)
 	t.Parallel()
 	g := NewWithT(t)
 	ctx := t.Context()
 	ns := newNamespace(t)
-	createWebsite(t, testgen.Website("site", ns, testgen.WithReplicas(2), testgen.WithEnv("EMPTY", ""),
-		testgen.WithIngress("www.example.com", "/", "", "www-tls")))
+	createWebsite(t, websitetest.Website("site", ns, websitetest.WithReplicas(2), websitetest.WithEnv("EMPTY", ""),
+		websitetest.WithIngress("www.example.com", "/", "", "www-tls")))
 	g.Eventually(func(g Gomega) { markRolledOut(g, ctx, getDeployment(g, ctx, ns, "site")) }).WithTimeout(timeout).Should(Succeed())
 	g.Eventually(func(g Gomega) {
 		g.Expect(condition(getWebsite(g, ctx, ns, "site"), websitev1.ReadyCondition).Status).To(Equal(metav1.ConditionTrue))
@@ -277,6 +280,7 @@ func theirService(ns string) *corev1.Service {
 // cache and its create is refused by the API server and reported as a
 // conflict; it is never adopted or changed.
 func TestObjectCreatedBetweenCacheMissAndCreateIsAConflict(t *testing.T) {
+	needsAPIServer(t)
 	t.Parallel()
 	g := NewWithT(t)
 	ctx := t.Context()
@@ -287,7 +291,7 @@ func TestObjectCreatedBetweenCacheMissAndCreateIsAConflict(t *testing.T) {
 			_ = k8sClient.Create(ctx, theirs.DeepCopy())
 		}
 	})
-	createWebsite(t, testgen.Website("site", ns))
+	createWebsite(t, websitetest.Website("site", ns))
 
 	g.Eventually(func(g Gomega) {
 		w := getWebsite(g, ctx, ns, "site")
@@ -304,11 +308,12 @@ func TestObjectCreatedBetweenCacheMissAndCreateIsAConflict(t *testing.T) {
 // Ready means reachable: a Service that routes to fewer pods than are
 // available keeps the Website from Ready.
 func TestWebsiteIsNotReadyWhileItsServiceRoutesToNoPod(t *testing.T) {
+	needsAPIServer(t)
 	t.Parallel()
 	g := NewWithT(t)
 	ctx := t.Context()
 	ns := newNamespace(t)
-	createWebsite(t, testgen.Website("site", ns, testgen.WithReplicas(2)))
+	createWebsite(t, websitetest.Website("site", ns, websitetest.WithReplicas(2)))
 	g.Eventually(func(g Gomega) { markRolledOut(g, ctx, getDeployment(g, ctx, ns, "site")) }).WithTimeout(timeout).Should(Succeed())
 	g.Eventually(func(g Gomega) {
 		g.Expect(condition(getWebsite(g, ctx, ns, "site"), websitev1.ReadyCondition).Status).To(Equal(metav1.ConditionTrue))

@@ -14,8 +14,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	"example.com/platform-operator/internal/controller/website"
+	"example.com/platform-operator/internal/controller/website/websitetest"
 	"example.com/platform-operator/internal/platform"
-	"example.com/platform-operator/internal/testgen"
 )
 
 // decode turns an apply configuration into the typed object it describes.
@@ -34,7 +34,7 @@ func decode[T any](t *testing.T, config any) *T {
 
 func TestDeploymentOfTheTutorialsWebsite(t *testing.T) {
 	g := NewWithT(t)
-	w := testgen.Website("my-site", "default")
+	w := websitetest.Website("my-site", "default")
 
 	d := decode[appsv1.Deployment](t, website.DesiredDeployment(w))
 
@@ -65,26 +65,26 @@ func TestDeploymentOfTheTutorialsWebsite(t *testing.T) {
 func TestDeploymentFollowsTheSpec(t *testing.T) {
 	tests := []struct {
 		name    string
-		website []testgen.Option
+		website []websitetest.Option
 		check   func(g Gomega, d *appsv1.Deployment)
 	}{
 		{
 			name:    "replicas",
-			website: []testgen.Option{testgen.WithReplicas(3)},
+			website: []websitetest.Option{websitetest.WithReplicas(3)},
 			check: func(g Gomega, d *appsv1.Deployment) {
 				g.Expect(d.Spec.Replicas).To(HaveValue(Equal(int32(3))))
 			},
 		},
 		{
 			name:    "scaled to zero",
-			website: []testgen.Option{testgen.WithReplicas(0)},
+			website: []websitetest.Option{websitetest.WithReplicas(0)},
 			check: func(g Gomega, d *appsv1.Deployment) {
 				g.Expect(d.Spec.Replicas).To(HaveValue(Equal(int32(0))))
 			},
 		},
 		{
 			name:    "unprivileged port needs no sysctl",
-			website: []testgen.Option{testgen.WithPort(8080)},
+			website: []websitetest.Option{websitetest.WithPort(8080)},
 			check: func(g Gomega, d *appsv1.Deployment) {
 				g.Expect(d.Spec.Template.Spec.Containers[0].Ports[0].ContainerPort).To(Equal(int32(8080)))
 				g.Expect(d.Spec.Template.Spec.SecurityContext.Sysctls).To(BeEmpty())
@@ -92,7 +92,7 @@ func TestDeploymentFollowsTheSpec(t *testing.T) {
 		},
 		{
 			name:    "port 80 opens low ports to the non-root user",
-			website: []testgen.Option{testgen.WithPort(80)},
+			website: []websitetest.Option{websitetest.WithPort(80)},
 			check: func(g Gomega, d *appsv1.Deployment) {
 				g.Expect(d.Spec.Template.Spec.SecurityContext.Sysctls).To(ConsistOf(
 					corev1.Sysctl{Name: "net.ipv4.ip_unprivileged_port_start", Value: "0"}))
@@ -100,7 +100,7 @@ func TestDeploymentFollowsTheSpec(t *testing.T) {
 		},
 		{
 			name:    "readiness path",
-			website: []testgen.Option{testgen.WithReadinessPath("/healthz")},
+			website: []websitetest.Option{websitetest.WithReadinessPath("/healthz")},
 			check: func(g Gomega, d *appsv1.Deployment) {
 				probe := d.Spec.Template.Spec.Containers[0].ReadinessProbe
 				g.Expect(probe.HTTPGet).NotTo(BeNil())
@@ -111,7 +111,7 @@ func TestDeploymentFollowsTheSpec(t *testing.T) {
 		},
 		{
 			name:    "environment",
-			website: []testgen.Option{testgen.WithEnv("MODE", "prod"), testgen.WithSecretEnv("TOKEN", "site-secrets", "token")},
+			website: []websitetest.Option{websitetest.WithEnv("MODE", "prod"), websitetest.WithSecretEnv("TOKEN", "site-secrets", "token")},
 			check: func(g Gomega, d *appsv1.Deployment) {
 				g.Expect(d.Spec.Template.Spec.Containers[0].Env).To(Equal([]corev1.EnvVar{
 					{Name: "MODE", Value: "prod"},
@@ -123,7 +123,7 @@ func TestDeploymentFollowsTheSpec(t *testing.T) {
 		},
 		{
 			name: "resources",
-			website: []testgen.Option{testgen.WithResources(
+			website: []websitetest.Option{websitetest.WithResources(
 				map[corev1.ResourceName]string{corev1.ResourceCPU: "100m"},
 				map[corev1.ResourceName]string{corev1.ResourceMemory: "128Mi"})},
 			check: func(g Gomega, d *appsv1.Deployment) {
@@ -134,7 +134,7 @@ func TestDeploymentFollowsTheSpec(t *testing.T) {
 		},
 		{
 			name:    "run as another user",
-			website: []testgen.Option{testgen.WithRunAsUser(1000)},
+			website: []websitetest.Option{websitetest.WithRunAsUser(1000)},
 			check: func(g Gomega, d *appsv1.Deployment) {
 				sc := d.Spec.Template.Spec.SecurityContext
 				g.Expect(sc.RunAsUser).To(HaveValue(Equal(int64(1000))))
@@ -144,7 +144,7 @@ func TestDeploymentFollowsTheSpec(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			w := testgen.Website("site", "team-a", tt.website...)
+			w := websitetest.Website("site", "team-a", tt.website...)
 			tt.check(NewWithT(t), decode[appsv1.Deployment](t, website.DesiredDeployment(w)))
 		})
 	}
@@ -153,12 +153,12 @@ func TestDeploymentFollowsTheSpec(t *testing.T) {
 // The pod template meets the restricted Pod Security Standard, checked with
 // the same code as the API server's PodSecurity admission.
 func TestPodMeetsTheRestrictedPodSecurityStandard(t *testing.T) {
-	for _, opts := range [][]testgen.Option{
+	for _, opts := range [][]websitetest.Option{
 		nil,
-		{testgen.WithPort(8080)},
-		{testgen.WithRunAsUser(1000), testgen.WithReadinessPath("/")},
+		{websitetest.WithPort(8080)},
+		{websitetest.WithRunAsUser(1000), websitetest.WithReadinessPath("/")},
 	} {
-		w := testgen.Website("site", "default", opts...)
+		w := websitetest.Website("site", "default", opts...)
 		d := decode[appsv1.Deployment](t, website.DesiredDeployment(w))
 		if problems := restrictedViolations(t, &d.Spec.Template); len(problems) > 0 {
 			t.Errorf("port %d: violates the restricted Pod Security Standard: %v", w.Spec.Port, problems)
@@ -166,7 +166,7 @@ func TestPodMeetsTheRestrictedPodSecurityStandard(t *testing.T) {
 	}
 
 	// The check itself works: a privileged, root pod fails it.
-	control := decode[appsv1.Deployment](t, website.DesiredDeployment(testgen.Website("site", "default")))
+	control := decode[appsv1.Deployment](t, website.DesiredDeployment(websitetest.Website("site", "default")))
 	control.Spec.Template.Spec.SecurityContext.RunAsNonRoot = ptr.To(false)
 	control.Spec.Template.Spec.Containers[0].SecurityContext.Privileged = ptr.To(true)
 	if len(restrictedViolations(t, &control.Spec.Template)) == 0 {
@@ -195,7 +195,7 @@ func restrictedViolations(t *testing.T, template *corev1.PodTemplateSpec) []stri
 // folders.
 func TestContainerIsHardened(t *testing.T) {
 	g := NewWithT(t)
-	d := decode[appsv1.Deployment](t, website.DesiredDeployment(testgen.Website("site", "default")))
+	d := decode[appsv1.Deployment](t, website.DesiredDeployment(websitetest.Website("site", "default")))
 	pod := d.Spec.Template.Spec
 	sc := pod.Containers[0].SecurityContext
 
@@ -226,29 +226,29 @@ func TestDesiredDeploymentChangesWithTheSpecOnly(t *testing.T) {
 		g.Expect(err).NotTo(HaveOccurred())
 		return string(data)
 	}
-	base := testgen.Website("site", "default")
-	g.Expect(hash(website.DesiredDeployment(base))).To(Equal(hash(website.DesiredDeployment(testgen.Website("site", "default")))),
+	base := websitetest.Website("site", "default")
+	g.Expect(hash(website.DesiredDeployment(base))).To(Equal(hash(website.DesiredDeployment(websitetest.Website("site", "default")))),
 		"the same spec gives the same desired state")
 
-	relabelled := testgen.Website("site", "default")
+	relabelled := websitetest.Website("site", "default")
 	relabelled.Labels = map[string]string{"team": "web"}
 	relabelled.ResourceVersion = "42"
 	g.Expect(hash(website.DesiredDeployment(relabelled))).To(Equal(hash(website.DesiredDeployment(base))),
 		"metadata of the Website that does not reach the Deployment leaves it alone")
 
-	for name, changed := range map[string]*testgen.Option{
-		"image":    ptr.To(testgen.WithImage("nginx:1.27")),
-		"port":     ptr.To(testgen.WithPort(8080)),
-		"replicas": ptr.To(testgen.WithReplicas(2)),
-		"env":      ptr.To(testgen.WithEnv("A", "b")),
+	for name, changed := range map[string]*websitetest.Option{
+		"image":    ptr.To(websitetest.WithImage("nginx:1.27")),
+		"port":     ptr.To(websitetest.WithPort(8080)),
+		"replicas": ptr.To(websitetest.WithReplicas(2)),
+		"env":      ptr.To(websitetest.WithEnv("A", "b")),
 	} {
-		g.Expect(hash(website.DesiredDeployment(testgen.Website("site", "default", *changed)))).NotTo(Equal(hash(website.DesiredDeployment(base))), name)
+		g.Expect(hash(website.DesiredDeployment(websitetest.Website("site", "default", *changed)))).NotTo(Equal(hash(website.DesiredDeployment(base))), name)
 	}
 }
 
 func TestService(t *testing.T) {
 	g := NewWithT(t)
-	w := testgen.Website("my-site", "default", testgen.WithPort(8080))
+	w := websitetest.Website("my-site", "default", websitetest.WithPort(8080))
 
 	s := decode[corev1.Service](t, website.DesiredService(w))
 
@@ -265,7 +265,7 @@ func TestService(t *testing.T) {
 func TestIngress(t *testing.T) {
 	tests := []struct {
 		name     string
-		opts     []testgen.Option
+		opts     []websitetest.Option
 		wantNone bool
 		check    func(g Gomega, i *networkingv1.Ingress)
 		url      string
@@ -273,7 +273,7 @@ func TestIngress(t *testing.T) {
 		{name: "none unless asked for", wantNone: true},
 		{
 			name: "host, path and class",
-			opts: []testgen.Option{testgen.WithIngress("www.example.com", "/docs", "nginx", "")},
+			opts: []websitetest.Option{websitetest.WithIngress("www.example.com", "/docs", "nginx", "")},
 			url:  "http://www.example.com/docs",
 			check: func(g Gomega, i *networkingv1.Ingress) {
 				g.Expect(i.Spec.IngressClassName).To(HaveValue(Equal("nginx")))
@@ -289,7 +289,7 @@ func TestIngress(t *testing.T) {
 		},
 		{
 			name: "TLS",
-			opts: []testgen.Option{testgen.WithIngress("www.example.com", "", "", "www-tls")},
+			opts: []websitetest.Option{websitetest.WithIngress("www.example.com", "", "", "www-tls")},
 			url:  "https://www.example.com",
 			check: func(g Gomega, i *networkingv1.Ingress) {
 				g.Expect(i.Spec.TLS).To(ConsistOf(networkingv1.IngressTLS{Hosts: []string{"www.example.com"}, SecretName: "www-tls"}))
@@ -299,7 +299,7 @@ func TestIngress(t *testing.T) {
 		},
 		{
 			name: "any host",
-			opts: []testgen.Option{testgen.WithIngress("", "/", "", "")},
+			opts: []websitetest.Option{websitetest.WithIngress("", "/", "", "")},
 			url:  "",
 			check: func(g Gomega, i *networkingv1.Ingress) {
 				g.Expect(i.Spec.Rules[0].Host).To(BeEmpty())
@@ -309,7 +309,7 @@ func TestIngress(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
-			w := testgen.Website("site", "default", tt.opts...)
+			w := websitetest.Website("site", "default", tt.opts...)
 			config := website.DesiredIngress(w)
 			if tt.wantNone {
 				g.Expect(config).To(BeNil())

@@ -16,7 +16,7 @@ import (
 
 	"example.com/platform-operator/internal/children"
 	"example.com/platform-operator/internal/controller/website"
-	"example.com/platform-operator/internal/testgen"
+	"example.com/platform-operator/internal/controller/website/websitetest"
 )
 
 // atomicParents are the maps and lists of the children that server-side
@@ -37,10 +37,10 @@ var atomicParents = []string{
 // one that has a key or item added differs exactly when the field is
 // atomic. Fields the builders do not set are someone else's.
 func TestEveryFieldTheBuildersSetIsWatchedForDrift(t *testing.T) {
-	w := testgen.Website("site", "default", testgen.WithReplicas(2), testgen.WithEnv("MODE", "prod"),
-		testgen.WithEnv("EMPTY", ""), testgen.WithSecretEnv("TOKEN", "creds", "token"),
-		testgen.WithResources(map[corev1.ResourceName]string{"cpu": "100m"}, map[corev1.ResourceName]string{"memory": "128Mi"}),
-		testgen.WithReadinessPath("/healthz"), testgen.WithIngress("www.example.com", "/docs", "nginx", "www-tls"))
+	w := websitetest.Website("site", "default", websitetest.WithReplicas(2), websitetest.WithEnv("MODE", "prod"),
+		websitetest.WithEnv("EMPTY", ""), websitetest.WithSecretEnv("TOKEN", "creds", "token"),
+		websitetest.WithResources(map[corev1.ResourceName]string{"cpu": "100m"}, map[corev1.ResourceName]string{"memory": "128Mi"}),
+		websitetest.WithReadinessPath("/healthz"), websitetest.WithIngress("www.example.com", "/docs", "nginx", "www-tls"))
 	children := []struct {
 		desired runtime.ApplyConfiguration
 		live    client.Object
@@ -162,7 +162,7 @@ func driftOf(t *testing.T, desired runtime.ApplyConfiguration, typed client.Obje
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(live, obj); err != nil {
 		t.Fatalf("decode live: %v", err)
 	}
-	drift, err := children.Drift(scheme, desired, obj)
+	drift, err := children.Drift(suite.Scheme, desired, obj)
 	if err != nil {
 		t.Fatalf("drift: %v", err)
 	}
@@ -382,7 +382,7 @@ func valueAt(obj map[string]any, path []any) (any, bool) {
 // that the status updates of a rollout cost no comparison: a builder that
 // set any other metadata would have it go unwatched.
 func TestBuildersSetNoMetadataThatTheGenerationDoesNotCover(t *testing.T) {
-	w := testgen.Website("site", "default", testgen.WithIngress("www.example.com", "/", "nginx", "www-tls"))
+	w := websitetest.Website("site", "default", websitetest.WithIngress("www.example.com", "/", "nginx", "www-tls"))
 	watched := map[string]bool{"name": true, "namespace": true, "labels": true, "annotations": true, "ownerReferences": true}
 	for _, desired := range []runtime.ApplyConfiguration{website.DesiredDeployment(w), website.DesiredService(w), website.DesiredIngress(w)} {
 		var obj struct {

@@ -10,8 +10,8 @@ import (
 
 	websitev1 "example.com/platform-operator/api/v1"
 	"example.com/platform-operator/internal/controller/website"
+	"example.com/platform-operator/internal/controller/website/websitetest"
 	"example.com/platform-operator/internal/platform"
-	"example.com/platform-operator/internal/testgen"
 )
 
 // FuzzChildren builds the children of arbitrary Websites, valid or not (the
@@ -28,10 +28,10 @@ func FuzzChildren(f *testing.F) {
 	f.Add("registry.example.com:5000/team/site@sha256:abc", int32(8080), int32(0), "/ready?x=1", int64(1000), "PATH", "/", "", "", "Class", "")
 	f.Fuzz(func(t *testing.T, image string, port, replicas int32, readinessPath string, runAsUser int64,
 		envName, envValue, host, path, className, tlsSecret string) {
-		w := testgen.Website("site", "tenant-a",
-			testgen.WithImage(image), testgen.WithPort(port), testgen.WithReplicas(replicas),
-			testgen.WithReadinessPath(readinessPath), testgen.WithRunAsUser(runAsUser),
-			testgen.WithEnv(envName, envValue), testgen.WithIngress(host, path, className, tlsSecret))
+		w := websitetest.Website("site", "tenant-a",
+			websitetest.WithImage(image), websitetest.WithPort(port), websitetest.WithReplicas(replicas),
+			websitetest.WithReadinessPath(readinessPath), websitetest.WithRunAsUser(runAsUser),
+			websitetest.WithEnv(envName, envValue), websitetest.WithIngress(host, path, className, tlsSecret))
 
 		deployment := decode[appsv1.Deployment](t, website.DesiredDeployment(w))
 		service := decode[corev1.Service](t, website.DesiredService(w))

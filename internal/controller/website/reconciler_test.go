@@ -26,8 +26,8 @@ import (
 	websitev1 "example.com/platform-operator/api/v1"
 	"example.com/platform-operator/internal/children"
 	"example.com/platform-operator/internal/controller/website"
+	"example.com/platform-operator/internal/controller/website/websitetest"
 	"example.com/platform-operator/internal/platform"
-	"example.com/platform-operator/internal/testgen"
 )
 
 const timeout = 10 * time.Second
@@ -136,10 +136,11 @@ func condition(w *websitev1.Website, conditionType string) metav1.Condition {
 }
 
 func TestWebsiteCreatesItsChildrenAndBecomesReady(t *testing.T) {
+	needsAPIServer(t)
 	g := NewWithT(t)
 	ctx := t.Context()
 	ns := newNamespace(t)
-	w := createWebsite(t, testgen.Website("my-site", ns))
+	w := createWebsite(t, websitetest.Website("my-site", ns))
 
 	var deployment *appsv1.Deployment
 	g.Eventually(func(g Gomega) {
@@ -188,10 +189,11 @@ func eventReasons(g Gomega, ctx context.Context, ns, website string) []string {
 }
 
 func TestUpdatingTheSpecUpdatesTheChildren(t *testing.T) {
+	needsAPIServer(t)
 	g := NewWithT(t)
 	ctx := t.Context()
 	ns := newNamespace(t)
-	createWebsite(t, testgen.Website("site", ns))
+	createWebsite(t, websitetest.Website("site", ns))
 	g.Eventually(func(g Gomega) { getDeployment(g, ctx, ns, "site") }).WithTimeout(timeout).Should(Succeed())
 
 	updateWebsite(g, ctx, ns, "site", func(w *websitev1.Website) {
@@ -227,13 +229,14 @@ func TestUpdatingTheSpecUpdatesTheChildren(t *testing.T) {
 func siteWithDeployment(t *testing.T) (string, *appsv1.Deployment) {
 	t.Helper()
 	ns := newNamespace(t)
-	createWebsite(t, testgen.Website("site", ns))
+	createWebsite(t, websitetest.Website("site", ns))
 	var deployment *appsv1.Deployment
 	NewWithT(t).Eventually(func(g Gomega) { deployment = getDeployment(g, t.Context(), ns, "site") }).WithTimeout(timeout).Should(Succeed())
 	return ns, deployment
 }
 
 func TestDeletedChildIsRecreated(t *testing.T) {
+	needsAPIServer(t)
 	g := NewWithT(t)
 	ctx := t.Context()
 	ns, original := siteWithDeployment(t)
@@ -257,10 +260,11 @@ func TestDeletedChildIsRecreated(t *testing.T) {
 }
 
 func TestChildEditedByHandIsReverted(t *testing.T) {
+	needsAPIServer(t)
 	g := NewWithT(t)
 	ctx := t.Context()
 	ns := newNamespace(t)
-	createWebsite(t, testgen.Website("site", ns))
+	createWebsite(t, websitetest.Website("site", ns))
 	var d *appsv1.Deployment
 	g.Eventually(func(g Gomega) { d = getDeployment(g, ctx, ns, "site") }).WithTimeout(timeout).Should(Succeed())
 
@@ -282,10 +286,11 @@ func TestChildEditedByHandIsReverted(t *testing.T) {
 // The cache holds Services without their spec (TrimService): a hand edit is
 // still seen and put back, from the Service as the API server has it.
 func TestServiceEditedByHandIsReverted(t *testing.T) {
+	needsAPIServer(t)
 	g := NewWithT(t)
 	ctx := t.Context()
 	ns := newNamespace(t)
-	createWebsite(t, testgen.Website("site", ns))
+	createWebsite(t, websitetest.Website("site", ns))
 	key := client.ObjectKey{Namespace: ns, Name: "site"}
 	svc := &corev1.Service{}
 	g.Eventually(func() error { return k8sClient.Get(ctx, key, svc) }).WithTimeout(timeout).Should(Succeed())
@@ -311,6 +316,7 @@ func TestServiceEditedByHandIsReverted(t *testing.T) {
 // changed or adopted; the Website says why it is not Ready, and recovers
 // once the Deployment is gone.
 func TestUnownedDeploymentIsReportedAndLeftUntouched(t *testing.T) {
+	needsAPIServer(t)
 	g := NewWithT(t)
 	ctx := t.Context()
 	ns := newNamespace(t)
@@ -328,7 +334,7 @@ func TestUnownedDeploymentIsReportedAndLeftUntouched(t *testing.T) {
 	}
 	g.Expect(k8sClient.Create(ctx, theirs)).To(Succeed())
 
-	createWebsite(t, testgen.Website("site", ns))
+	createWebsite(t, websitetest.Website("site", ns))
 	g.Eventually(func(g Gomega) {
 		w := getWebsite(g, ctx, ns, "site")
 		ready := condition(w, websitev1.ReadyCondition)
@@ -357,10 +363,11 @@ func TestUnownedDeploymentIsReportedAndLeftUntouched(t *testing.T) {
 }
 
 func TestIngressFollowsTheSpec(t *testing.T) {
+	needsAPIServer(t)
 	g := NewWithT(t)
 	ctx := t.Context()
 	ns := newNamespace(t)
-	createWebsite(t, testgen.Website("site", ns, testgen.WithIngress("www.example.com", "/", "", "")))
+	createWebsite(t, websitetest.Website("site", ns, websitetest.WithIngress("www.example.com", "/", "", "")))
 	key := types.NamespacedName{Namespace: ns, Name: "site"}
 
 	g.Eventually(func(g Gomega) {
@@ -382,11 +389,12 @@ func TestIngressFollowsTheSpec(t *testing.T) {
 // A reconcile that has nothing to change makes no write call, also right
 // after a restart, when nothing remembers what was applied before.
 func TestReconcileWithNothingToChangeWritesNothing(t *testing.T) {
+	needsAPIServer(t)
 	g := NewWithT(t)
 	ctx := t.Context()
 	ns := newNamespace(t)
-	createWebsite(t, testgen.Website("site", ns, testgen.WithReplicas(2), testgen.WithEnv("MODE", "prod"),
-		testgen.WithIngress("www.example.com", "/", "", "")))
+	createWebsite(t, websitetest.Website("site", ns, websitetest.WithReplicas(2), websitetest.WithEnv("MODE", "prod"),
+		websitetest.WithIngress("www.example.com", "/", "", "")))
 	g.Eventually(func(g Gomega) { markRolledOut(g, ctx, getDeployment(g, ctx, ns, "site")) }).WithTimeout(timeout).Should(Succeed())
 	g.Eventually(func(g Gomega) {
 		g.Expect(condition(getWebsite(g, ctx, ns, "site"), websitev1.ReadyCondition).Status).To(Equal(metav1.ConditionTrue))
@@ -406,11 +414,12 @@ func TestReconcileWithNothingToChangeWritesNothing(t *testing.T) {
 // child is terminal: reported in status, not retried until the spec
 // changes.
 func TestSpecRefusedForAChildIsReportedAndNotRetried(t *testing.T) {
+	needsAPIServer(t)
 	g := NewWithT(t)
 	ctx := t.Context()
 	ns := newNamespace(t)
 	// An extended resource must have a limit equal to its request.
-	createWebsite(t, testgen.Website("site", ns, testgen.WithResources(
+	createWebsite(t, websitetest.Website("site", ns, websitetest.WithResources(
 		map[corev1.ResourceName]string{"example.com/gpu": "1"}, nil)))
 
 	g.Eventually(func(g Gomega) {
@@ -438,10 +447,11 @@ func TestSpecRefusedForAChildIsReportedAndNotRetried(t *testing.T) {
 // An update the API server refuses leaves the running Deployment as it was:
 // status goes on counting its replicas, beside the InvalidSpec condition.
 func TestRefusedUpdateStillReportsTheRunningDeployment(t *testing.T) {
+	needsAPIServer(t)
 	g := NewWithT(t)
 	ctx := t.Context()
 	ns := newNamespace(t)
-	createWebsite(t, testgen.Website("site", ns))
+	createWebsite(t, websitetest.Website("site", ns))
 	// envtest runs no Deployment controller: the status is written here.
 	g.Eventually(func(g Gomega) {
 		d := getDeployment(g, ctx, ns, "site")
@@ -453,7 +463,7 @@ func TestRefusedUpdateStillReportsTheRunningDeployment(t *testing.T) {
 	}).WithTimeout(timeout).Should(Succeed())
 
 	updateWebsite(g, ctx, ns, "site", func(w *websitev1.Website) {
-		w.Spec.Resources = testgen.Website("site", ns, testgen.WithResources(map[corev1.ResourceName]string{"example.com/gpu": "1"}, nil)).Spec.Resources
+		w.Spec.Resources = websitetest.Website("site", ns, websitetest.WithResources(map[corev1.ResourceName]string{"example.com/gpu": "1"}, nil)).Spec.Resources
 	})
 	g.Eventually(func(g Gomega) {
 		w := getWebsite(g, ctx, ns, "site")
@@ -468,12 +478,13 @@ func TestRefusedUpdateStillReportsTheRunningDeployment(t *testing.T) {
 // at an object in its way: once its owner removes it, the Website's own is
 // made.
 func TestRefusedSpecStillRechecksAConflict(t *testing.T) {
+	needsAPIServer(t)
 	g := NewWithT(t)
 	ctx := t.Context()
 	ns := newNamespace(t)
 	theirs := theirService(ns)
 	g.Expect(k8sClient.Create(ctx, theirs)).To(Succeed())
-	createWebsite(t, testgen.Website("site", ns, testgen.WithResources(
+	createWebsite(t, websitetest.Website("site", ns, websitetest.WithResources(
 		map[corev1.ResourceName]string{"example.com/gpu": "1"}, nil)))
 	g.Eventually(func(g Gomega) {
 		w := getWebsite(g, ctx, ns, "site")
@@ -491,6 +502,7 @@ func TestRefusedSpecStillRechecksAConflict(t *testing.T) {
 // The tutorial's CRD knows only image and port; objects stored under it
 // get the defaults of ours when read, so they keep working after an upgrade.
 func TestWebsiteWithOnlyTheTutorialsFieldsGetsDefaults(t *testing.T) {
+	needsAPIServer(t)
 	g := NewWithT(t)
 	ctx := t.Context()
 	ns := newNamespace(t)
@@ -511,6 +523,7 @@ func TestWebsiteWithOnlyTheTutorialsFieldsGetsDefaults(t *testing.T) {
 // An Ingress of the Website's name that someone else owns is no conflict
 // while the Website asks for no Ingress: nothing is in the way.
 func TestUnownedIngressIsNoConflictWithoutAnIngressSpec(t *testing.T) {
+	needsAPIServer(t)
 	g := NewWithT(t)
 	ctx := t.Context()
 	ns := newNamespace(t)
@@ -521,7 +534,7 @@ func TestUnownedIngressIsNoConflictWithoutAnIngressSpec(t *testing.T) {
 		}},
 	}
 	g.Expect(k8sClient.Create(ctx, theirs)).To(Succeed())
-	createWebsite(t, testgen.Website("site", ns))
+	createWebsite(t, websitetest.Website("site", ns))
 	g.Eventually(func(g Gomega) { markRolledOut(g, ctx, getDeployment(g, ctx, ns, "site")) }).WithTimeout(timeout).Should(Succeed())
 	g.Eventually(func(g Gomega) {
 		g.Expect(condition(getWebsite(g, ctx, ns, "site"), websitev1.ReadyCondition).Status).To(Equal(metav1.ConditionTrue))

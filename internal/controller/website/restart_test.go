@@ -18,6 +18,7 @@ import (
 	"example.com/platform-operator/internal/children"
 	"example.com/platform-operator/internal/controller"
 	"example.com/platform-operator/internal/controller/website"
+	"example.com/platform-operator/internal/controller/website/websitetest"
 	"example.com/platform-operator/internal/testgen"
 )
 
@@ -27,10 +28,11 @@ import (
 // is known to be as created and is not read again; one changed since is
 // read and compared. Services, which have no generation, are read.
 func TestRestartReadsOnlyTheChildrenChangedSinceTheirCreation(t *testing.T) {
+	needsAPIServer(t)
 	g := NewWithT(t)
 	ctx := t.Context()
 	ns := newNamespace(t)
-	createWebsite(t, testgen.Website("site", ns))
+	createWebsite(t, websitetest.Website("site", ns))
 	key := ctrl.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: "site"}}
 	inCache := func(g Gomega, obj client.Object) {
 		g.Expect(manager.GetClient().Get(ctx, key.NamespacedName, obj)).To(Succeed())
@@ -109,6 +111,7 @@ func childReads(g Gomega, childKind string) float64 {
 // managed fields tell that the operator did not make it. It is compared,
 // and restored.
 func TestChildRecreatedWithAnEditIsRestored(t *testing.T) {
+	needsAPIServer(t)
 	g := NewWithT(t)
 	ctx := t.Context()
 	ns, original := siteWithDeployment(t)

@@ -10,7 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	websitev1 "example.com/platform-operator/api/v1"
-	"example.com/platform-operator/internal/controller"
+	"example.com/platform-operator/internal/controller/kit"
 )
 
 // observation is what one reconcile saw of a Website's children, after it
@@ -73,7 +73,7 @@ func computeStatus(w *websitev1.Website, obs observation, clusterDomain string, 
 	status.Ready = fmt.Sprintf("%d/%d", status.ReadyReplicas, desired)
 
 	ready, progressing, degraded := conditionsFor(w, obs, desired)
-	status.Conditions = controller.MergeConditions(w.Status.Conditions, w.Generation, now, ready, progressing, degraded)
+	status.Conditions = kit.MergeConditions(w.Status.Conditions, w.Generation, now, ready, progressing, degraded)
 	return status
 }
 
@@ -202,7 +202,7 @@ func podProblem(pods []corev1.Pod) *cause {
 			if waiting.Message != "" {
 				detail += ": " + waiting.Message
 			}
-			return &cause{reason, controller.TruncateMessage(fmt.Sprintf("Pod %s: %s", pod.Name, detail))}
+			return &cause{reason, kit.TruncateMessage(fmt.Sprintf("Pod %s: %s", pod.Name, detail))}
 		}
 	}
 	return nil
@@ -231,10 +231,10 @@ func deploymentProblem(d *appsv1.Deployment) *cause {
 	for _, c := range d.Status.Conditions {
 		switch {
 		case c.Type == appsv1.DeploymentReplicaFailure && c.Status == corev1.ConditionTrue:
-			return &cause{websitev1.PodsRejectedReason, controller.TruncateMessage("Deployment cannot create pods: " + c.Message)}
+			return &cause{websitev1.PodsRejectedReason, kit.TruncateMessage("Deployment cannot create pods: " + c.Message)}
 		case c.Type == appsv1.DeploymentProgressing && c.Status == corev1.ConditionFalse &&
 			c.Reason == "ProgressDeadlineExceeded":
-			return &cause{websitev1.ProgressDeadlineExceededReason, controller.TruncateMessage(c.Message)}
+			return &cause{websitev1.ProgressDeadlineExceededReason, kit.TruncateMessage(c.Message)}
 		}
 	}
 	return nil

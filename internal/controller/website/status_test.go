@@ -12,7 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	websitev1 "example.com/platform-operator/api/v1"
-	"example.com/platform-operator/internal/testgen"
+	"example.com/platform-operator/internal/controller/website/websitetest"
 )
 
 var now = metav1.NewTime(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
@@ -234,7 +234,7 @@ func TestComputeStatus(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
-			w := testgen.Website("site", "default", testgen.WithReplicas(tt.replicas), testgen.WithGeneration(2))
+			w := websitetest.Website("site", "default", websitetest.WithReplicas(tt.replicas), websitetest.WithGeneration(2))
 
 			status := computeStatus(w, tt.obs, "cluster.local", now)
 
@@ -265,14 +265,14 @@ func TestComputeStatus(t *testing.T) {
 
 func TestStatusURLIsTheIngressURLWhenThereIsAHost(t *testing.T) {
 	g := NewWithT(t)
-	w := testgen.Website("site", "default", testgen.WithIngress("www.example.com", "/", "", "www-tls"))
+	w := websitetest.Website("site", "default", websitetest.WithIngress("www.example.com", "/", "", "www-tls"))
 	status := computeStatus(w, observation{ingressPresent: true}, "cluster.local", now)
 	g.Expect(status.URL).To(Equal("https://www.example.com"))
 }
 
 func TestReadyWaitsForTheIngressItAsksFor(t *testing.T) {
 	g := NewWithT(t)
-	w := testgen.Website("site", "default", testgen.WithIngress("www.example.com", "/", "", ""))
+	w := websitetest.Website("site", "default", websitetest.WithIngress("www.example.com", "/", "", ""))
 	obs := observation{deployment: deployment(1, 1, 1, 1), deploymentCurrent: true, servicePresent: true, routedPods: 1}
 	status := computeStatus(w, obs, "cluster.local", now)
 	g.Expect(meta.FindStatusCondition(status.Conditions, websitev1.ReadyCondition).Reason).To(Equal(websitev1.EndpointsNotReadyReason))
@@ -316,7 +316,7 @@ func TestReadyEndpointPodsCountsEachReadyPodOnce(t *testing.T) {
 func TestConditionsKeepTheirTransitionTimeWhileTheirStatusHolds(t *testing.T) {
 	g := NewWithT(t)
 	earlier := metav1.NewTime(now.Add(-time.Hour))
-	w := testgen.Website("site", "default", testgen.WithConditions(
+	w := websitetest.Website("site", "default", websitetest.WithConditions(
 		metav1.Condition{Type: websitev1.ReadyCondition, Status: metav1.ConditionTrue, Reason: websitev1.AvailableReason, LastTransitionTime: earlier},
 		metav1.Condition{Type: websitev1.DegradedCondition, Status: metav1.ConditionTrue, Reason: websitev1.CrashLoopingReason, LastTransitionTime: earlier},
 	))
@@ -333,7 +333,7 @@ func TestConditionsKeepTheirTransitionTimeWhileTheirStatusHolds(t *testing.T) {
 // writes nothing.
 func TestComputeStatusIsStable(t *testing.T) {
 	g := NewWithT(t)
-	w := testgen.Website("site", "default")
+	w := websitetest.Website("site", "default")
 	obs := observation{deployment: deployment(1, 1, 1, 1), deploymentCurrent: true}
 	first := computeStatus(w, obs, "cluster.local", now)
 	w.Status = first
@@ -367,7 +367,7 @@ func TestStatusSummaryChangesWithGenerationReadinessAndProblemsOnly(t *testing.T
 		}), true},
 		{"the generation", change(func(s *websitev1.WebsiteStatus) { s.ObservedGeneration = 2 }), true},
 	} {
-		if urgent := statusSummary(tc.status) != statusSummary(rollingOut); urgent != tc.urgent {
+		if urgent := statusSummary(&tc.status) != statusSummary(&rollingOut); urgent != tc.urgent {
 			t.Errorf("a change of %s: urgent %v, want %v", tc.name, urgent, tc.urgent)
 		}
 	}

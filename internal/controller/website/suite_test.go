@@ -4,134 +4,60 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
-	"fmt"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/utils/clock"
 	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
-	"go.uber.org/zap/zapcore"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/clock"
+
 	"k8s.io/apimachinery/pkg/runtime"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	websitev1 "example.com/platform-operator/api/v1"
 	"example.com/platform-operator/internal/controller"
 	"example.com/platform-operator/internal/controller/website"
+	"example.com/platform-operator/internal/envsuite"
 )
 
-// The envtest suite runs a real kube-apiserver and etcd (no controller
-// manager, so no garbage collector and no Deployment controller: tests set
-// Deployment status themselves) with the reconciler in a manager, configured
-// as in production.
+// The envtest suite (package envsuite) runs a real kube-apiserver and etcd
+// (no controller manager, so no garbage collector and no Deployment
+// controller: tests set Deployment status themselves) with the reconciler in
+// a manager, configured as in production.
 var (
-	testEnv    *envtest.Environment
-	restConfig *rest.Config
+	suite      envsuite.Suite
 	k8sClient  client.Client // the test's own client, uncached
 	writes     *writeLog     // the reconciler's writes
-	reconciler *website.WebsiteReconciler
+	reconciler *website.Reconciler
 	manager    ctrl.Manager // runs reconciler; a test may build another reconciler on it
-	scheme     = runtime.NewScheme()
 )
 
 func TestMain(m *testing.M) {
-	flag.Parse()
-	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
-	utilruntime.Must(websitev1.AddToScheme(scheme))
-	if testing.Short() {
-		fmt.Println("envtest suite skipped in -short mode")
-		os.Exit(0)
-	}
-	if fuzzing() {
-		// FuzzChildren needs no API server; each fuzz worker process
-		// would otherwise start its own.
-		os.Exit(m.Run())
-	}
-	os.Exit(runSuite(m))
+	os.Exit(envsuite.Run(m, &suite, envsuite.Options{
+		Components:  []string{"website"},
+		AddToScheme: []func(*runtime.Scheme) error{websitev1.AddToScheme},
+		Cache:       website.Descriptor().Cache(),
+		Setup: func(s *envsuite.Suite) error {
+			k8sClient, manager = s.Client, s.Manager
+			writes = &writeLog{byNamespace: map[string]int{}, beforeCreate: map[string]func(context.Context, client.Object){}}
+			reconciler = website.NewReconciler(manager, writes.wrap(asWithWatch(manager.GetClient())), controller.SetupOptions{
+				ClusterDomain: "cluster.local",
+				Clock:         clock.RealClock{},
+			})
+			reconciler.ConflictRecheckInterval = time.Second
+			return reconciler.SetupWithManager(manager, 4)
+		},
+	}))
 }
 
-// fuzzing reports whether this process fuzzes (make fuzz) or is one of the
-// fuzzing engine's workers.
-func fuzzing() bool {
-	if f := flag.Lookup("test.fuzzworker"); f != nil && f.Value.String() == "true" {
-		return true
-	}
-	f := flag.Lookup("test.fuzz")
-	return f != nil && f.Value.String() != ""
-}
-
-func runSuite(m *testing.M) int {
-	assets := os.Getenv("KUBEBUILDER_ASSETS")
-	if assets == "" {
-		fmt.Fprintln(os.Stderr, "KUBEBUILDER_ASSETS is not set: run the tests with make test, which builds the control plane")
-		return 1
-	}
-	testEnv = &envtest.Environment{
-		BinaryAssetsDirectory: assets,
-		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "..", "deploy", "components", "website")},
-		ErrorIfCRDPathMissing: true,
-	}
-	var err error
-	restConfig, err = testEnv.Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "start envtest:", err)
-		return 1
-	}
-	defer func() {
-		if err := testEnv.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, "stop envtest:", err)
-		}
-	}()
-	k8sClient, err = client.New(restConfig, client.Options{Scheme: scheme})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "client:", err)
-		return 1
-	}
-
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
-		Scheme:  scheme,
-		Logger:  zap.New(zap.WriteTo(os.Stderr), zap.Level(zapLevel())),
-		Cache:   website.CacheOptions(),
-		Metrics: metricsserver.Options{BindAddress: "0"},
-	})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "manager:", err)
-		return 1
-	}
-	manager = mgr
-	writes = &writeLog{byNamespace: map[string]int{}, beforeCreate: map[string]func(context.Context, client.Object){}}
-	reconciler = website.NewReconciler(mgr, writes.wrap(asWithWatch(mgr.GetClient())), controller.SetupOptions{
-		ClusterDomain:           "cluster.local",
-		MaxConcurrentReconciles: 4,
-		Clock:                   clock.RealClock{},
-	})
-	reconciler.ConflictRecheckInterval = time.Second
-	if err := reconciler.SetupWithManager(mgr); err != nil {
-		fmt.Fprintln(os.Stderr, "set up reconciler:", err)
-		return 1
-	}
-	done := make(chan error)
-	go func() { done <- mgr.Start(ctx) }()
-	code := m.Run()
-	cancel()
-	if err := <-done; err != nil {
-		fmt.Fprintln(os.Stderr, "manager:", err)
-	}
-	return code
+// needsAPIServer skips a test in -short mode.
+func needsAPIServer(t *testing.T) {
+	t.Helper()
+	suite.NeedsAPIServer(t)
 }
 
 // asWithWatch gives the manager's client the Watch method that the
@@ -144,14 +70,6 @@ type withoutWatch struct{ client.Client }
 
 func (withoutWatch) Watch(context.Context, client.ObjectList, ...client.ListOption) (watch.Interface, error) {
 	return nil, errors.New("the reconciler does not watch through its client")
-}
-
-// zapLevel shows the reconciler's logs with go test -v.
-func zapLevel() zapcore.Level {
-	if testing.Verbose() {
-		return zapcore.DebugLevel
-	}
-	return zapcore.ErrorLevel
 }
 
 // writeLog counts the reconciler's write calls per namespace, status writes

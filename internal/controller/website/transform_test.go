@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	"example.com/platform-operator/internal/children"
-	"example.com/platform-operator/internal/testgen"
+	"example.com/platform-operator/internal/controller/website/websitetest"
 )
 
 // A cached Deployment keeps what a reconcile reads besides the comparison
@@ -22,7 +22,7 @@ import (
 // selector; its pod template is left out and the object says so.
 func TestTrimDeploymentKeepsWhatTheStatusAndTheAdoptionRead(t *testing.T) {
 	g := NewWithT(t)
-	w := testgen.Website("site", "team", testgen.WithReplicas(3))
+	w := websitetest.Website("site", "team", websitetest.WithReplicas(3))
 	full := &appsv1.Deployment{}
 	data, err := json.Marshal(DesiredAdoptedDeployment(w))
 	g.Expect(err).NotTo(HaveOccurred())
@@ -61,7 +61,7 @@ func TestTrimDeploymentKeepsWhatTheStatusAndTheAdoptionRead(t *testing.T) {
 // and whose it is; its spec is left out and the object says so.
 func TestTrimServiceLeavesOutTheSpec(t *testing.T) {
 	g := NewWithT(t)
-	w := testgen.Website("site", "team")
+	w := websitetest.Website("site", "team")
 	full := &corev1.Service{}
 	data, err := json.Marshal(DesiredService(w))
 	g.Expect(err).NotTo(HaveOccurred())

@@ -1,7 +1,7 @@
-// Package testgen builds Websites for tests with functional options, so that
-// each test states only what matters to it, and reads the operator's
-// counters for tests that count its work.
-package testgen
+// Package websitetest builds Websites for tests with functional options, so
+// that each test states only what matters to it, and lists the invalid
+// Websites the API must refuse.
+package websitetest
 
 import (
 	corev1 "k8s.io/api/core/v1"
