@@ -89,8 +89,8 @@ image: ## Build a multi-arch (amd64, arm64) OCI image without Docker into bin/im
 # BENCH_FLAGS: -large adds N=5000, -heap-profile the operator's heap after
 # each burst, -scenarios and -operator-args choose what runs (see test/bench).
 .PHONY: bench
-bench: kube-binaries build ## Run the benchmarks (N = 100, 1000) on the local cluster against the raw-client ceiling; writes bench/results/.
-	KUBE_BIN_DIR=$(KUBE_BIN_DIR) go run ./test/bench -operator bin/platform-operator -out bench/results $(BENCH_FLAGS)
+bench: kube-binaries build ## Run the benchmarks (N = 100, 1000) on the local cluster against the raw-client ceiling; writes test/bench/results/.
+	KUBE_BIN_DIR=$(KUBE_BIN_DIR) go run ./test/bench -operator bin/platform-operator -out test/bench/results $(BENCH_FLAGS)
 
 .PHONY: fuzz
 fuzz: ## Fuzz the child builders for FUZZTIME (default 2m).

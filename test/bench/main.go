@@ -38,7 +38,7 @@
 // ready-over-time-nN.svg (per N, over time) to -out. Run it
 // with make bench, or:
 //
-//	KUBE_BIN_DIR=$(hack/kube-binaries.sh --dir) go run ./test/bench -operator bin/platform-operator -out bench/results
+//	KUBE_BIN_DIR=$(hack/kube-binaries.sh --dir) go run ./test/bench -operator bin/platform-operator -out test/bench/results
 //
 // go run ./test/bench -rerender -out DIR rewrites results.md and the chart
 // from DIR/results.json.
@@ -166,7 +166,7 @@ func parseFlags(args []string) (*config, error) {
 	cfg := &config{}
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.StringVar(&cfg.operator, "operator", "", "path of the operator binary (required; make build creates bin/platform-operator)")
-	fs.StringVar(&cfg.out, "out", "bench/results", "folder for results.json, results.md and time-to-ready.svg")
+	fs.StringVar(&cfg.out, "out", "test/bench/results", "folder for results.json, results.md and time-to-ready.svg")
 	fs.StringVar(&cfg.repo, "repo", ".", "root of the repository, where deploy/ is")
 	fs.StringVar(&cfg.logDir, "logs", "", "folder for the operator's logs and heap profiles (default: a new temporary folder, kept)")
 	nList := fs.String("n", "100,1000", "comma-separated numbers of Websites")
