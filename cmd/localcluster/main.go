@@ -10,6 +10,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -19,9 +20,11 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
 	"example.com/platform-operator/internal/devenv"
 	"example.com/platform-operator/internal/localcluster"
+	"example.com/platform-operator/internal/operator"
 )
 
 func main() {
@@ -102,6 +105,7 @@ func waitUntilDone(ctx context.Context, cluster *localcluster.Cluster, operator 
 	ticker := time.NewTicker(time.Second)
 	defer ticker.Stop()
 	shown := map[string][]byte{}
+	var kinds []shownKind
 	for {
 		select {
 		case <-ctx.Done():
@@ -117,25 +121,35 @@ func waitUntilDone(ctx context.Context, cluster *localcluster.Cluster, operator 
 		if exited, err := operator.Exited(); exited {
 			return fmt.Errorf("the operator exited (%v); the end of %s:\n%s", err, operator.LogPath, devenv.TailFile(operator.LogPath, 15))
 		}
-		for _, kind := range shownKinds {
+		if kinds == nil {
+			kinds = shownKinds(ctx, cluster)
+		}
+		for _, kind := range kinds {
 			out, err := cluster.Kubectl(ctx, append([]string{"get", kind.resource}, kind.args...)...).CombinedOutput()
 			if err == nil && len(bytes.TrimSpace(out)) > 0 && !bytes.Equal(out, shown[kind.resource]) {
-				fmt.Printf("\n$ kubectl get %s %s   (%s)\n%s", kind.resource, kind.shownArgs, time.Now().Format(time.TimeOnly), out)
+				fmt.Printf("\n$ kubectl get %s %s   (%s)\n%s", kind.plural, kind.shownArgs, time.Now().Format(time.TimeOnly), out)
 				shown[kind.resource] = out
 			}
 		}
 	}
 }
 
-// shownKinds are what make run shows: each kind with the columns of
-// kubectl get but AGE, which would change every second.
-var shownKinds = []struct {
-	resource, shownArgs string
-	args                []string
-}{
-	{"websites", "--all-namespaces", []string{"--all-namespaces", "-o", `custom-columns=NAMESPACE:.metadata.namespace,NAME:.metadata.name,IMAGE:.spec.image,READY:.status.ready,STATUS:.status.conditions[?(@.type=="Ready")].reason,URL:.status.url`}},
-	{"tenants", "", []string{"-o", `custom-columns=NAME:.metadata.name,NAMESPACES:.status.ready,OWNERS:.spec.owners[*].name,READY:.status.conditions[?(@.type=="Ready")].status,STATUS:.status.conditions[?(@.type=="Ready")].reason`}},
-	{"backupjobs", "--all-namespaces", []string{"--all-namespaces", "-o", `custom-columns=NAMESPACE:.metadata.namespace,NAME:.metadata.name,SCHEDULE:.spec.schedule,LAST SUCCESS:.status.lastSuccessfulTime,BACKUPS:.status.backupCount,READY:.status.conditions[?(@.type=="Ready")].reason`}},
+// shownKinds are the kinds of the operator's registry whose CRDs the cluster
+// serves, as make run shows them.
+func shownKinds(ctx context.Context, cluster *localcluster.Cluster) []shownKind {
+	var kinds []shownKind
+	for _, d := range operator.Controllers() {
+		out, err := cluster.Kubectl(ctx, "get", "crd", d.Resource.Resource+"."+d.Resource.Group, "-o", "json").Output()
+		if err != nil {
+			continue
+		}
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := json.Unmarshal(out, crd); err != nil {
+			continue
+		}
+		kinds = append(kinds, showKind(crd))
+	}
+	return kinds
 }
 
 func say(format string, args ...any) {

@@ -198,7 +198,7 @@ func websiteReady(obj metav1.Object) bool {
 		(c.ObservedGeneration == 0 || c.ObservedGeneration == w.Generation)
 }
 
-// websiteObject is the tutorial's Website, as testgen builds it.
+// websiteObject is the tutorial's Website, as websitetest builds it.
 func websiteObject(name string) *unstructured.Unstructured {
 	w := websitetest.Website(name, benchNamespace)
 	spec, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&w.Spec)
