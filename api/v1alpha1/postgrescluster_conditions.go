@@ -1,0 +1,50 @@
+package v1alpha1
+
+import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+// Condition types of a PostgresCluster. Each is always present once the
+// operator has reconciled it.
+const (
+	// PostgresReadyCondition is True when the cluster serves as specified:
+	// a primary accepts writes through CLUSTER-rw and every replica streams
+	// (or the cluster is hibernated, as asked).
+	PostgresReadyCondition = "Ready"
+	// PostgresPrimaryAvailableCondition is True while a primary accepts
+	// writes through CLUSTER-rw.
+	PostgresPrimaryAvailableCondition = "PrimaryAvailable"
+	// PostgresReplicasReadyCondition is True when every replica streams
+	// from the primary.
+	PostgresReplicasReadyCondition = "ReplicasReady"
+	// PostgresDegradedCondition is True when something needs a person; the
+	// reason and message say what. False means nothing is wrong.
+	PostgresDegradedCondition = "Degraded"
+)
+
+// Reasons of the PostgresCluster's conditions.
+const (
+	PostgresAvailableReason        = "Available"
+	PostgresInitializingReason     = "Initializing"
+	PostgresFailingOverReason      = "FailingOver"
+	PostgresSwitchingOverReason    = "SwitchingOver"
+	PostgresFencedReason           = "Fenced"
+	PostgresHibernatedReason       = "Hibernated"
+	PostgresStorageResizingReason  = "StorageResizing"
+	PostgresReplicasStartingReason = "ReplicasStarting"
+	PostgresReplicasLaggingReason  = "ReplicasNotStreaming"
+	PostgresNoPrimaryReason        = "NoPrimary"
+	PostgresUpgradingReason        = "Upgrading"
+	PostgresInvalidSpecReason      = "InvalidSpec"
+	PostgresSecretMissingReason    = "SecretMissing"
+	PostgresConflictReason         = "Conflict"
+	PostgresApplyFailedReason      = "ApplyFailed"
+	PostgresStorageShrinkReason    = "StorageCannotShrink"
+	PostgresDeletingReason         = "Deleting"
+	PostgresAsExpectedReason       = "AsExpected"
+	PostgresNoReplicasReason       = "NoReplicas"
+)
+
+// GetConditions returns the status's conditions.
+func (s *PostgresClusterStatus) GetConditions() []metav1.Condition { return s.Conditions }
+
+// GetObservedGeneration returns the generation the status describes.
+func (s *PostgresClusterStatus) GetObservedGeneration() int64 { return s.ObservedGeneration }

@@ -1,0 +1,461 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Labels, annotations and finalizers of a PostgresCluster's objects that
+// people and tools read.
+const (
+	// PostgresClusterLabel names the PostgresCluster of an object: its
+	// pods, claims, Services and Secrets.
+	// `kubectl get pvc -l example.com/postgrescluster=NAME` lists its
+	// claims, also after the PostgresCluster was deleted.
+	PostgresClusterLabel = "example.com/postgrescluster"
+
+	// PostgresInstanceLabel names the instance of a pod or claim,
+	// CLUSTER-N.
+	PostgresInstanceLabel = "example.com/instance"
+
+	// PostgresRoleLabel, on a pod, is the instance's role as the operator
+	// routes to it: primary (selected by the CLUSTER-rw Service) or replica
+	// (by CLUSTER-ro). A pod without it receives no application traffic:
+	// it is starting, failing, fenced, or the primary during a failover.
+	PostgresRoleLabel = "example.com/role"
+
+	// PostgresReportAnnotation, on a pod, is the report of its instance
+	// manager as JSON (PostgresInstanceReport): the only channel from the
+	// databases to the operator, through the API server.
+	PostgresReportAnnotation = "example.com/instance-report"
+
+	// PostgresConfirmDeleteAnnotation, set to the PostgresCluster's own
+	// name, confirms deletionPolicy Delete: only then does deleting the
+	// PostgresCluster delete its claims.
+	PostgresConfirmDeleteAnnotation = "example.com/confirm-delete"
+
+	// PostgresFinalizer is put on a PostgresCluster whose deletionPolicy is
+	// Delete, so that its deletion deletes its claims first.
+	PostgresFinalizer = "example.com/postgrescluster-claims"
+)
+
+// Roles of an instance.
+const (
+	PostgresPrimaryRole = "primary"
+	PostgresReplicaRole = "replica"
+)
+
+// PostgresDeletionPolicy says what deleting a PostgresCluster does to the
+// claims that hold its data.
+// +kubebuilder:validation:Enum=Retain;Delete
+type PostgresDeletionPolicy string
+
+const (
+	// RetainClaims keeps every claim, labelled with the cluster's name.
+	RetainClaims PostgresDeletionPolicy = "Retain"
+	// DeleteClaims deletes them, once the confirmation annotation is set.
+	DeleteClaims PostgresDeletionPolicy = "Delete"
+)
+
+// PostgresStorage is the volume of each instance.
+type PostgresStorage struct {
+	// size of each instance's claim, such as 10Gi. It may grow (the claims
+	// are expanded in place, where the StorageClass allows it) but never
+	// shrink.
+	// +required
+	// +kubebuilder:validation:XValidation:rule="isQuantity(string(self)) && quantity(string(self)).compareTo(quantity('16Mi')) >= 0",message="storage.size must be at least 16Mi"
+	Size resource.Quantity `json:"size"`
+
+	// storageClassName is the StorageClass of the claims; the cluster's
+	// default when unset. It cannot change.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="storage.storageClassName cannot change: the data lives on the claims it made"
+	StorageClassName *string `json:"storageClassName,omitempty"`
+}
+
+// PostgresInitDB creates a new database.
+type PostgresInitDB struct {
+	// database is the application database's name.
+	// +optional
+	// +kubebuilder:default=app
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z_][a-z0-9_]*$`
+	Database string `json:"database,omitempty"`
+
+	// owner is the role that owns it, the application's user.
+	// +optional
+	// +kubebuilder:default=app
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z_][a-z0-9_]*$`
+	// +kubebuilder:validation:XValidation:rule="!(self in ['postgres', 'streaming_replica']) && !self.startsWith('pg_')",message="owner cannot be postgres, streaming_replica or a pg_ role: the operator owns them"
+	Owner string `json:"owner,omitempty"`
+
+	// secretName names a Secret of the cluster's namespace, of type
+	// kubernetes.io/basic-auth or Opaque, whose username and password keys
+	// are the owner's credentials, instead of the Secret CLUSTER-app the
+	// operator generates. Its username must be owner.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	SecretName string `json:"secretName,omitempty"`
+}
+
+// PostgresBootstrap says how the cluster's first instance gets its data.
+type PostgresBootstrap struct {
+	// initdb creates a new, empty database (the default).
+	// +optional
+	InitDB *PostgresInitDB `json:"initdb,omitempty"`
+}
+
+// PostgresClusterSpec is the desired state of a PostgresCluster.
+//
+// +kubebuilder:validation:XValidation:rule="self.synchronous < self.instances",message="synchronous must be less than instances: each synchronous standby is another instance",fieldPath=".synchronous"
+type PostgresClusterSpec struct {
+	// instances is the number of PostgreSQL instances: one primary and
+	// instances - 1 streaming replicas, each a pod with a claim of its own.
+	// +optional
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=9
+	Instances int32 `json:"instances,omitempty"`
+
+	// image is a stock PostgreSQL 15 image. The operator's own binary is
+	// put into each pod by an init container and runs as its first
+	// process, so no image of the operator's making is needed.
+	// +optional
+	// +kubebuilder:default="postgres:15"
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:Pattern=`^[^\s"']+$`
+	Image string `json:"image,omitempty"`
+
+	// storage is each instance's volume.
+	// +required
+	Storage PostgresStorage `json:"storage"`
+
+	// resources of the PostgreSQL container.
+	// +optional
+	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
+
+	// parameters are postgresql.conf settings. Those the operator owns
+	// (ports, addresses, replication, WAL archiving, recovery, paths, TLS)
+	// are refused.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=64
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^[a-z][a-z0-9_.]*$') && k.size() <= 63)",message="parameters: names are lower-case postgresql.conf settings"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !(k in ['port', 'listen_addresses', 'data_directory', 'hba_file', 'ident_file', 'config_file', 'external_pid_file', 'wal_level', 'hot_standby', 'max_wal_senders', 'max_replication_slots', 'wal_log_hints', 'synchronous_standby_names', 'restore_command', 'promote_trigger_file', 'password_encryption', 'cluster_name', 'log_destination', 'logging_collector', 'wal_keep_size']) && !k.startsWith('archive_') && !k.startsWith('primary_') && !k.startsWith('recovery_') && !k.startsWith('unix_socket_') && !k.startsWith('ssl'))",messageExpression="'parameters owned by the operator cannot be set: ' + self.filter(k, k in ['port', 'listen_addresses', 'data_directory', 'hba_file', 'ident_file', 'config_file', 'external_pid_file', 'wal_level', 'hot_standby', 'max_wal_senders', 'max_replication_slots', 'wal_log_hints', 'synchronous_standby_names', 'restore_command', 'promote_trigger_file', 'password_encryption', 'cluster_name', 'log_destination', 'logging_collector', 'wal_keep_size'] || k.startsWith('archive_') || k.startsWith('primary_') || k.startsWith('recovery_') || k.startsWith('unix_socket_') || k.startsWith('ssl')).join(', ')"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, self[k].size() <= 1024 && !self[k].contains('\\n') && !self[k].contains('\\r'))",message="parameters: values are at most 1024 characters on one line"
+	Parameters map[string]string `json:"parameters,omitempty"`
+
+	// bootstrap says how the first instance gets its data: initdb (the
+	// default) creates an empty database. It cannot change.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="bootstrap cannot change once the cluster exists"
+	Bootstrap *PostgresBootstrap `json:"bootstrap,omitempty"`
+
+	// superuserAccess, when true, lets the superuser postgres log in over
+	// the network with the password of the Secret CLUSTER-superuser. Off by
+	// default: the application's owner needs no superuser, and the operator
+	// reaches each instance through its own socket.
+	// +optional
+	SuperuserAccess bool `json:"superuserAccess,omitempty"`
+
+	// failoverDelay is how many seconds a primary that does not answer, or
+	// whose PostgreSQL is down, is waited for before a replica is promoted.
+	// A primary whose pod is deleted, or which is cut off so that its lease
+	// lapses, fails over without this delay beyond the lease's.
+	// +optional
+	// +kubebuilder:default=0
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=3600
+	FailoverDelay int32 `json:"failoverDelay,omitempty"`
+
+	// primary, set to an instance's name (CLUSTER-N), switches the primary
+	// over to it: the current primary stops cleanly after its replicas
+	// received all its WAL, then the named one is promoted. Unset, the
+	// operator keeps the primary it has.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Primary string `json:"primary,omitempty"`
+
+	// fencedInstances are instances (CLUSTER-N) whose PostgreSQL is
+	// stopped, their pods and data kept: for inspection or a cold copy. A
+	// fenced primary is not failed over: writes stop until it is unfenced.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=9
+	// +kubebuilder:validation:items:MaxLength=63
+	FencedInstances []string `json:"fencedInstances,omitempty"`
+
+	// hibernate, when true, deletes every pod and keeps the claims: the
+	// cluster comes back with its data, and its primary, when it is false
+	// again.
+	// +optional
+	Hibernate bool `json:"hibernate,omitempty"`
+
+	// synchronous is the number of replicas that must confirm each commit
+	// before it returns (ANY n of them). With 1 or more a failover never
+	// loses a committed transaction; while fewer replicas run, commits
+	// wait.
+	// +optional
+	// +kubebuilder:default=0
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=8
+	Synchronous int32 `json:"synchronous,omitempty"`
+
+	// deletionPolicy says what deleting the PostgresCluster does to its
+	// claims: Retain (the default) keeps them, labelled with its name;
+	// Delete deletes them, only when the annotation
+	// example.com/confirm-delete is set to the PostgresCluster's name.
+	// +optional
+	// +kubebuilder:default=Retain
+	DeletionPolicy PostgresDeletionPolicy `json:"deletionPolicy,omitempty"`
+}
+
+// PostgresInstanceStatus is what the operator last learned of one instance.
+type PostgresInstanceStatus struct {
+	// name is the instance's, CLUSTER-N, also that of its pod and claim.
+	// +required
+	// +kubebuilder:validation:MaxLength=63
+	Name string `json:"name"`
+
+	// role is primary or replica as the instance reports it, empty when it
+	// has not reported.
+	// +optional
+	// +kubebuilder:validation:MaxLength=16
+	Role string `json:"role,omitempty"`
+
+	// ready is true when PostgreSQL accepts connections on the instance
+	// and, for a replica, streams from the primary.
+	// +optional
+	Ready bool `json:"ready,omitempty"`
+
+	// fenced is true when the instance's PostgreSQL is stopped on purpose
+	// (spec.fencedInstances, or the instance fenced itself cut off from the
+	// others).
+	// +optional
+	Fenced bool `json:"fenced,omitempty"`
+
+	// timeline is the PostgreSQL timeline the instance is on.
+	// +optional
+	Timeline int64 `json:"timeline,omitempty"`
+
+	// receivedLSN is, for a replica, the last WAL position it received; for
+	// the primary, its current WAL position.
+	// +optional
+	// +kubebuilder:validation:MaxLength=32
+	ReceivedLSN string `json:"receivedLSN,omitempty"`
+
+	// replayedLSN is the last WAL position the instance replayed.
+	// +optional
+	// +kubebuilder:validation:MaxLength=32
+	ReplayedLSN string `json:"replayedLSN,omitempty"`
+
+	// lagBytes is how far a replica's replay is behind the primary's
+	// current position as last reported.
+	// +optional
+	LagBytes int64 `json:"lagBytes,omitempty"`
+
+	// message says what the instance is doing or why it is not ready.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Message string `json:"message,omitempty"`
+}
+
+// PostgresClusterPhase is what the cluster as a whole is doing.
+type PostgresClusterPhase string
+
+const (
+	PostgresInitializing  PostgresClusterPhase = "Initializing"
+	PostgresHealthy       PostgresClusterPhase = "Healthy"
+	PostgresFailingOver   PostgresClusterPhase = "FailingOver"
+	PostgresSwitchingOver PostgresClusterPhase = "SwitchingOver"
+	PostgresUpgrading     PostgresClusterPhase = "Upgrading"
+	PostgresHibernated    PostgresClusterPhase = "Hibernated"
+	PostgresDegraded      PostgresClusterPhase = "Degraded"
+	PostgresDeleting      PostgresClusterPhase = "Deleting"
+)
+
+// PostgresCredentialsStatus tells which Secrets hold the credentials and
+// whether the database uses them.
+type PostgresCredentialsStatus struct {
+	// appSecret holds the application owner's credentials and connection
+	// strings.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	AppSecret string `json:"appSecret,omitempty"`
+
+	// superuserSecret holds the superuser's.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	SuperuserSecret string `json:"superuserSecret,omitempty"`
+
+	// appliedVersion is the resourceVersion of appSecret whose password the
+	// primary set in the database; it lags behind the Secret for a moment
+	// after a change.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	AppliedVersion string `json:"appliedVersion,omitempty"`
+}
+
+// PostgresClusterStatus is what the operator last observed of a
+// PostgresCluster.
+type PostgresClusterStatus struct {
+	// observedGeneration is the metadata.generation this status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// conditions: Ready (the cluster serves reads and writes as specified),
+	// PrimaryAvailable (a primary accepts writes through CLUSTER-rw),
+	// ReplicasReady (every replica streams), Degraded (something needs a
+	// person).
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=8
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// phase is what the cluster as a whole is doing.
+	// +optional
+	Phase PostgresClusterPhase `json:"phase,omitempty"`
+
+	// readyInstances is ready/desired, as kubectl get shows it.
+	// +optional
+	// +kubebuilder:validation:MaxLength=8
+	ReadyInstances string `json:"readyInstances,omitempty"`
+
+	// currentPrimary is the instance that is primary now.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	CurrentPrimary string `json:"currentPrimary,omitempty"`
+
+	// targetPrimary is the instance the operator wants as primary: the
+	// current one, or, during a failover or switchover, the one being
+	// promoted. Only the target may take the primary's lease and promote.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	TargetPrimary string `json:"targetPrimary,omitempty"`
+
+	// promotionEpoch counts the changes of targetPrimary. Instance managers
+	// report with the epoch they saw, so that a failover chooses among
+	// reports made after it began.
+	// +optional
+	PromotionEpoch int64 `json:"promotionEpoch,omitempty"`
+
+	// failingSince is when the current primary was first seen failing,
+	// while failoverDelay runs.
+	// +optional
+	FailingSince *metav1.Time `json:"failingSince,omitempty"`
+
+	// instances are the instances as last reported, sorted by name.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=9
+	Instances []PostgresInstanceStatus `json:"instances,omitempty"`
+
+	// credentials tell which Secrets to use.
+	// +optional
+	Credentials PostgresCredentialsStatus `json:"credentials,omitempty"`
+
+	// writeService and readService are the Services applications connect
+	// to: CLUSTER-rw reaches the primary, CLUSTER-ro the replicas.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	WriteService string `json:"writeService,omitempty"`
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	ReadService string `json:"readService,omitempty"`
+}
+
+// PostgresCluster runs a real PostgreSQL: a primary and streaming replicas,
+// each a pet (a pod and a claim of its own, named CLUSTER-N, reachable by a
+// stable DNS name through the headless Service CLUSTER), with CLUSTER-rw
+// for writes and CLUSTER-ro for reads. The operator decides which instance
+// is primary; an instance manager in each pod runs PostgreSQL and acts on
+// that decision, promoting only while it holds the primary's lease.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:shortName=pg,categories={all,database}
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Instances",type=string,JSONPath=`.status.readyInstances`
+// +kubebuilder:printcolumn:name="Primary",type=string,JSONPath=`.status.currentPrimary`
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="Status",type=string,priority=1,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
+// +kubebuilder:printcolumn:name="Message",type=string,priority=1,JSONPath=`.status.conditions[?(@.type=="Ready")].message`
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 50 && self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must be at most 50 characters of lower-case letters, digits and '-', starting with a letter: it names the instances' pods and DNS names, CLUSTER-N"
+// +kubebuilder:validation:XValidation:rule="!has(self.spec.primary) || self.spec.primary == '' || (self.spec.primary.startsWith(self.metadata.name + '-') && self.spec.primary.substring(self.metadata.name.size() + 1).matches('^[1-9]$') && int(self.spec.primary.substring(self.metadata.name.size() + 1)) <= self.spec.instances)",message="spec.primary must name one of the instances, CLUSTER-1 to CLUSTER-<instances>",fieldPath=".spec.primary"
+// +kubebuilder:validation:XValidation:rule="!has(self.spec.fencedInstances) || self.spec.fencedInstances.all(i, i.startsWith(self.metadata.name + '-') && i.substring(self.metadata.name.size() + 1).matches('^[1-9]$'))",message="spec.fencedInstances must name instances of the cluster, CLUSTER-1 to CLUSTER-9",fieldPath=".spec.fencedInstances"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.spec) || !has(oldSelf.spec.storage) || !isQuantity(string(oldSelf.spec.storage.size)) || quantity(string(self.spec.storage.size)).compareTo(quantity(string(oldSelf.spec.storage.size))) >= 0",message="spec.storage.size cannot shrink: a volume can only grow",fieldPath=".spec.storage.size"
+type PostgresCluster struct {
+	metav1.TypeMeta `json:",inline"`
+
+	// metadata is the standard object metadata.
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec is the desired state of the PostgresCluster.
+	// +required
+	Spec PostgresClusterSpec `json:"spec"`
+
+	// status is the observed state, written by the operator.
+	// +optional
+	Status PostgresClusterStatus `json:"status,omitempty"`
+}
+
+// PostgresClusterList is a list of PostgresClusters.
+//
+// +kubebuilder:object:root=true
+type PostgresClusterList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []PostgresCluster `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&PostgresCluster{}, &PostgresClusterList{})
+}
+
+// PostgresInstanceReport is what an instance manager reports of its
+// instance, as JSON in its pod's annotation PostgresReportAnnotation. It
+// writes it when something in it changes, LSNs at most about once a
+// second, and at once when it sees a new promotionEpoch.
+type PostgresInstanceReport struct {
+	// role is primary or replica as PostgreSQL says (pg_is_in_recovery),
+	// empty while PostgreSQL is not running.
+	Role string `json:"role,omitempty"`
+	// ready is true when PostgreSQL accepts connections and, for a
+	// replica, streams from the primary.
+	Ready bool `json:"ready,omitempty"`
+	// fenced is true when the instance manager stopped PostgreSQL on
+	// purpose: spec.fencedInstances, or cut off without its lease.
+	Fenced bool `json:"fenced,omitempty"`
+	// timeline, currentLSN (a primary's), receivedLSN and replayedLSN (a
+	// replica's) locate the instance in the cluster's history.
+	Timeline    int64  `json:"timeline,omitempty"`
+	CurrentLSN  string `json:"currentLSN,omitempty"`
+	ReceivedLSN string `json:"receivedLSN,omitempty"`
+	ReplayedLSN string `json:"replayedLSN,omitempty"`
+	// shutdownLSN is the position of the clean shutdown of a primary that
+	// stepped down for a switchover: its successor promotes only once it
+	// has received that much.
+	ShutdownLSN string `json:"shutdownLSN,omitempty"`
+	// systemID is the database system identifier: instances of one cluster
+	// share it.
+	SystemID string `json:"systemID,omitempty"`
+	// standbys are the instances streaming from a primary.
+	Standbys []string `json:"standbys,omitempty"`
+	// epoch is the status.promotionEpoch the report was made under.
+	Epoch int64 `json:"epoch,omitempty"`
+	// passwordVersion is the resourceVersion of the application Secret
+	// whose password a primary set in the database.
+	PasswordVersion string `json:"passwordVersion,omitempty"`
+	// message says what the instance is doing, or why it is not ready.
+	Message string `json:"message,omitempty"`
+}
