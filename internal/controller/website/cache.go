@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"example.com/platform-operator/internal/children"
+	"example.com/platform-operator/internal/controller/kit"
 )
 
 // cacheObjects keeps the cache to what the controller reads: of
@@ -20,10 +21,10 @@ import (
 func cacheObjects() map[client.Object]children.CacheSetting {
 	return map[client.Object]children.CacheSetting{
 		&appsv1.Deployment{}:         children.CacheConfig("website.TrimDeployment", TrimDeployment),
-		&corev1.Service{}:            children.CacheConfig("website.TrimService", TrimService),
+		&corev1.Service{}:            kit.ServiceCache(),
 		&networkingv1.Ingress{}:      children.CacheConfig("", nil),
 		&discoveryv1.EndpointSlice{}: children.CacheConfig("website.TrimEndpointSlice", TrimEndpointSlice),
-		&corev1.Pod{}:                children.CacheConfig("website.TrimPod", TrimPod),
+		&corev1.Pod{}:                kit.PodCache(),
 	}
 }
 

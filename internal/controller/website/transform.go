@@ -5,12 +5,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"example.com/platform-operator/internal/children"
+	"example.com/platform-operator/internal/controller/kit"
 )
 
 // TrimDeployment is the cache transform for Deployments: it leaves out the
@@ -21,36 +21,6 @@ import (
 var TrimDeployment = children.PartialCopy("spec.template", func(d *appsv1.Deployment) {
 	d.Spec.Template = corev1.PodTemplateSpec{}
 })
-
-// TrimService is the cache transform for Services: it leaves out the spec
-// (selector, ports, addresses), which only the comparison with the desired
-// state reads (children.PartialCopy); the Website's status needs only to
-// know that its Service exists.
-var TrimService = children.PartialCopy("spec", func(s *corev1.Service) {
-	s.Spec = corev1.ServiceSpec{}
-})
-
-// TrimPod is the cache transform for pods: it keeps only what the
-// reconciler reads (identity, labels, deletion, and each container's
-// waiting state), so that thousands of Website pods cost little memory.
-func TrimPod(obj any) (any, error) {
-	pod, ok := obj.(*corev1.Pod)
-	if !ok {
-		// Tombstones of deleted objects pass through untouched.
-		return obj, nil
-	}
-	trimmed := &corev1.Pod{TypeMeta: pod.TypeMeta, ObjectMeta: trimmedMeta(pod.ObjectMeta)}
-	for _, cs := range pod.Status.ContainerStatuses {
-		if cs.State.Waiting == nil {
-			continue
-		}
-		trimmed.Status.ContainerStatuses = append(trimmed.Status.ContainerStatuses, corev1.ContainerStatus{
-			Name:  cs.Name,
-			State: corev1.ContainerState{Waiting: cs.State.Waiting.DeepCopy()},
-		})
-	}
-	return trimmed, nil
-}
 
 // TrimEndpointSlice is the cache transform for EndpointSlices: it keeps
 // what finds a slice's Service (identity and labels) and what counts the
@@ -64,7 +34,7 @@ func TrimEndpointSlice(obj any) (any, error) {
 	}
 	trimmed := &discoveryv1.EndpointSlice{
 		TypeMeta:    slice.TypeMeta,
-		ObjectMeta:  trimmedMeta(slice.ObjectMeta),
+		ObjectMeta:  kit.TrimmedMeta(slice.ObjectMeta),
 		AddressType: slice.AddressType,
 	}
 	if len(slice.Endpoints) > 0 {
@@ -80,19 +50,6 @@ func TrimEndpointSlice(obj any) (any, error) {
 		}
 	}
 	return trimmed, nil
-}
-
-// trimmedMeta keeps of an object's metadata what the cache and the
-// reconciler need: identity, version, labels and deletion.
-func trimmedMeta(m metav1.ObjectMeta) metav1.ObjectMeta {
-	return metav1.ObjectMeta{
-		Name:              m.Name,
-		Namespace:         m.Namespace,
-		UID:               m.UID,
-		ResourceVersion:   m.ResourceVersion,
-		Labels:            m.Labels,
-		DeletionTimestamp: m.DeletionTimestamp,
-	}
 }
 
 // trimmedFormChanged passes the updates of pods and EndpointSlices whose

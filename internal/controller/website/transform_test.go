@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	"example.com/platform-operator/internal/children"
+	"example.com/platform-operator/internal/controller/kit"
 	"example.com/platform-operator/internal/controller/website/websitetest"
 )
 
@@ -71,7 +72,7 @@ func TestTrimServiceLeavesOutTheSpec(t *testing.T) {
 	full.Spec.ClusterIP = "10.0.0.7"
 	g.Expect(full.Spec.Selector).NotTo(BeEmpty())
 
-	out, err := TrimService(full.DeepCopy())
+	out, err := kit.TrimService(full.DeepCopy())
 	g.Expect(err).NotTo(HaveOccurred())
 	trimmed := out.(*corev1.Service)
 
@@ -195,7 +196,7 @@ func TestOnlyUpdatesOfTheTrimmedFormPass(t *testing.T) {
 		var err error
 		switch o.(type) {
 		case *corev1.Pod:
-			out, err = TrimPod(o)
+			out, err = kit.TrimPod(o)
 		default:
 			out, err = TrimEndpointSlice(o)
 		}

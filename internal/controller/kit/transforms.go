@@ -1,0 +1,82 @@
+package kit
+
+import (
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"example.com/platform-operator/internal/children"
+)
+
+// The cache holds one copy of each type for every controller, so the types
+// that several kinds watch have one setting, here: each kind's Descriptor
+// returns it for them.
+
+// PodCache is the cache setting of pods: those the operator manages,
+// trimmed by TrimPod.
+func PodCache() children.CacheSetting { return children.CacheConfig("kit.TrimPod", TrimPod) }
+
+// ServiceCache is the cache setting of Services: those the operator
+// manages, trimmed by TrimService.
+func ServiceCache() children.CacheSetting {
+	return children.CacheConfig("kit.TrimService", TrimService)
+}
+
+// ownAnnotationPrefix starts the annotations of the operator's own domain,
+// the only ones a cached pod keeps: they carry what the operator's instance
+// managers report of their pods.
+const ownAnnotationPrefix = "example.com/"
+
+// TrimPod is the cache transform for pods: it keeps only what the
+// reconcilers read (identity, labels, the operator's own annotations,
+// deletion, and each container's waiting state), so that thousands of pods
+// cost little memory.
+func TrimPod(obj any) (any, error) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		// Tombstones of deleted objects pass through untouched.
+		return obj, nil
+	}
+	trimmed := &corev1.Pod{TypeMeta: pod.TypeMeta, ObjectMeta: TrimmedMeta(pod.ObjectMeta)}
+	for key, value := range pod.Annotations {
+		if strings.HasPrefix(key, ownAnnotationPrefix) {
+			if trimmed.Annotations == nil {
+				trimmed.Annotations = map[string]string{}
+			}
+			trimmed.Annotations[key] = value
+		}
+	}
+	for _, cs := range pod.Status.ContainerStatuses {
+		if cs.State.Waiting == nil {
+			continue
+		}
+		trimmed.Status.ContainerStatuses = append(trimmed.Status.ContainerStatuses, corev1.ContainerStatus{
+			Name:  cs.Name,
+			State: corev1.ContainerState{Waiting: cs.State.Waiting.DeepCopy()},
+		})
+	}
+	return trimmed, nil
+}
+
+// TrimService is the cache transform for Services: it leaves out the spec
+// (selector, ports, addresses), which only the comparison with the desired
+// state reads (children.PartialCopy); the kinds' status needs only to know
+// that a Service exists.
+var TrimService = children.PartialCopy("spec", func(s *corev1.Service) {
+	s.Spec = corev1.ServiceSpec{}
+})
+
+// TrimmedMeta keeps of an object's metadata what the cache and the
+// reconcilers need of a type they only observe: identity, version, labels
+// and deletion.
+func TrimmedMeta(m metav1.ObjectMeta) metav1.ObjectMeta {
+	return metav1.ObjectMeta{
+		Name:              m.Name,
+		Namespace:         m.Namespace,
+		UID:               m.UID,
+		ResourceVersion:   m.ResourceVersion,
+		Labels:            m.Labels,
+		DeletionTimestamp: m.DeletionTimestamp,
+	}
+}
