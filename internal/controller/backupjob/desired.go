@@ -16,7 +16,7 @@ import (
 // The builders of this file are pure: from a BackupJob and what a run
 // needs, the object to create. They return typed objects, which read and
 // test more plainly than apply configurations for objects built around a
-// user's pod template; typedApply hands them to children.Ensure.
+// user's pod template; children.Typed hands them to children.Ensure.
 
 const (
 	// sourceVolume and backupVolume are the volumes the operator adds to a

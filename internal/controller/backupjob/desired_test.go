@@ -258,7 +258,7 @@ func TestChildrenAsBuiltShowNoDrift(t *testing.T) {
 		"drill's claim of snapshot": desiredDrillClaim(bj, snapshot),
 		"drill's Job":               desiredDrillJob(bj, volume),
 	} {
-		data, err := json.Marshal(typedApply{desired})
+		data, err := json.Marshal(children.Typed(desired))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -267,7 +267,7 @@ func TestChildrenAsBuiltShowNoDrift(t *testing.T) {
 			t.Fatal(err)
 		}
 		live.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{}) // as read from the cache
-		drift, err := children.Drift(scheme, typedApply{desired}, live)
+		drift, err := children.Drift(scheme, children.Typed(desired), live)
 		if err != nil || len(drift) > 0 {
 			t.Errorf("%s: drift %v, error %v", name, drift, err)
 		}

@@ -226,7 +226,7 @@ func (r *Reconciler) startRun(ctx context.Context, bj *v1alpha1.BackupJob, obs *
 
 	if snapshot {
 		snap := &snapshotv1.VolumeSnapshot{}
-		res := r.Children.Ensure(ctx, bj, typedApply{desiredSnapshot(bj, run)}, snap,
+		res := r.Children.Ensure(ctx, bj, children.Typed(desiredSnapshot(bj, run)), snap,
 			children.OwnedBy(isRunOf(bj, run.name)), children.WithoutCreateEvent())
 		if o := r.judgeCreate(res, out); o != runStarted {
 			return o
@@ -239,7 +239,7 @@ func (r *Reconciler) startRun(ctx context.Context, bj *v1alpha1.BackupJob, obs *
 	}
 
 	claim := &corev1.PersistentVolumeClaim{}
-	res := r.Children.Ensure(ctx, bj, typedApply{desiredBackupClaim(bj, run, obs.source)}, claim,
+	res := r.Children.Ensure(ctx, bj, children.Typed(desiredBackupClaim(bj, run, obs.source)), claim,
 		children.OwnedBy(isRunOf(bj, run.name)), children.WithoutCreateEvent())
 	if o := r.judgeCreate(res, out); o != runStarted {
 		return o
@@ -258,7 +258,7 @@ func (r *Reconciler) startRun(ctx context.Context, bj *v1alpha1.BackupJob, obs *
 // marks the claim with the Job's UID (JobStartedAnnotation).
 func (r *Reconciler) ensureRunJob(ctx context.Context, bj *v1alpha1.BackupJob, obs *observation, run run, out *outcome) startOutcome {
 	job := &batchv1.Job{}
-	res := r.Children.Ensure(ctx, bj, typedApply{desiredRunJob(bj, run)}, job, children.WithoutCreateEvent())
+	res := r.Children.Ensure(ctx, bj, children.Typed(desiredRunJob(bj, run)), job, children.WithoutCreateEvent())
 	if o := r.judgeCreate(res, out); o != runStarted {
 		return o
 	}

@@ -1,4 +1,4 @@
-package backupjob
+package children
 
 import (
 	"encoding/json"
@@ -6,14 +6,15 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
-// typedApply hands a typed object, with its apiVersion and kind set, to
-// children.Ensure, which reads any apply configuration as JSON. The
-// BackupJob's children are built around the user's pod template, a typed
-// JobTemplateSpec: converting it into client-go's apply configurations
-// would be a second, lossy copy of the same data.
-type typedApply struct{ obj runtime.Object }
+// Typed hands a typed object, with its apiVersion and kind set, to Ensure,
+// which reads any apply configuration as JSON. Children built around a
+// user's typed object (a BackupJob's pod template) or with types client-go
+// has no apply configurations for (a VolumeSnapshot) are built typed:
+// converting them into apply configurations would be a second, lossy copy
+// of the same data.
+func Typed(obj runtime.Object) runtime.ApplyConfiguration { return typedApply{obj} }
 
-var _ runtime.ApplyConfiguration = typedApply{}
+type typedApply struct{ obj runtime.Object }
 
 // IsApplyConfiguration marks typedApply as an apply configuration.
 func (typedApply) IsApplyConfiguration() {}
