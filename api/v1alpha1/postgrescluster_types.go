@@ -352,6 +352,18 @@ type PostgresClusterStatus struct {
 	// +optional
 	FailingSince *metav1.Time `json:"failingSince,omitempty"`
 
+	// electionStartedAt is when a failover began to choose among the
+	// replicas' reports; unset while targetPrimary names an instance.
+	// +optional
+	ElectionStartedAt *metav1.Time `json:"electionStartedAt,omitempty"`
+
+	// systemID is the database system identifier of the cluster's data,
+	// from its first primary: an instance reporting another is not of this
+	// cluster and is never promoted.
+	// +optional
+	// +kubebuilder:validation:MaxLength=32
+	SystemID string `json:"systemID,omitempty"`
+
 	// instances are the instances as last reported, sorted by name.
 	// +optional
 	// +listType=map
@@ -451,6 +463,8 @@ type PostgresInstanceReport struct {
 	SystemID string `json:"systemID,omitempty"`
 	// standbys are the instances streaming from a primary.
 	Standbys []string `json:"standbys,omitempty"`
+	// node is the node the instance's pod runs on.
+	Node string `json:"node,omitempty"`
 	// epoch is the status.promotionEpoch the report was made under.
 	Epoch int64 `json:"epoch,omitempty"`
 	// passwordVersion is the resourceVersion of the application Secret

@@ -517,6 +517,10 @@ func (in *PostgresClusterStatus) DeepCopyInto(out *PostgresClusterStatus) {
 		in, out := &in.FailingSince, &out.FailingSince
 		*out = (*in).DeepCopy()
 	}
+	if in.ElectionStartedAt != nil {
+		in, out := &in.ElectionStartedAt, &out.ElectionStartedAt
+		*out = (*in).DeepCopy()
+	}
 	if in.Instances != nil {
 		in, out := &in.Instances, &out.Instances
 		*out = make([]PostgresInstanceStatus, len(*in))

@@ -5,6 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 
 	"example.com/platform-operator/internal/children"
 )
@@ -29,9 +30,9 @@ func ServiceCache() children.CacheSetting {
 const ownAnnotationPrefix = "example.com/"
 
 // TrimPod is the cache transform for pods: it keeps only what the
-// reconcilers read (identity, labels, the operator's own annotations,
-// deletion, and each container's waiting state), so that thousands of pods
-// cost little memory.
+// reconcilers read (identity, labels, owners, the operator's own
+// annotations, deletion, and each container's waiting state), so that
+// thousands of pods cost little memory.
 func TrimPod(obj any) (any, error) {
 	pod, ok := obj.(*corev1.Pod)
 	if !ok {
@@ -39,6 +40,7 @@ func TrimPod(obj any) (any, error) {
 		return obj, nil
 	}
 	trimmed := &corev1.Pod{TypeMeta: pod.TypeMeta, ObjectMeta: TrimmedMeta(pod.ObjectMeta)}
+	trimmed.OwnerReferences = pod.OwnerReferences
 	for key, value := range pod.Annotations {
 		if strings.HasPrefix(key, ownAnnotationPrefix) {
 			if trimmed.Annotations == nil {
@@ -79,4 +81,20 @@ func TrimmedMeta(m metav1.ObjectMeta) metav1.ObjectMeta {
 		Labels:            m.Labels,
 		DeletionTimestamp: m.DeletionTimestamp,
 	}
+}
+
+// NodeCache is the cache setting of Nodes, which no kind manages but a
+// kind may read: whether one is cordoned for a drain. Every node is held,
+// trimmed to its name and that.
+func NodeCache() children.CacheSetting {
+	return children.CacheSetting{ByObject: cache.ByObject{Transform: TrimNode}, TransformName: "kit.TrimNode"}
+}
+
+// TrimNode keeps of a Node its identity and whether it is unschedulable.
+func TrimNode(obj any) (any, error) {
+	node, ok := obj.(*corev1.Node)
+	if !ok {
+		return obj, nil
+	}
+	return &corev1.Node{TypeMeta: node.TypeMeta, ObjectMeta: TrimmedMeta(node.ObjectMeta), Spec: corev1.NodeSpec{Unschedulable: node.Spec.Unschedulable}}, nil
 }

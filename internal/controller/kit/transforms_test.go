@@ -14,7 +14,7 @@ func TestTrimPodKeepsOnlyTheOperatorsAnnotations(t *testing.T) {
 	g := NewWithT(t)
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "db-1", Namespace: "ns", Labels: map[string]string{"a": "b"}, Annotations: map[string]string{
-			"example.com/instance-report": `{"role":"primary"}`,
+			"example.com/instance-report":                      `{"role":"primary"}`,
 			"kubectl.kubernetes.io/last-applied-configuration": "{…}",
 		}},
 		Spec: corev1.PodSpec{NodeName: "node-1", Containers: []corev1.Container{{Name: "postgres", Image: "postgres:15"}}},

@@ -1,0 +1,53 @@
+package postgrescluster
+
+import (
+	rbacv1 "k8s.io/api/rbac/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
+
+	"example.com/platform-operator/api/v1alpha1"
+)
+
+// maxInstances bounds spec.instances, and so the names of a cluster's pods.
+const maxInstances = 9
+
+// desiredAccount is the ServiceAccount of the cluster's instance managers.
+func desiredAccount(pg *v1alpha1.PostgresCluster) *corev1ac.ServiceAccountApplyConfiguration {
+	return corev1ac.ServiceAccount(instanceAccount(pg), pg.Namespace).
+		WithLabels(clusterLabels(pg)).
+		WithOwnerReferences(ownerReference(pg))
+}
+
+// desiredRole is what the instance managers of pg may do, each right
+// limited to the objects of pg by name: read their cluster and its
+// Secrets, write their reports on their pods, and hold the primary's
+// Lease. The operator holds every right it grants here (RBAC refuses to let
+// anyone grant more than they hold).
+func desiredRole(pg *v1alpha1.PostgresCluster) *rbacv1ac.RoleApplyConfiguration {
+	pods := make([]string, 0, maxInstances)
+	for n := 1; n <= maxInstances; n++ {
+		pods = append(pods, instanceName(pg.Name, n))
+	}
+	return rbacv1ac.Role(instanceAccount(pg), pg.Namespace).
+		WithLabels(clusterLabels(pg)).
+		WithOwnerReferences(ownerReference(pg)).
+		WithRules(
+			rbacv1ac.PolicyRule().WithAPIGroups(v1alpha1.GroupVersion.Group).WithResources("postgresclusters").
+				WithResourceNames(pg.Name).WithVerbs("get", "list", "watch"),
+			rbacv1ac.PolicyRule().WithAPIGroups("").WithResources("pods").
+				WithResourceNames(pods...).WithVerbs("get", "list", "watch", "patch"),
+			rbacv1ac.PolicyRule().WithAPIGroups("").WithResources("secrets").
+				WithResourceNames(appSecret(pg), superuserSecret(pg), replicationSecret(pg)).WithVerbs("get", "list", "watch"),
+			rbacv1ac.PolicyRule().WithAPIGroups("coordination.k8s.io").WithResources("leases").
+				WithResourceNames(leaseName(pg)).WithVerbs("get", "list", "watch", "update"),
+		)
+}
+
+// desiredRoleBinding binds desiredRole to desiredAccount.
+func desiredRoleBinding(pg *v1alpha1.PostgresCluster) *rbacv1ac.RoleBindingApplyConfiguration {
+	return rbacv1ac.RoleBinding(instanceAccount(pg), pg.Namespace).
+		WithLabels(clusterLabels(pg)).
+		WithOwnerReferences(ownerReference(pg)).
+		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup(rbacv1.GroupName).WithKind("Role").WithName(instanceAccount(pg))).
+		WithSubjects(rbacv1ac.Subject().WithKind(rbacv1.ServiceAccountKind).WithName(instanceAccount(pg)).WithNamespace(pg.Namespace))
+}

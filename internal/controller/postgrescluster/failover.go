@@ -1,0 +1,383 @@
+package postgrescluster
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"example.com/platform-operator/api/v1alpha1"
+)
+
+// electionTimeout bounds how long a failover waits for the replicas to
+// report under its new epoch before it chooses among those that did.
+const electionTimeout = 5 * time.Second
+
+// member is what the operator knows of one instance when it decides.
+type member struct {
+	name string
+	// exists is true when the instance's pod exists and is not being
+	// deleted.
+	exists bool
+	// report is the instance manager's last report; nil when there is none
+	// (or it cannot be read).
+	report *v1alpha1.PostgresInstanceReport
+	// fencedBySpec is true when spec.fencedInstances names it.
+	fencedBySpec bool
+	// nodeDraining is true when the instance's node is cordoned.
+	nodeDraining bool
+	// current is true when the instance runs the current pod spec.
+	current bool
+}
+
+func (m member) reportsPrimary() bool {
+	return m.report != nil && m.report.Role == v1alpha1.PostgresPrimaryRole && m.report.Ready && !m.report.Fenced
+}
+
+func (m member) reportsReplica() bool {
+	return m.report != nil && m.report.Role == v1alpha1.PostgresReplicaRole && m.report.Ready && !m.report.Fenced
+}
+
+func (m member) fenced() bool {
+	return m.fencedBySpec || (m.report != nil && m.report.Fenced)
+}
+
+// lease is the state of the primary's Lease as the operator read it.
+type lease struct {
+	holder   string
+	renewed  time.Time
+	duration time.Duration
+}
+
+// heldBy tells whether name holds the lease at now: it is its holder and
+// renewed it within its duration.
+func (l lease) heldBy(name string, now time.Time) bool {
+	return name != "" && l.holder == name && now.Before(l.renewed.Add(l.duration))
+}
+
+// election is the operator's decision about the primary.
+type election struct {
+	phase v1alpha1.PostgresClusterPhase
+	// current and target are status.currentPrimary and targetPrimary.
+	current, target string
+	epoch           int64
+	failingSince    *time.Time
+	electionStarted *time.Time
+	// primary is the pod that gets role=primary (CLUSTER-rw routes to it),
+	// "" for none; replicas get role=replica.
+	primary  string
+	replicas []string
+	// reason and message say why the cluster is in phase, for conditions
+	// and events.
+	reason, message string
+	// event, when set, is a change worth a Normal event: a failover or
+	// switchover begun or done.
+	event *transition
+	// after is when to decide again without a watch event.
+	after time.Duration
+}
+
+// transition is a change of the primary worth an event.
+type transition struct {
+	reason, message string
+}
+
+// decideInput is everything decide reads.
+type decideInput struct {
+	spec      v1alpha1.PostgresClusterSpec
+	status    v1alpha1.PostgresClusterStatus
+	clusterID string // the cluster's name, for instance names
+	members   []member
+	lease     lease
+	now       time.Time
+}
+
+// decide chooses which instance is primary, from what the instances report
+// and the lease: the whole of the operator's side of a failover, with no
+// I/O, so that every case is a table test. See docs/postgres-design.md.
+func decide(in decideInput) election {
+	e := election{
+		current: in.status.CurrentPrimary,
+		target:  in.status.TargetPrimary,
+		epoch:   in.status.PromotionEpoch,
+	}
+	if t := in.status.FailingSince; t != nil {
+		e.failingSince = &t.Time
+	}
+	if t := in.status.ElectionStartedAt; t != nil {
+		e.electionStarted = &t.Time
+	}
+	byName := map[string]member{}
+	for _, m := range in.members {
+		byName[m.name] = m
+	}
+
+	if in.spec.Hibernate {
+		e.phase, e.reason, e.message = v1alpha1.PostgresHibernated, v1alpha1.PostgresHibernatedReason,
+			"spec.hibernate is true: no instance runs, every claim is kept"
+		e.failingSince, e.electionStarted = nil, nil
+		return e
+	}
+
+	// The first start: the first instance initializes the database.
+	if e.target == "" && e.current == "" && e.electionStarted == nil {
+		e.target = instanceName(in.clusterID, 1)
+		e.epoch++
+	}
+
+	switch {
+	case e.target == "":
+		decideElection(in, byName, &e)
+	case e.current != e.target:
+		awaitPromotion(in, byName, &e)
+	default:
+		watchPrimary(in, byName, &e)
+	}
+	routes(in, byName, &e)
+	return e
+}
+
+// awaitPromotion waits for the target to report primary: at the first start,
+// after an election, during a switchover.
+func awaitPromotion(in decideInput, byName map[string]member, e *election) {
+	target := byName[e.target]
+	if target.reportsPrimary() && in.lease.heldBy(target.name, in.now) {
+		if e.current != "" {
+			e.event = &transition{reason: "Promoted", message: fmt.Sprintf("Instance %s is the primary, on timeline %d", target.name, target.report.Timeline)}
+		}
+		e.current = target.name
+		e.failingSince, e.electionStarted = nil, nil
+		watchPrimary(in, byName, e)
+		return
+	}
+	switch {
+	case e.current == "":
+		e.phase, e.reason = v1alpha1.PostgresInitializing, v1alpha1.PostgresInitializingReason
+		e.message = fmt.Sprintf("Instance %s initializes the database", e.target)
+	case e.electionStarted != nil || e.failingSince != nil:
+		e.phase, e.reason = v1alpha1.PostgresFailingOver, v1alpha1.PostgresFailingOverReason
+		e.message = fmt.Sprintf("Promoting %s in place of %s", e.target, e.current)
+	default:
+		e.phase, e.reason = v1alpha1.PostgresSwitchingOver, v1alpha1.PostgresSwitchingOverReason
+		e.message = fmt.Sprintf("Switching the primary over from %s to %s", e.current, e.target)
+	}
+	// A target that is gone, fenced or of another database cannot promote:
+	// elect another (a failover), unless the cluster never had a primary.
+	if e.current != "" && (!target.exists || target.fenced() || !sameSystem(in.status.SystemID, target)) {
+		e.event = &transition{reason: "FailoverStarted", message: fmt.Sprintf("Instance %s cannot be promoted (%s): electing another", e.target, describe(target))}
+		startElection(in, e)
+		decideElection(in, byName, e)
+		return
+	}
+	e.after = time.Second
+}
+
+// watchPrimary checks the current primary: a switchover asked for, a drain,
+// or a failure that calls for a failover.
+func watchPrimary(in decideInput, byName map[string]member, e *election) {
+	primary := byName[e.current]
+	healthy := primary.exists && primary.reportsPrimary() && in.lease.heldBy(primary.name, in.now)
+	e.phase, e.reason = v1alpha1.PostgresHealthy, v1alpha1.PostgresAvailableReason
+	e.message = fmt.Sprintf("Instance %s is the primary", e.current)
+
+	if primary.fencedBySpec {
+		// Fenced on purpose: no failover, writes wait for the unfencing.
+		e.phase, e.reason = v1alpha1.PostgresDegraded, v1alpha1.PostgresFencedReason
+		e.message = fmt.Sprintf("The primary %s is fenced (spec.fencedInstances): writes stop until it is unfenced", e.current)
+		e.failingSince = nil
+		return
+	}
+	if healthy {
+		e.failingSince = nil
+		if next := switchoverTarget(in, byName, primary); next != "" {
+			e.event = &transition{reason: "SwitchoverStarted", message: fmt.Sprintf("Switching the primary over from %s to %s", e.current, next)}
+			e.target = next
+			e.epoch++
+			e.phase, e.reason = v1alpha1.PostgresSwitchingOver, v1alpha1.PostgresSwitchingOverReason
+			e.message = fmt.Sprintf("Switching the primary over from %s to %s", e.current, next)
+			e.after = time.Second
+		}
+		return
+	}
+
+	// Failing. A pod gone or a lease released or lapsed fails over at once:
+	// the instance no longer holds the right to accept writes. PostgreSQL
+	// down under a live manager waits failoverDelay: its manager restarts it
+	// in place.
+	if e.failingSince == nil {
+		now := in.now
+		e.failingSince = &now
+	}
+	lost := !primary.exists || !in.lease.heldBy(primary.name, in.now)
+	delay := time.Duration(in.spec.FailoverDelay) * time.Second
+	if wait := e.failingSince.Add(delay).Sub(in.now); !lost && wait > 0 {
+		e.phase, e.reason = v1alpha1.PostgresDegraded, v1alpha1.PostgresNoPrimaryReason
+		e.message = fmt.Sprintf("The primary %s is not ready (%s); failing over in %s unless it recovers", e.current, describe(primary), wait.Round(time.Second))
+		e.after = wait
+		return
+	}
+	e.event = &transition{reason: "FailoverStarted", message: fmt.Sprintf("The primary %s failed (%s): electing another", e.current, describe(primary))}
+	startElection(in, e)
+	decideElection(in, byName, e)
+}
+
+// startElection begins a failover: no target, a new epoch for the reports.
+func startElection(in decideInput, e *election) {
+	e.target = ""
+	e.epoch++
+	now := in.now
+	e.electionStarted = &now
+	e.phase, e.reason = v1alpha1.PostgresFailingOver, v1alpha1.PostgresFailingOverReason
+}
+
+// decideElection chooses the most advanced replica once every live replica
+// reported under the election's epoch, or electionTimeout passed.
+func decideElection(in decideInput, byName map[string]member, e *election) {
+	e.phase, e.reason = v1alpha1.PostgresFailingOver, v1alpha1.PostgresFailingOverReason
+	if e.electionStarted == nil {
+		now := in.now
+		e.electionStarted = &now
+	}
+	var fresh []member
+	waiting := 0
+	for _, m := range in.members {
+		if !m.exists || m.fenced() || m.name == e.current || !sameSystem(in.status.SystemID, m) {
+			continue
+		}
+		if m.report == nil || m.report.Role != v1alpha1.PostgresReplicaRole {
+			continue
+		}
+		if m.report.Epoch < e.epoch {
+			waiting++
+			continue
+		}
+		fresh = append(fresh, m)
+	}
+	timedOut := !in.now.Before(e.electionStarted.Add(electionTimeout))
+	if len(fresh) == 0 || (waiting > 0 && !timedOut) {
+		e.message = fmt.Sprintf("The primary %s failed: waiting for the replicas' reports (%d of %d in)", e.current, len(fresh), len(fresh)+waiting)
+		e.after = 500 * time.Millisecond
+		if waiting > 0 && !timedOut {
+			e.after = min(e.after, e.electionStarted.Add(electionTimeout).Sub(in.now))
+		}
+		return
+	}
+	slices.SortFunc(fresh, moreAdvanced)
+	e.target = fresh[0].name
+	e.message = fmt.Sprintf("Promoting %s in place of %s", e.target, e.current)
+	e.after = time.Second
+}
+
+// switchoverTarget is the replica a healthy primary must hand over to: the
+// one spec.primary names; when the primary's node is being drained (or the
+// instance is beyond spec.instances), the most advanced ready replica
+// elsewhere; when the primary runs an older spec (an update, once its
+// replicas are done), the most advanced updated replica; "" for none.
+func switchoverTarget(in decideInput, byName map[string]member, primary member) string {
+	eligible := func(m member) bool {
+		return m.exists && m.reportsReplica() && !m.fenced() && !m.nodeDraining && sameSystem(in.status.SystemID, m)
+	}
+	if want := in.spec.Primary; want != "" && want != primary.name {
+		if m, ok := byName[want]; ok && eligible(m) {
+			return want
+		}
+		return ""
+	}
+	if !primary.nodeDraining && primary.current {
+		return ""
+	}
+	var candidates []member
+	for _, m := range in.members {
+		if m.name != primary.name && eligible(m) && (primary.nodeDraining || m.current) {
+			candidates = append(candidates, m)
+		}
+	}
+	if len(candidates) == 0 {
+		return ""
+	}
+	slices.SortFunc(candidates, moreAdvanced)
+	return candidates[0].name
+}
+
+// routes decides the role labels: role=primary only on the current primary
+// while it is healthy and the target, role=replica on the ready replicas.
+func routes(in decideInput, byName map[string]member, e *election) {
+	if p, ok := byName[e.current]; ok && e.current == e.target && p.exists && p.reportsPrimary() && in.lease.heldBy(p.name, in.now) && !p.fencedBySpec {
+		e.primary = p.name
+	}
+	for _, m := range in.members {
+		if m.exists && m.reportsReplica() && m.name != e.primary {
+			e.replicas = append(e.replicas, m.name)
+		}
+	}
+}
+
+// moreAdvanced orders replicas for promotion: ready before not, then by
+// timeline, received LSN and replayed LSN, highest first, then by name.
+func moreAdvanced(a, b member) int {
+	if c := cmp.Compare(boolRank(b.report.Ready), boolRank(a.report.Ready)); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(b.report.Timeline, a.report.Timeline); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(parseLSN(b.report.ReceivedLSN), parseLSN(a.report.ReceivedLSN)); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(parseLSN(b.report.ReplayedLSN), parseLSN(a.report.ReplayedLSN)); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.name, b.name)
+}
+
+func boolRank(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// sameSystem tells whether m's data is the cluster's: the same database
+// system identifier, or none known yet.
+func sameSystem(systemID string, m member) bool {
+	return systemID == "" || m.report == nil || m.report.SystemID == "" || m.report.SystemID == systemID
+}
+
+// describe says what is wrong with a primary, for messages.
+func describe(m member) string {
+	switch {
+	case !m.exists:
+		return "its pod is gone"
+	case m.report == nil:
+		return "it has not reported"
+	case m.report.Fenced:
+		return "it fenced itself: " + m.report.Message
+	case m.report.Role != v1alpha1.PostgresPrimaryRole:
+		return "PostgreSQL is not running as primary: " + m.report.Message
+	case !m.report.Ready:
+		return "PostgreSQL is not ready: " + m.report.Message
+	}
+	return "its lease lapsed"
+}
+
+// parseLSN reads a PostgreSQL WAL position, "16/B374D848"; 0 when it is
+// not one.
+func parseLSN(s string) uint64 {
+	hi, lo, ok := strings.Cut(s, "/")
+	if !ok {
+		return 0
+	}
+	h, err1 := strconv.ParseUint(hi, 16, 32)
+	l, err2 := strconv.ParseUint(lo, 16, 32)
+	if err1 != nil || err2 != nil {
+		return 0
+	}
+	return h<<32 | l
+}
+
+// instanceName is the name of the instance of ordinal n: CLUSTER-n.
+func instanceName(cluster string, n int) string {
+	return cluster + "-" + strconv.Itoa(n)
+}

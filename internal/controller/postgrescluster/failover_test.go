@@ -1,0 +1,237 @@
+package postgrescluster
+
+import (
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"example.com/platform-operator/api/v1alpha1"
+)
+
+var t0 = time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+
+func primaryReport(lsn string) *v1alpha1.PostgresInstanceReport {
+	return &v1alpha1.PostgresInstanceReport{Role: "primary", Ready: true, Timeline: 1, CurrentLSN: lsn, SystemID: "42"}
+}
+
+func replicaReport(epoch int64, timeline int64, received string) *v1alpha1.PostgresInstanceReport {
+	return &v1alpha1.PostgresInstanceReport{Role: "replica", Ready: true, Timeline: timeline, ReceivedLSN: received, ReplayedLSN: received, SystemID: "42", Epoch: epoch}
+}
+
+func up(name string, r *v1alpha1.PostgresInstanceReport) member {
+	return member{name: name, exists: true, report: r, current: true}
+}
+
+func held(name string) lease { return lease{holder: name, renewed: t0, duration: 10 * time.Second} }
+
+func healthyStatus() v1alpha1.PostgresClusterStatus {
+	return v1alpha1.PostgresClusterStatus{CurrentPrimary: "db-1", TargetPrimary: "db-1", PromotionEpoch: 1, SystemID: "42"}
+}
+
+func at(d time.Duration) *metav1.Time { t := metav1.NewTime(t0.Add(d)); return &t }
+
+func TestDecide(t *testing.T) {
+	spec := v1alpha1.PostgresClusterSpec{Instances: 3}
+	tests := []struct {
+		name   string
+		spec   *v1alpha1.PostgresClusterSpec
+		status v1alpha1.PostgresClusterStatus
+		member []member
+		lease  lease
+		now    time.Duration // after t0
+
+		wantPhase            v1alpha1.PostgresClusterPhase
+		wantCurrent, wantTgt string
+		wantEpoch            int64
+		wantPrimary          string
+		wantReplicas         []string
+		wantEvent            string
+		wantElection         bool
+	}{
+		{
+			name:      "a new cluster: the first instance initializes",
+			member:    []member{up("db-1", nil), up("db-2", nil), up("db-3", nil)},
+			wantPhase: v1alpha1.PostgresInitializing, wantTgt: "db-1", wantEpoch: 1,
+		},
+		{
+			name:      "the first primary reports: it is current, no event",
+			status:    v1alpha1.PostgresClusterStatus{TargetPrimary: "db-1", PromotionEpoch: 1},
+			member:    []member{up("db-1", primaryReport("0/3000000")), up("db-2", nil), up("db-3", nil)},
+			lease:     held("db-1"),
+			wantPhase: v1alpha1.PostgresHealthy, wantCurrent: "db-1", wantTgt: "db-1", wantEpoch: 1, wantPrimary: "db-1",
+		},
+		{
+			name:      "a primary reporting without the lease gets no traffic",
+			status:    v1alpha1.PostgresClusterStatus{TargetPrimary: "db-1", PromotionEpoch: 1},
+			member:    []member{up("db-1", primaryReport("0/3000000"))},
+			wantPhase: v1alpha1.PostgresInitializing, wantTgt: "db-1", wantEpoch: 1,
+		},
+		{
+			name:      "healthy: the primary and the streaming replicas are routed",
+			status:    healthyStatus(),
+			member:    []member{up("db-1", primaryReport("0/3000000")), up("db-2", replicaReport(1, 1, "0/3000000")), up("db-3", &v1alpha1.PostgresInstanceReport{Role: "replica", SystemID: "42"})},
+			lease:     held("db-1"),
+			wantPhase: v1alpha1.PostgresHealthy, wantCurrent: "db-1", wantTgt: "db-1", wantEpoch: 1, wantPrimary: "db-1", wantReplicas: []string{"db-2"},
+		},
+		{
+			name:      "the primary's pod is gone: an election, nobody routed for writes",
+			status:    healthyStatus(),
+			member:    []member{{name: "db-1"}, up("db-2", replicaReport(1, 1, "0/3000000")), up("db-3", replicaReport(1, 1, "0/3000000"))},
+			lease:     held("db-1"),
+			wantPhase: v1alpha1.PostgresFailingOver, wantCurrent: "db-1", wantEpoch: 2, wantEvent: "FailoverStarted", wantElection: true,
+			wantReplicas: []string{"db-2", "db-3"},
+		},
+		{
+			name:   "the election chooses the most advanced replica that reported under its epoch",
+			status: v1alpha1.PostgresClusterStatus{CurrentPrimary: "db-1", PromotionEpoch: 2, ElectionStartedAt: at(0), SystemID: "42"},
+			member: []member{{name: "db-1"}, up("db-2", replicaReport(2, 1, "0/3000100")), up("db-3", replicaReport(2, 1, "0/3000200")),
+				up("db-4", replicaReport(2, 1, "0/3000300"))},
+			now:       time.Second,
+			wantPhase: v1alpha1.PostgresFailingOver, wantCurrent: "db-1", wantTgt: "db-4", wantEpoch: 2, wantElection: true,
+			wantReplicas: []string{"db-2", "db-3", "db-4"},
+		},
+		{
+			name:   "a fenced replica and one of another database are never chosen",
+			status: v1alpha1.PostgresClusterStatus{CurrentPrimary: "db-1", PromotionEpoch: 2, ElectionStartedAt: at(0), SystemID: "42"},
+			member: []member{{name: "db-1"}, up("db-2", replicaReport(2, 1, "0/3000100")),
+				{name: "db-3", exists: true, fencedBySpec: true, report: replicaReport(2, 1, "0/3000900")},
+				up("db-4", &v1alpha1.PostgresInstanceReport{Role: "replica", Ready: true, Timeline: 1, ReceivedLSN: "1/0", SystemID: "7", Epoch: 2})},
+			now:       time.Second,
+			wantPhase: v1alpha1.PostgresFailingOver, wantCurrent: "db-1", wantTgt: "db-2", wantEpoch: 2, wantElection: true,
+			wantReplicas: []string{"db-2", "db-3", "db-4"},
+		},
+		{
+			name:      "the election waits for a replica that has not reported under its epoch",
+			status:    v1alpha1.PostgresClusterStatus{CurrentPrimary: "db-1", PromotionEpoch: 2, ElectionStartedAt: at(0), SystemID: "42"},
+			member:    []member{{name: "db-1"}, up("db-2", replicaReport(2, 1, "0/3000100")), up("db-3", replicaReport(1, 1, "0/3000100"))},
+			now:       time.Second,
+			wantPhase: v1alpha1.PostgresFailingOver, wantCurrent: "db-1", wantEpoch: 2, wantElection: true, wantReplicas: []string{"db-2", "db-3"},
+		},
+		{
+			name:      "... but no longer than the election's timeout",
+			status:    v1alpha1.PostgresClusterStatus{CurrentPrimary: "db-1", PromotionEpoch: 2, ElectionStartedAt: at(0), SystemID: "42"},
+			member:    []member{{name: "db-1"}, up("db-2", replicaReport(2, 1, "0/3000100")), up("db-3", replicaReport(1, 1, "0/3000900"))},
+			now:       electionTimeout,
+			wantPhase: v1alpha1.PostgresFailingOver, wantCurrent: "db-1", wantTgt: "db-2", wantEpoch: 2, wantElection: true,
+			wantReplicas: []string{"db-2", "db-3"},
+		},
+		{
+			name:   "the elected replica promoted: it is the primary",
+			status: v1alpha1.PostgresClusterStatus{CurrentPrimary: "db-1", TargetPrimary: "db-2", PromotionEpoch: 2, ElectionStartedAt: at(0), SystemID: "42"},
+			member: []member{{name: "db-1"}, up("db-2", &v1alpha1.PostgresInstanceReport{Role: "primary", Ready: true, Timeline: 2, SystemID: "42", Epoch: 2}),
+				up("db-3", replicaReport(2, 2, "0/3000100"))},
+			lease:     held("db-2"),
+			now:       2 * time.Second,
+			wantPhase: v1alpha1.PostgresHealthy, wantCurrent: "db-2", wantTgt: "db-2", wantEpoch: 2, wantPrimary: "db-2", wantReplicas: []string{"db-3"},
+			wantEvent: "Promoted",
+		},
+		{
+			name:      "PostgreSQL down under a live manager waits failoverDelay",
+			spec:      &v1alpha1.PostgresClusterSpec{Instances: 2, FailoverDelay: 30},
+			status:    healthyStatus(),
+			member:    []member{up("db-1", &v1alpha1.PostgresInstanceReport{Role: "primary", SystemID: "42", Message: "restarting"}), up("db-2", replicaReport(1, 1, "0/3000000"))},
+			lease:     held("db-1"),
+			wantPhase: v1alpha1.PostgresDegraded, wantCurrent: "db-1", wantTgt: "db-1", wantEpoch: 1, wantReplicas: []string{"db-2"},
+		},
+		{
+			name:      "... and fails over once it passed",
+			spec:      &v1alpha1.PostgresClusterSpec{Instances: 2, FailoverDelay: 30},
+			status:    func() v1alpha1.PostgresClusterStatus { s := healthyStatus(); s.FailingSince = at(0); return s }(),
+			member:    []member{up("db-1", &v1alpha1.PostgresInstanceReport{Role: "primary", SystemID: "42"}), up("db-2", replicaReport(1, 1, "0/3000000"))},
+			lease:     lease{holder: "db-1", renewed: t0.Add(30 * time.Second), duration: 10 * time.Second},
+			now:       30 * time.Second,
+			wantPhase: v1alpha1.PostgresFailingOver, wantCurrent: "db-1", wantEpoch: 2, wantEvent: "FailoverStarted", wantElection: true,
+			wantReplicas: []string{"db-2"},
+		},
+		{
+			name:      "a lapsed lease fails over at once, whatever failoverDelay",
+			spec:      &v1alpha1.PostgresClusterSpec{Instances: 2, FailoverDelay: 30},
+			status:    healthyStatus(),
+			member:    []member{up("db-1", primaryReport("0/3000000")), up("db-2", replicaReport(1, 1, "0/3000000"))},
+			lease:     held("db-1"),
+			now:       11 * time.Second,
+			wantPhase: v1alpha1.PostgresFailingOver, wantCurrent: "db-1", wantEpoch: 2, wantEvent: "FailoverStarted", wantElection: true,
+			wantReplicas: []string{"db-2"},
+		},
+		{
+			name:      "a fenced primary is not failed over",
+			spec:      &v1alpha1.PostgresClusterSpec{Instances: 2, FencedInstances: []string{"db-1"}},
+			status:    healthyStatus(),
+			member:    []member{{name: "db-1", exists: true, fencedBySpec: true, report: &v1alpha1.PostgresInstanceReport{Role: "primary", Fenced: true}}, up("db-2", replicaReport(1, 1, "0/3000000"))},
+			wantPhase: v1alpha1.PostgresDegraded, wantCurrent: "db-1", wantTgt: "db-1", wantEpoch: 1, wantReplicas: []string{"db-2"},
+		},
+		{
+			name:      "spec.primary switches over to a ready replica",
+			spec:      &v1alpha1.PostgresClusterSpec{Instances: 2, Primary: "db-2"},
+			status:    healthyStatus(),
+			member:    []member{up("db-1", primaryReport("0/3000000")), up("db-2", replicaReport(1, 1, "0/3000000"))},
+			lease:     held("db-1"),
+			wantPhase: v1alpha1.PostgresSwitchingOver, wantCurrent: "db-1", wantTgt: "db-2", wantEpoch: 2, wantEvent: "SwitchoverStarted",
+			wantReplicas: []string{"db-2"},
+		},
+		{
+			name:      "... not to one that does not stream",
+			spec:      &v1alpha1.PostgresClusterSpec{Instances: 2, Primary: "db-2"},
+			status:    healthyStatus(),
+			member:    []member{up("db-1", primaryReport("0/3000000")), up("db-2", &v1alpha1.PostgresInstanceReport{Role: "replica", SystemID: "42"})},
+			lease:     held("db-1"),
+			wantPhase: v1alpha1.PostgresHealthy, wantCurrent: "db-1", wantTgt: "db-1", wantEpoch: 1, wantPrimary: "db-1",
+		},
+		{
+			name:   "a drain of the primary's node switches over to a replica elsewhere",
+			status: healthyStatus(),
+			member: []member{{name: "db-1", exists: true, nodeDraining: true, report: primaryReport("0/3000000")},
+				{name: "db-2", exists: true, nodeDraining: true, report: replicaReport(1, 1, "0/3000000")}, up("db-3", replicaReport(1, 1, "0/2000000"))},
+			lease:     held("db-1"),
+			wantPhase: v1alpha1.PostgresSwitchingOver, wantCurrent: "db-1", wantTgt: "db-3", wantEpoch: 2, wantEvent: "SwitchoverStarted",
+			wantReplicas: []string{"db-2", "db-3"},
+		},
+		{
+			name:      "the switchover's target died: an election",
+			status:    v1alpha1.PostgresClusterStatus{CurrentPrimary: "db-1", TargetPrimary: "db-2", PromotionEpoch: 2, SystemID: "42"},
+			member:    []member{up("db-1", &v1alpha1.PostgresInstanceReport{Role: "replica", SystemID: "42"}), {name: "db-2"}, up("db-3", replicaReport(3, 1, "0/3000000"))},
+			wantPhase: v1alpha1.PostgresFailingOver, wantCurrent: "db-1", wantTgt: "db-3", wantEpoch: 3, wantEvent: "FailoverStarted", wantElection: true,
+			wantReplicas: []string{"db-3"},
+		},
+		{
+			name:      "hibernated: nothing runs, the primary is remembered",
+			spec:      &v1alpha1.PostgresClusterSpec{Instances: 2, Hibernate: true},
+			status:    healthyStatus(),
+			wantPhase: v1alpha1.PostgresHibernated, wantCurrent: "db-1", wantTgt: "db-1", wantEpoch: 1,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			s := spec
+			if tc.spec != nil {
+				s = *tc.spec
+			}
+			e := decide(decideInput{spec: s, status: tc.status, clusterID: "db", members: tc.member, lease: tc.lease, now: t0.Add(tc.now)})
+			g.Expect(e.phase).To(Equal(tc.wantPhase), e.message)
+			g.Expect(e.current).To(Equal(tc.wantCurrent))
+			g.Expect(e.target).To(Equal(tc.wantTgt))
+			g.Expect(e.epoch).To(Equal(tc.wantEpoch))
+			g.Expect(e.primary).To(Equal(tc.wantPrimary))
+			g.Expect(e.replicas).To(Equal(tc.wantReplicas))
+			g.Expect(e.electionStarted != nil).To(Equal(tc.wantElection), "election started")
+			if tc.wantEvent == "" {
+				g.Expect(e.event).To(BeNil())
+			} else {
+				g.Expect(e.event).NotTo(BeNil())
+				g.Expect(e.event.reason).To(Equal(tc.wantEvent))
+			}
+		})
+	}
+}
+
+func TestParseLSN(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(parseLSN("0/3000060")).To(Equal(uint64(0x3000060)))
+	g.Expect(parseLSN("16/B374D848")).To(Equal(uint64(0x16)<<32 | 0xB374D848))
+	g.Expect(parseLSN("16/B374D848") > parseLSN("15/FFFFFFFF")).To(BeTrue())
+	g.Expect(parseLSN("")).To(BeZero())
+	g.Expect(parseLSN("x/y")).To(BeZero())
+}

@@ -1,0 +1,80 @@
+package postgrescluster
+
+import (
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"example.com/platform-operator/api/v1alpha1"
+	"example.com/platform-operator/internal/children"
+)
+
+// Names of a cluster's objects, from the cluster's name.
+func headlessService(pg *v1alpha1.PostgresCluster) string { return pg.Name }
+func writeService(pg *v1alpha1.PostgresCluster) string    { return pg.Name + "-rw" }
+func readService(pg *v1alpha1.PostgresCluster) string     { return pg.Name + "-ro" }
+func leaseName(pg *v1alpha1.PostgresCluster) string       { return pg.Name + "-primary" }
+func instanceAccount(pg *v1alpha1.PostgresCluster) string { return pg.Name + "-instance" }
+func primaryBudget(pg *v1alpha1.PostgresCluster) string   { return pg.Name + "-primary" }
+func replicaBudget(pg *v1alpha1.PostgresCluster) string   { return pg.Name + "-replicas" }
+func superuserSecret(pg *v1alpha1.PostgresCluster) string { return pg.Name + "-superuser" }
+func replicationSecret(pg *v1alpha1.PostgresCluster) string {
+	return pg.Name + "-replication"
+}
+
+// appSecret is the Secret of the application owner's credentials: the
+// user's own when bootstrap.initdb.secretName names one.
+func appSecret(pg *v1alpha1.PostgresCluster) string {
+	if b := pg.Spec.Bootstrap; b != nil && b.InitDB != nil && b.InitDB.SecretName != "" {
+		return b.InitDB.SecretName
+	}
+	return generatedAppSecret(pg)
+}
+
+func generatedAppSecret(pg *v1alpha1.PostgresCluster) string { return pg.Name + "-app" }
+
+// initDB is the bootstrap's initdb with its defaults.
+func initDB(pg *v1alpha1.PostgresCluster) v1alpha1.PostgresInitDB {
+	out := v1alpha1.PostgresInitDB{Database: "app", Owner: "app"}
+	if b := pg.Spec.Bootstrap; b != nil && b.InitDB != nil {
+		if b.InitDB.Database != "" {
+			out.Database = b.InitDB.Database
+		}
+		if b.InitDB.Owner != "" {
+			out.Owner = b.InitDB.Owner
+		}
+		out.SecretName = b.InitDB.SecretName
+	}
+	return out
+}
+
+// clusterLabels are the labels of every object of pg.
+func clusterLabels(pg *v1alpha1.PostgresCluster) map[string]string {
+	l := children.ManagedLabels()
+	l[v1alpha1.PostgresClusterLabel] = pg.Name
+	return l
+}
+
+// instanceLabels are the labels of an instance's pod and claim.
+func instanceLabels(pg *v1alpha1.PostgresCluster, instance string) map[string]string {
+	l := clusterLabels(pg)
+	l[v1alpha1.PostgresInstanceLabel] = instance
+	return l
+}
+
+// selectorLabels select the pods of pg (the headless Service's selector).
+func selectorLabels(pg *v1alpha1.PostgresCluster) map[string]string {
+	return map[string]string{v1alpha1.PostgresClusterLabel: pg.Name}
+}
+
+// objectsOf selects the operator's objects of one cluster.
+func objectsOf(cluster string) labels.Selector {
+	req, err := labels.NewRequirement(v1alpha1.PostgresClusterLabel, selection.Equals, []string{cluster})
+	if err != nil {
+		return labels.Nothing()
+	}
+	return children.ManagedSelector().Add(*req)
+}
+
+// clusterOf maps an object labelled for a cluster to a reconcile of it.
+func clusterOf(obj client.Object) string { return obj.GetLabels()[v1alpha1.PostgresClusterLabel] }
