@@ -6,6 +6,8 @@ SHELL := bash
 
 # Where hack/kube-binaries.sh puts the control plane (outside the work tree).
 KUBE_BIN_DIR = $(shell hack/kube-binaries.sh --dir)
+# Where PostgreSQL 15's programs are, once hack/postgres.sh has installed them.
+POSTGRES_BIN_DIR = $(shell hack/postgres.sh --dir 2>/dev/null)
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X example.com/platform-operator/internal/operator.Version=$(VERSION)
 IMAGE ?= example.com/platform-operator:$(VERSION)
@@ -19,6 +21,10 @@ help: ## List the targets.
 .PHONY: kube-binaries
 kube-binaries: ## Build the local control plane (etcd, kube-apiserver, ..., kwok) once per version.
 	@hack/kube-binaries.sh >/dev/null
+
+.PHONY: postgres
+postgres: ## Install PostgreSQL 15 (apt-get) when missing: the instance manager's tests run it.
+	@hack/postgres.sh >/dev/null
 
 # Where generated files live; verify-generate compares them before and after.
 GENERATED := api deploy docs
@@ -52,8 +58,8 @@ build: ## Build bin/platform-operator.
 	CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)' -o bin/platform-operator ./cmd/platform-operator
 
 .PHONY: test
-test: kube-binaries fmt-check vet verify-generate ## Run the whole test suite: unit, envtest, local cluster, end-to-end, reliability.
-	KUBE_BIN_DIR=$(KUBE_BIN_DIR) KUBEBUILDER_ASSETS=$(KUBE_BIN_DIR) \
+test: kube-binaries postgres fmt-check vet verify-generate ## Run the whole test suite: unit, envtest, PostgreSQL, local cluster, end-to-end, reliability.
+	KUBE_BIN_DIR=$(KUBE_BIN_DIR) KUBEBUILDER_ASSETS=$(KUBE_BIN_DIR) POSTGRES_BIN_DIR=$(POSTGRES_BIN_DIR) \
 		go test -timeout $(TEST_TIMEOUT) -count=1 $$(go list ./... | grep -v /test/reliability)
 	@# The reliability scenarios time failovers and outages against lease
 	@# deadlines: they get the machine to themselves, not two cores shared

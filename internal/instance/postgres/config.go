@@ -1,0 +1,156 @@
+package postgres
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Default values of Settings.
+const (
+	DefaultMaxWALSenders = 10
+	DefaultWALKeepSize   = "512MB"
+)
+
+// Settings are what the operator decides for every instance of a cluster,
+// from the cluster's spec and membership.
+type Settings struct {
+	// MaxWALSenders bounds the replication connections (standbys, clones,
+	// rewinds); 0 means DefaultMaxWALSenders.
+	MaxWALSenders int
+	// WALKeepSize is how much WAL a primary keeps for standbys that fall
+	// behind, so that they can catch up without a new clone; empty means
+	// DefaultWALKeepSize.
+	WALKeepSize string
+	// Synchronous lists the standbys of synchronous replication; its zero
+	// value is asynchronous replication.
+	Synchronous Synchronous
+	// SuperuserAccess lets the postgres role log in over the network (with
+	// its password). Without it, only the local socket reaches it.
+	SuperuserAccess bool
+	// Parameters are the user's parameters, checked by ValidateParameters.
+	Parameters map[string]string
+}
+
+// Synchronous is quorum synchronous replication: each commit waits until
+// Number of Standbys (application names) have flushed it.
+type Synchronous struct {
+	Number   int
+	Standbys []string
+}
+
+// render renders synchronous_standby_names: ANY n ("a","b"). Names are
+// double-quoted, with double quotes doubled, so that any application name
+// matches as written.
+func (s Synchronous) render() (string, error) {
+	if len(s.Standbys) == 0 {
+		if s.Number != 0 {
+			return "", fmt.Errorf("synchronous replication asks for %d standbys but names none", s.Number)
+		}
+		return "", nil
+	}
+	if s.Number < 1 || s.Number > len(s.Standbys) {
+		return "", fmt.Errorf("synchronous replication asks for %d of %d standbys: want 1 to %d", s.Number, len(s.Standbys), len(s.Standbys))
+	}
+	names := make([]string, len(s.Standbys))
+	for i, n := range s.Standbys {
+		if n == "" || strings.ContainsAny(n, "\x00\n\r") {
+			return "", fmt.Errorf("synchronous standby name %q is empty or has a newline", n)
+		}
+		names[i] = `"` + strings.ReplaceAll(n, `"`, `""`) + `"`
+	}
+	return fmt.Sprintf("ANY %d (%s)", s.Number, strings.Join(names, ",")), nil
+}
+
+// Config is everything operator.conf is rendered from.
+type Config struct {
+	// ListenAddresses is PostgreSQL's listen_addresses: empty listens on
+	// the socket only.
+	ListenAddresses string
+	Port            int
+	// SocketDir is the directory of the Unix socket.
+	SocketDir string
+	Settings
+	// Primary is the primary a standby follows; nil on a primary. Its
+	// ApplicationName must be the instance's name, which
+	// synchronous_standby_names matches.
+	Primary *ConnInfo
+}
+
+// RenderConfig renders operator.conf, the include file the operator owns:
+// the parameters it sets itself, then the user's, sorted, every value
+// quoted. It refuses the user's parameters that ValidateParameters refuses,
+// and a Primary with a password (give a PassFile).
+func RenderConfig(c Config) (string, error) {
+	if err := ValidateParameters(c.Parameters); err != nil {
+		return "", err
+	}
+	if c.Port < 1 || c.Port > 65535 {
+		return "", fmt.Errorf("port %d is out of range", c.Port)
+	}
+	if c.SocketDir == "" {
+		return "", fmt.Errorf("no socket directory")
+	}
+	syncNames, err := c.Synchronous.render()
+	if err != nil {
+		return "", err
+	}
+	maxSenders := c.MaxWALSenders
+	if maxSenders == 0 {
+		maxSenders = DefaultMaxWALSenders
+	}
+	keep := c.WALKeepSize
+	if keep == "" {
+		keep = DefaultWALKeepSize
+	}
+	owned := [][2]string{
+		{"listen_addresses", c.ListenAddresses},
+		{"port", strconv.Itoa(c.Port)},
+		{"unix_socket_directories", c.SocketDir},
+		{"wal_level", "replica"},
+		{"hot_standby", "on"},
+		// pg_rewind needs either data checksums or hint bits in the WAL;
+		// initdb enables checksums, but a data directory cloned from
+		// elsewhere may lack them.
+		{"wal_log_hints", "on"},
+		{"max_wal_senders", strconv.Itoa(maxSenders)},
+		{"wal_keep_size", keep},
+		{"password_encryption", "scram-sha-256"},
+		{"synchronous_standby_names", syncNames},
+		// Always written, even on a primary: a standby follows the
+		// primary's timeline after a failover.
+		{"recovery_target_timeline", "latest"},
+		// The instance manager collects postgres's stderr.
+		{"log_destination", "stderr"},
+		{"logging_collector", "off"},
+	}
+	if c.Primary != nil {
+		if err := c.Primary.validate(); err != nil {
+			return "", fmt.Errorf("primary: %w", err)
+		}
+		if c.Primary.Password != "" {
+			return "", fmt.Errorf("primary connection info has a password, which anyone with pg_read_all_settings could read in primary_conninfo: give a passfile")
+		}
+		owned = append(owned, [2]string{"primary_conninfo", c.Primary.String()})
+	}
+	for _, kv := range owned {
+		if strings.ContainsAny(kv[1], "\x00\n\r") {
+			return "", fmt.Errorf("%s has a newline or a NUL character", kv[0])
+		}
+	}
+
+	var b strings.Builder
+	b.WriteString("# Written by the PostgreSQL instance manager; changes are overwritten.\n")
+	for _, kv := range owned {
+		fmt.Fprintf(&b, "%s = %s\n", kv[0], quoteConfValue(kv[1]))
+	}
+	if len(c.Parameters) > 0 {
+		b.WriteString("# Parameters of the cluster's spec\n")
+		for _, name := range slices.Sorted(maps.Keys(c.Parameters)) {
+			fmt.Fprintf(&b, "%s = %s\n", strings.ToLower(name), quoteConfValue(c.Parameters[name]))
+		}
+	}
+	return b.String(), nil
+}

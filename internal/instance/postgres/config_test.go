@@ -1,0 +1,150 @@
+package postgres
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestRenderConfig(t *testing.T) {
+	base := Config{ListenAddresses: "*", Port: 5432, SocketDir: "/run/postgresql"}
+	tests := map[string]struct {
+		cfg Config
+		// want are lines that must appear; absent are settings that must
+		// not.
+		want    []string
+		absent  []string
+		wantErr string
+	}{
+		"primary with defaults": {
+			cfg: base,
+			want: []string{
+				"listen_addresses = '*'",
+				"port = '5432'",
+				"unix_socket_directories = '/run/postgresql'",
+				"wal_level = 'replica'",
+				"hot_standby = 'on'",
+				"wal_log_hints = 'on'",
+				"max_wal_senders = '10'",
+				"wal_keep_size = '512MB'",
+				"password_encryption = 'scram-sha-256'",
+				"synchronous_standby_names = ''",
+				"recovery_target_timeline = 'latest'",
+				"log_destination = 'stderr'",
+				"logging_collector = 'off'",
+			},
+			absent: []string{"primary_conninfo"},
+		},
+		"standby": {
+			cfg: func() Config {
+				c := base
+				c.Primary = &ConnInfo{Host: "10.0.0.1", Port: 5432, User: ReplicationUser, PassFile: "/etc/pg/pgpass", ApplicationName: "pg-2"}
+				return c
+			}(),
+			// libpq's quotes inside the file's quotes, doubled.
+			want: []string{`primary_conninfo = 'host=''10.0.0.1'' port=''5432'' user=''streaming_replica'' passfile=''/etc/pg/pgpass'' application_name=''pg-2'' sslmode=''disable'''`},
+		},
+		"synchronous ANY 1 of 2": {
+			cfg: func() Config {
+				c := base
+				c.Synchronous = Synchronous{Number: 1, Standbys: []string{"pg-2", `odd"name`}}
+				return c
+			}(),
+			want: []string{`synchronous_standby_names = 'ANY 1 ("pg-2","odd""name")'`},
+		},
+		"settings and the user's parameters, sorted and quoted": {
+			cfg: func() Config {
+				c := base
+				c.MaxWALSenders = 4
+				c.WALKeepSize = "1GB"
+				c.Parameters = map[string]string{"work_mem": "4MB", "Cluster_Name": "it's", "shared_preload_libraries": "pg_stat_statements"}
+				return c
+			}(),
+			want: []string{"max_wal_senders = '4'", "wal_keep_size = '1GB'", "cluster_name = 'it''s'\nshared_preload_libraries = 'pg_stat_statements'\nwork_mem = '4MB'"},
+		},
+		"owned parameter refused": {
+			cfg:     func() Config { c := base; c.Parameters = map[string]string{"port": "1"}; return c }(),
+			wantErr: "owned by the operator: port",
+		},
+		"password in primary_conninfo refused": {
+			cfg: func() Config {
+				c := base
+				c.Primary = &ConnInfo{Host: "h", User: ReplicationUser, Password: "secret"}
+				return c
+			}(),
+			wantErr: "give a passfile",
+		},
+		"more synchronous standbys than named": {
+			cfg:     func() Config { c := base; c.Synchronous = Synchronous{Number: 2, Standbys: []string{"a"}}; return c }(),
+			wantErr: "asks for 2 of 1 standbys",
+		},
+		"synchronous without standbys": {
+			cfg:     func() Config { c := base; c.Synchronous = Synchronous{Number: 1}; return c }(),
+			wantErr: "names none",
+		},
+		"newline in a standby name": {
+			cfg:     func() Config { c := base; c.Synchronous = Synchronous{Number: 1, Standbys: []string{"a\nb"}}; return c }(),
+			wantErr: "newline",
+		},
+		"no port": {
+			cfg:     Config{SocketDir: "/s"},
+			wantErr: "port 0",
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got, err := RenderConfig(tc.cfg)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("got error %v, want one with %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(got, w+"\n") {
+					t.Errorf("missing %q in:\n%s", w, got)
+				}
+			}
+			for _, a := range tc.absent {
+				if strings.Contains(got, a) {
+					t.Errorf("unexpected %q in:\n%s", a, got)
+				}
+			}
+		})
+	}
+}
+
+func TestRenderHBA(t *testing.T) {
+	tests := map[string]struct {
+		superuserAccess bool
+		want            []string
+	}{
+		"no superuser access": {false, []string{
+			"local all all trust",
+			"host replication streaming_replica all scram-sha-256",
+			"host all postgres all reject",
+			"host all all all scram-sha-256",
+		}},
+		"superuser access": {true, []string{
+			"local all all trust",
+			"host replication streaming_replica all scram-sha-256",
+			"host all all all scram-sha-256",
+		}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			var got []string
+			for _, line := range strings.Split(RenderHBA(tc.superuserAccess), "\n") {
+				if line == "" || strings.HasPrefix(line, "#") {
+					continue
+				}
+				got = append(got, strings.Join(strings.Fields(line), " "))
+			}
+			if strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
+				t.Errorf("got rules\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
+			}
+		})
+	}
+}

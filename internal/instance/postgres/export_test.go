@@ -1,0 +1,7 @@
+package postgres
+
+// SCRAMVerifierWithSalt exposes the verifier with a given salt to the
+// external tests, which compare it with the server's own.
+func SCRAMVerifierWithSalt(password string, salt []byte, iterations int) (string, error) {
+	return scramVerifier(password, salt, iterations)
+}

@@ -1,0 +1,33 @@
+package postgres
+
+import "strings"
+
+// ReplicationUser is the role standbys replicate with, and pg_rewind reads
+// a primary with.
+const ReplicationUser = "streaming_replica"
+
+// SuperUser is the superuser role initdb makes and the instance manager
+// connects as over the socket.
+const SuperUser = "postgres"
+
+// RenderHBA renders pg_hba.conf. The first matching line decides:
+//
+//   - the Unix socket is trusted: its directory is 0700 and owned by the
+//     instance's user, so only that user (the instance manager) reaches it;
+//   - replication, over the network, only as ReplicationUser, with a
+//     password;
+//   - the superuser cannot log in over the network unless superuserAccess;
+//   - everyone else logs in with a password.
+func RenderHBA(superuserAccess bool) string {
+	lines := []string{
+		"# Written by the PostgreSQL instance manager; changes are overwritten.",
+		"# TYPE  DATABASE     USER               ADDRESS  METHOD",
+		"local   all          all                         trust",
+		"host    replication  " + ReplicationUser + "  all      scram-sha-256",
+	}
+	if !superuserAccess {
+		lines = append(lines, "host    all          "+SuperUser+"           all      reject")
+	}
+	lines = append(lines, "host    all          all                all      scram-sha-256")
+	return strings.Join(lines, "\n") + "\n"
+}
