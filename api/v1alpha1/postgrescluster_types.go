@@ -144,12 +144,10 @@ type PostgresClusterSpec struct {
 
 	// parameters are postgresql.conf settings. Those the operator owns
 	// (ports, addresses, replication, WAL archiving, recovery, paths, TLS)
-	// are refused.
+	// are refused: the PostgresCluster then reports InvalidSpec, naming
+	// them, and its running instances keep their configuration.
 	// +optional
 	// +kubebuilder:validation:MaxProperties=64
-	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^[a-z][a-z0-9_.]*$') && k.size() <= 63)",message="parameters: names are lower-case postgresql.conf settings"
-	// +kubebuilder:validation:XValidation:rule="self.all(k, !(k in ['port', 'listen_addresses', 'data_directory', 'hba_file', 'ident_file', 'config_file', 'external_pid_file', 'wal_level', 'hot_standby', 'max_wal_senders', 'max_replication_slots', 'wal_log_hints', 'synchronous_standby_names', 'restore_command', 'promote_trigger_file', 'password_encryption', 'cluster_name', 'log_destination', 'logging_collector', 'wal_keep_size']) && !k.startsWith('archive_') && !k.startsWith('primary_') && !k.startsWith('recovery_') && !k.startsWith('unix_socket_') && !k.startsWith('ssl'))",messageExpression="'parameters owned by the operator cannot be set: ' + self.filter(k, k in ['port', 'listen_addresses', 'data_directory', 'hba_file', 'ident_file', 'config_file', 'external_pid_file', 'wal_level', 'hot_standby', 'max_wal_senders', 'max_replication_slots', 'wal_log_hints', 'synchronous_standby_names', 'restore_command', 'promote_trigger_file', 'password_encryption', 'cluster_name', 'log_destination', 'logging_collector', 'wal_keep_size'] || k.startsWith('archive_') || k.startsWith('primary_') || k.startsWith('recovery_') || k.startsWith('unix_socket_') || k.startsWith('ssl')).join(', ')"
-	// +kubebuilder:validation:XValidation:rule="self.all(k, self[k].size() <= 1024 && !self[k].contains('\\n') && !self[k].contains('\\r'))",message="parameters: values are at most 1024 characters on one line"
 	Parameters map[string]string `json:"parameters,omitempty"`
 
 	// bootstrap says how the first instance gets its data: initdb (the

@@ -16,7 +16,7 @@ var suite envsuite.Suite
 
 func TestMain(m *testing.M) {
 	os.Exit(envsuite.Run(m, &suite, envsuite.Options{
-		Components:  []string{"tenant", "backupjob"},
+		Components:  []string{"tenant", "backupjob", "postgrescluster"},
 		AddToScheme: []func(*runtime.Scheme) error{v1alpha1.AddToScheme},
 	}))
 }

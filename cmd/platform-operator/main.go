@@ -12,11 +12,17 @@ import (
 	"os/signal"
 	"syscall"
 
+	"example.com/platform-operator/internal/instance"
 	"example.com/platform-operator/internal/operator"
 	"example.com/platform-operator/internal/platform"
 )
 
 func main() {
+	// The same binary is the PostgresClusters' instance manager, as the
+	// first process of their pods.
+	if len(os.Args) > 1 && os.Args[1] == "instance" {
+		os.Exit(instance.Main(os.Args[2:], os.Getenv, os.Stderr))
+	}
 	os.Exit(run())
 }
 

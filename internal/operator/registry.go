@@ -3,6 +3,7 @@ package operator
 import (
 	"example.com/platform-operator/internal/controller"
 	"example.com/platform-operator/internal/controller/backupjob"
+	"example.com/platform-operator/internal/controller/postgrescluster"
 	"example.com/platform-operator/internal/controller/tenant"
 	"example.com/platform-operator/internal/controller/website"
 )
@@ -13,6 +14,7 @@ var registry = []controller.Descriptor{
 	website.Descriptor(),
 	tenant.Descriptor(),
 	backupjob.Descriptor(),
+	postgrescluster.Descriptor(),
 }
 
 // Controllers returns the descriptors of every controller the operator can

@@ -20,6 +20,7 @@ import (
 	"example.com/platform-operator/api/v1alpha1"
 	"example.com/platform-operator/internal/controller"
 	"example.com/platform-operator/internal/controller/kit"
+	"example.com/platform-operator/internal/instance/postgres"
 	"example.com/platform-operator/internal/platform"
 )
 
@@ -99,6 +100,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // status.
 func (r *Reconciler) Sync(ctx context.Context, pg *v1alpha1.PostgresCluster) kit.Outcome[v1alpha1.PostgresClusterStatus] {
 	var out outcome
+	if err := postgres.ValidateParameters(pg.Spec.Parameters); err != nil {
+		// The instances keep the configuration they have.
+		out.report(v1alpha1.PostgresInvalidSpecReason, "spec.parameters: "+err.Error())
+	}
 	creds := r.ensureSecrets(ctx, pg, &out)
 	r.ensureShared(ctx, pg, &out)
 	claims := r.ensureClaims(ctx, pg, &out)

@@ -1,0 +1,195 @@
+package instance
+
+import (
+	"time"
+
+	"example.com/platform-operator/internal/instance/postgres"
+)
+
+// local is what the instance manager knows of its own instance.
+type local struct {
+	// initialized: the data directory holds a database.
+	initialized bool
+	// primaryData: the data is a primary's (it ran as one and is not
+	// configured as a standby), or the running server is out of recovery.
+	primaryData bool
+	// running: postgres runs; ready: it accepts connections.
+	running, ready bool
+	// streaming: a standby's WAL receiver streams from a primary.
+	streaming bool
+	// notStreamingSince: since when a running standby has not streamed.
+	notStreamingSince time.Time
+	// received: how far a standby received WAL.
+	received postgres.LSN
+	// holdsLease: this manager holds the primary's lease, by its last
+	// successful renewal.
+	holdsLease bool
+	// following: the host the standby's primary_conninfo names.
+	following string
+}
+
+// view is what the instance manager knows of its cluster, through the API
+// server.
+type view struct {
+	// fresh: the cluster was read recently; without it the manager acts
+	// only to keep the data safe.
+	fresh bool
+	// target and current are the cluster's status.targetPrimary and
+	// currentPrimary.
+	target, current string
+	// fencedBySpec: spec.fencedInstances names this instance.
+	fencedBySpec bool
+	// primaryReady: the current primary is the target and the operator
+	// routes writes to it (the status lists it ready).
+	primaryReady bool
+	// leaseAvailable: nobody else holds the lease (released, or not
+	// renewed for its duration).
+	leaseAvailable bool
+	// handoverLSN: the shutdown position of the former primary during a
+	// switchover, which the target must have received before it promotes;
+	// 0 when none was reported.
+	handoverLSN postgres.LSN
+}
+
+// step is what the instance manager does next.
+type step int
+
+const (
+	stepWait step = iota
+	stepInitDB
+	stepClone
+	stepAcquireLease
+	stepStartPrimary
+	stepStartStandby
+	stepPromote
+	// stepStepDown stops a primary that is no longer the target, cleanly,
+	// then releases the lease.
+	stepStepDown
+	stepReleaseLease
+	stepFence
+	stepRewind
+	stepFollow
+	stepRun
+)
+
+var stepNames = map[step]string{
+	stepWait: "wait", stepInitDB: "initdb", stepClone: "clone", stepAcquireLease: "acquire the lease",
+	stepStartPrimary: "start as primary", stepStartStandby: "start as standby", stepPromote: "promote",
+	stepStepDown: "step down", stepReleaseLease: "release the lease", stepFence: "fence",
+	stepRewind: "rewind", stepFollow: "follow the primary", stepRun: "run",
+}
+
+func (s step) String() string { return stepNames[s] }
+
+// rewindAfter is how long a standby may fail to stream from a ready primary
+// before it is rewound: a standby that went past the primary's fork point
+// (a former primary, or one that received WAL the new primary never had)
+// cannot follow it until it is.
+const rewindAfter = 15 * time.Second
+
+// next decides the manager's next step from its own state and its view of
+// the cluster: one step at a time, decided again after each. It is the
+// instance's half of docs/postgres-design.md, and holds the split-brain
+// guard: PostgreSQL runs as a primary only here, only on data that is a
+// primary's or just promoted, only with the lease, and only for the target.
+func next(me string, l local, v view, now time.Time) (step, string) {
+	if v.fresh && v.fencedBySpec {
+		switch {
+		case l.running:
+			return stepFence, "fenced by spec.fencedInstances"
+		case l.holdsLease && v.target != me:
+			return stepReleaseLease, "fenced, and no longer the target"
+		}
+		return stepWait, "fenced by spec.fencedInstances"
+	}
+	if !v.fresh {
+		// Without the API server nothing changes role; the lease keeper
+		// fences a primary that can no longer renew (see mustFence).
+		if l.running {
+			return stepRun, "the API server does not answer: keeping the current role"
+		}
+		return stepWait, "waiting for the API server"
+	}
+
+	if !l.initialized {
+		switch {
+		case v.target == me && v.current == "":
+			return stepInitDB, "the first instance initializes the database"
+		case v.primaryReady:
+			return stepClone, "cloning the primary " + v.current
+		}
+		return stepWait, "waiting for a primary to clone"
+	}
+
+	if v.target == me {
+		return nextAsTarget(l, v)
+	}
+	return nextAsFollower(me, l, v, now)
+}
+
+// nextAsTarget is the next step of the instance the operator wants as
+// primary.
+func nextAsTarget(l local, v view) (step, string) {
+	if !l.holdsLease {
+		if !v.leaseAvailable {
+			if l.running && l.primaryData {
+				// Someone else holds the lease: never accept writes beside
+				// them.
+				return stepFence, "another instance holds the primary's lease"
+			}
+			return stepWait, "waiting for the former primary to release the lease"
+		}
+		if !l.primaryData && v.handoverLSN > 0 && l.received < v.handoverLSN {
+			return stepWait, "receiving the former primary's last WAL before promoting"
+		}
+		return stepAcquireLease, "taking the primary's lease"
+	}
+	switch {
+	case l.primaryData && !l.running:
+		return stepStartPrimary, "starting as primary"
+	case l.primaryData:
+		return stepRun, "primary"
+	case !l.running:
+		return stepStartStandby, "starting the standby that will be promoted"
+	case l.streaming:
+		// The former primary still sends WAL: it runs, so this instance
+		// must not promote beside it; it steps down (it is no longer the
+		// target) or fences itself as its lease lapses.
+		return stepWait, "waiting for the former primary to stop"
+	}
+	return stepPromote, "promoting"
+}
+
+// nextAsFollower is the next step of an instance that is not the target.
+func nextAsFollower(me string, l local, v view, now time.Time) (step, string) {
+	switch {
+	case l.running && l.primaryData:
+		return stepStepDown, "no longer the primary: stepping down"
+	case l.holdsLease:
+		return stepReleaseLease, "no longer the primary"
+	case !v.primaryReady:
+		if l.running && !l.primaryData {
+			return stepRun, "standby, waiting for a primary"
+		}
+		return stepWait, "waiting for a primary"
+	case l.primaryData:
+		// A former primary never starts as a second one: it is rewound
+		// onto the current primary first.
+		return stepRewind, "rewinding the former primary onto " + v.current
+	case l.following != v.current:
+		return stepFollow, "following the primary " + v.current
+	case !l.running:
+		return stepStartStandby, "starting as standby of " + v.current
+	case !l.streaming && !l.notStreamingSince.IsZero() && now.Sub(l.notStreamingSince) > rewindAfter:
+		return stepRewind, "not streaming from " + v.current + ": rewinding"
+	}
+	return stepRun, "standby of " + v.current
+}
+
+// mustFence tells whether a primary that could not renew its lease since
+// lastRenewal must stop accepting writes now: before the lease lapses
+// (margin early), unless every other instance still streams from it (the
+// API server is down, not the network: nobody can take the lease either).
+func mustFence(now, lastRenewal time.Time, duration, margin time.Duration, allStreaming bool) bool {
+	return !allStreaming && !now.Before(lastRenewal.Add(duration-margin))
+}

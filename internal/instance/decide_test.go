@@ -1,0 +1,77 @@
+package instance
+
+import (
+	"testing"
+	"time"
+)
+
+var t0 = time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+
+func TestNext(t *testing.T) {
+	standby := local{initialized: true, running: true, ready: true, streaming: true, following: "db-1"}
+	primary := local{initialized: true, primaryData: true, running: true, ready: true, holdsLease: true}
+	healthy := view{fresh: true, target: "db-1", current: "db-1", primaryReady: true}
+	tests := []struct {
+		name string
+		me   string
+		l    local
+		v    view
+		now  time.Duration
+		want step
+	}{
+		{"the first instance of a new cluster initializes", "db-1", local{}, view{fresh: true, target: "db-1"}, 0, stepInitDB},
+		{"another waits for a primary", "db-2", local{}, view{fresh: true, target: "db-1"}, 0, stepWait},
+		{"and clones it once it is ready", "db-2", local{}, healthy, 0, stepClone},
+		{"an empty instance never initializes a cluster that had a primary", "db-1", local{}, view{fresh: true, target: "db-1", current: "db-3"}, 0, stepWait},
+		{"the target takes the lease before it starts", "db-1", local{initialized: true, primaryData: true}, view{fresh: true, target: "db-1", leaseAvailable: true}, 0, stepAcquireLease},
+		{"with the lease, it starts as primary", "db-1", local{initialized: true, primaryData: true, holdsLease: true}, view{fresh: true, target: "db-1"}, 0, stepStartPrimary},
+		{"a target whose lease someone else holds does not start", "db-1", local{initialized: true, primaryData: true}, view{fresh: true, target: "db-1"}, 0, stepWait},
+		{"a running primary that lost its lease to another fences", "db-1", local{initialized: true, primaryData: true, running: true}, view{fresh: true, target: "db-1"}, 0, stepFence},
+		{"a primary with its lease runs", "db-1", primary, healthy, 0, stepRun},
+		{"the elected standby takes the lease", "db-2", standby, view{fresh: true, target: "db-2", current: "db-1", leaseAvailable: true}, 0, stepAcquireLease},
+		{"... not before it received the former primary's last WAL", "db-2", local{initialized: true, running: true, received: 100},
+			view{fresh: true, target: "db-2", current: "db-1", leaseAvailable: true, handoverLSN: 200}, 0, stepWait},
+		{"... and promotes once nothing streams to it", "db-2", local{initialized: true, running: true, holdsLease: true}, view{fresh: true, target: "db-2", current: "db-1"}, 0, stepPromote},
+		{"... never while the former primary still streams to it", "db-2", local{initialized: true, running: true, holdsLease: true, streaming: true},
+			view{fresh: true, target: "db-2", current: "db-1"}, 0, stepWait},
+		{"a primary that is no longer the target steps down", "db-1", primary, view{fresh: true, target: "db-2", current: "db-1"}, 0, stepStepDown},
+		{"... also during an election", "db-1", primary, view{fresh: true, current: "db-1"}, 0, stepStepDown},
+		{"a former primary is rewound, never started as a second primary", "db-1", local{initialized: true, primaryData: true},
+			view{fresh: true, target: "db-2", current: "db-2", primaryReady: true}, 0, stepRewind},
+		{"... and waits while there is no primary", "db-1", local{initialized: true, primaryData: true}, view{fresh: true, target: "db-2", current: "db-1"}, 0, stepWait},
+		{"a standby follows a new primary", "db-3", standby, view{fresh: true, target: "db-2", current: "db-2", primaryReady: true}, 0, stepFollow},
+		{"a standby that cannot stream is rewound after a while", "db-3", local{initialized: true, running: true, following: "db-1", notStreamingSince: t0},
+			healthy, rewindAfter + time.Second, stepRewind},
+		{"... not at once", "db-3", local{initialized: true, running: true, following: "db-1", notStreamingSince: t0}, healthy, time.Second, stepRun},
+		{"fenced by spec: PostgreSQL stops", "db-1", primary, view{fresh: true, target: "db-1", current: "db-1", fencedBySpec: true}, 0, stepFence},
+		{"without the API server nothing changes role", "db-2", standby, view{}, 0, stepRun},
+		{"... nor starts", "db-1", local{initialized: true, primaryData: true}, view{}, 0, stepWait},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, why := next(tc.me, tc.l, tc.v, t0.Add(tc.now))
+			if got != tc.want {
+				t.Errorf("next = %s (%s), want %s", got, why, tc.want)
+			}
+		})
+	}
+}
+
+func TestMustFence(t *testing.T) {
+	renewed := t0
+	for _, tc := range []struct {
+		name         string
+		now          time.Duration
+		allStreaming bool
+		want         bool
+	}{
+		{"renewed recently", 2 * time.Second, false, false},
+		{"close to the lapse", 8 * time.Second, false, true},
+		{"close to the lapse, every replica streaming (the API server is down)", 8 * time.Second, true, false},
+		{"long past the lapse, every replica streaming", time.Minute, true, false},
+	} {
+		if got := mustFence(t0.Add(tc.now), renewed, 10*time.Second, 2*time.Second, tc.allStreaming); got != tc.want {
+			t.Errorf("%s: mustFence = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,172 @@
+package instance
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"example.com/platform-operator/api/v1alpha1"
+	"example.com/platform-operator/internal/instance/postgres"
+)
+
+// leaseKeeper takes, renews and releases the primary's Lease. Every write
+// is guarded by the Lease's resourceVersion, so that two instances can
+// never both take it.
+type leaseKeeper struct {
+	client   client.Client
+	key      types.NamespacedName
+	holder   string
+	duration time.Duration
+	clock    clock.PassiveClock
+
+	// renewed is when this manager last renewed (or took) the lease; zero
+	// when it does not hold it.
+	renewed time.Time
+}
+
+// errLeaseTaken is returned when another instance holds the lease.
+var errLeaseTaken = errors.New("another instance holds the primary's lease")
+
+// held tells whether this manager holds the lease at now, by its own last
+// renewal.
+func (k *leaseKeeper) held(now time.Time) bool {
+	return !k.renewed.IsZero() && now.Before(k.renewed.Add(k.duration))
+}
+
+// available tells whether this manager may take the lease: nobody holds it,
+// its holder released it or let it lapse, or it is this manager's.
+func (k *leaseKeeper) available(ctx context.Context, now time.Time) bool {
+	l := &coordinationv1.Lease{}
+	if err := k.client.Get(ctx, k.key, l); err != nil {
+		return false
+	}
+	return mayTake(l, k.holder, now)
+}
+
+// mayTake tells whether holder may take l at now.
+func mayTake(l *coordinationv1.Lease, holder string, now time.Time) bool {
+	current := ptr.Deref(l.Spec.HolderIdentity, "")
+	if current == "" || current == holder || l.Spec.RenewTime == nil {
+		return true
+	}
+	duration := time.Duration(ptr.Deref(l.Spec.LeaseDurationSeconds, 0)) * time.Second
+	return !now.Before(l.Spec.RenewTime.Add(duration))
+}
+
+// acquire takes the lease, or renews it when this manager holds it.
+func (k *leaseKeeper) acquire(ctx context.Context) error {
+	l := &coordinationv1.Lease{}
+	if err := k.client.Get(ctx, k.key, l); err != nil {
+		return fmt.Errorf("get the primary's lease: %w", err)
+	}
+	now := k.clock.Now()
+	if !mayTake(l, k.holder, now) {
+		return errLeaseTaken
+	}
+	stamp := metav1.NewMicroTime(now)
+	if ptr.Deref(l.Spec.HolderIdentity, "") != k.holder {
+		l.Spec.AcquireTime = &stamp
+		l.Spec.LeaseTransitions = ptr.To(ptr.Deref(l.Spec.LeaseTransitions, 0) + 1)
+	}
+	l.Spec.HolderIdentity = ptr.To(k.holder)
+	l.Spec.RenewTime = &stamp
+	l.Spec.LeaseDurationSeconds = ptr.To(int32(k.duration / time.Second))
+	if err := k.client.Update(ctx, l); err != nil {
+		return fmt.Errorf("take the primary's lease: %w", err)
+	}
+	k.renewed = now
+	return nil
+}
+
+// release gives the lease up, so that a successor need not wait for it to
+// lapse.
+func (k *leaseKeeper) release(ctx context.Context) error {
+	l := &coordinationv1.Lease{}
+	if err := k.client.Get(ctx, k.key, l); err != nil {
+		return fmt.Errorf("get the primary's lease: %w", err)
+	}
+	k.renewed = time.Time{}
+	if ptr.Deref(l.Spec.HolderIdentity, "") != k.holder {
+		return nil
+	}
+	l.Spec.HolderIdentity = nil
+	l.Spec.RenewTime = nil
+	if err := k.client.Update(ctx, l); err != nil {
+		return fmt.Errorf("release the primary's lease: %w", err)
+	}
+	return nil
+}
+
+// keepLease renews the lease of a primary, and fences the primary when it
+// cannot: before the lease lapses it stops PostgreSQL, unless every other
+// instance still streams from it.
+func (m *Manager) keepLease(ctx context.Context, pg *v1alpha1.PostgresCluster, s instanceState, now time.Time) {
+	if m.lease.renewed.IsZero() {
+		return
+	}
+	if now.Sub(m.lease.renewed) < m.opts.RenewInterval {
+		return
+	}
+	renewCtx, cancel := context.WithTimeout(ctx, m.opts.RenewInterval)
+	err := m.lease.acquire(renewCtx)
+	cancel()
+	if err == nil {
+		m.lastAPI = m.clock.Now()
+		return
+	}
+	if errors.Is(err, errLeaseTaken) {
+		m.log.Info("The primary's lease was taken by another instance")
+		m.lease.renewed = time.Time{}
+		return
+	}
+	if !mustFence(now, m.lease.renewed, m.opts.LeaseDuration, fenceMargin, m.allStreaming(pg, s)) {
+		return
+	}
+	if m.proc != nil && !s.state.InRecovery {
+		m.log.Info("Fencing: the primary's lease cannot be renewed and not every replica streams from it", "error", err.Error())
+		m.stopFast(ctx)
+		m.selfFenced = true
+	}
+	m.lease.renewed = time.Time{}
+}
+
+// allStreaming tells whether every other instance of the cluster streams
+// from this primary.
+func (m *Manager) allStreaming(pg *v1alpha1.PostgresCluster, s instanceState) bool {
+	if pg == nil || !s.ready || s.state.InRecovery {
+		return false
+	}
+	want := int(pg.Spec.Instances) - 1
+	streaming := 0
+	for _, st := range s.state.Standbys {
+		if st.State == "streaming" {
+			streaming++
+		}
+	}
+	return want > 0 && streaming >= want
+}
+
+// stopFast stops postgres with a fast shutdown: clients are disconnected at
+// once, and the last WAL goes to the connected standbys.
+func (m *Manager) stopFast(ctx context.Context) {
+	if m.proc == nil {
+		return
+	}
+	m.stopping = true
+	defer func() { m.stopping = false }()
+	stopCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := m.proc.Stop(stopCtx, postgres.StopFast); err != nil {
+		m.log.Error(err, "Fast stop failed; stopping at once")
+		_ = m.proc.Kill()
+	}
+	m.proc = nil
+}

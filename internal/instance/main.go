@@ -1,0 +1,60 @@
+package instance
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/go-logr/zapr"
+	"go.uber.org/zap"
+)
+
+// Main runs `platform-operator instance SUBCOMMAND`: run (the instance
+// manager) or install DEST. It returns the exit code.
+func Main(args []string, getenv func(string) string, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprintln(stderr, "usage: platform-operator instance run [flags] | install DEST")
+		return 2
+	}
+	switch args[0] {
+	case "install":
+		if len(args) != 2 {
+			fmt.Fprintln(stderr, "usage: platform-operator instance install DEST")
+			return 2
+		}
+		if err := Install(args[1]); err != nil {
+			fmt.Fprintln(stderr, "instance install:", err)
+			return 1
+		}
+		return 0
+	case "run":
+		opts, err := ParseOptions(args[1:], getenv, stderr)
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		if err != nil {
+			fmt.Fprintln(stderr, "instance run:", err)
+			return 2
+		}
+		zl, err := zap.NewProduction()
+		if err != nil {
+			fmt.Fprintln(stderr, "instance run:", err)
+			return 1
+		}
+		log := zapr.NewLogger(zl).WithValues("instance", opts.PodName)
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		if err := Run(ctx, opts, log); err != nil {
+			log.Error(err, "The instance manager stopped")
+			return 1
+		}
+		return 0
+	}
+	fmt.Fprintf(stderr, "unknown subcommand %q: run or install\n", args[0])
+	return 2
+}

@@ -1,0 +1,271 @@
+package instance
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-logr/logr"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"example.com/platform-operator/api/v1alpha1"
+	"example.com/platform-operator/internal/instance/postgres"
+)
+
+// tickInterval is how often the manager looks at its instance and its
+// cluster when nothing wakes it earlier.
+const tickInterval = 500 * time.Millisecond
+
+// apiFreshFor is how long a successful request to the API server makes the
+// manager's view of its cluster count as current.
+const apiFreshFor = 10 * time.Second
+
+// fenceMargin is how long before its lease lapses a primary that cannot
+// renew it stops PostgreSQL: the new primary can take the lease only once
+// it lapsed, by then this one accepts no write.
+const fenceMargin = 3 * time.Second
+
+// Manager runs one instance.
+type Manager struct {
+	opts  Options
+	log   logr.Logger
+	clock clock.WithTicker
+
+	client client.Client
+	cache  cache.Cache
+	pg     *postgres.Instance
+	proc   *postgres.Process
+	// stopping is true while the manager stops postgres on purpose, so
+	// that its exit is not taken for a crash.
+	stopping bool
+
+	wake chan struct{}
+
+	lease      leaseKeeper
+	secrets    secretReader
+	reporter   reporter
+	lastAPI    time.Time
+	selfFenced bool
+	// following is the primary the standby configuration names.
+	following string
+	// notStreamingSince is since when a running standby has not streamed.
+	notStreamingSince time.Time
+	// handedOver is the shutdown position of this instance when it stepped
+	// down for a switchover, reported for its successor.
+	handedOver postgres.LSN
+	// settings are those last written to the configuration.
+	settings *postgres.Settings
+	// applied maps a role to the resourceVersion of the Secret whose
+	// password it has in the database.
+	applied map[string]string
+
+	ready atomic.Bool
+}
+
+// Run runs the instance until ctx ends (SIGTERM), then stops PostgreSQL
+// cleanly and releases the primary's lease if it holds it.
+func Run(ctx context.Context, opts Options, log logr.Logger) error {
+	m, err := newManager(ctx, opts, log)
+	if err != nil {
+		return err
+	}
+	if opts.StatusAddress != "" {
+		go serveStatus(ctx, opts.StatusAddress, &m.ready, log)
+	}
+	return m.loop(ctx)
+}
+
+func newManager(ctx context.Context, opts Options, log logr.Logger) (*Manager, error) {
+	config, err := restConfig(opts.Kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	config.UserAgent = "platform-operator-instance/" + opts.PodName
+	scheme := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+	utilruntime.Must(v1alpha1.AddToScheme(scheme))
+	c, err := client.New(config, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, fmt.Errorf("client of the API server: %w", err)
+	}
+	leaseName := opts.ClusterName + "-primary"
+	// The Role grants reads of the cluster and its Lease by name only: a
+	// list or watch must ask for that name.
+	informers, err := cache.New(config, cache.Options{
+		Scheme:            scheme,
+		DefaultNamespaces: map[string]cache.Config{opts.Namespace: {}},
+		ByObject: map[client.Object]cache.ByObject{
+			&v1alpha1.PostgresCluster{}: {Field: fields.OneTermEqualSelector("metadata.name", opts.ClusterName)},
+			&coordinationv1.Lease{}:     {Field: fields.OneTermEqualSelector("metadata.name", leaseName)},
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cache of the cluster: %w", err)
+	}
+	m := &Manager{
+		opts: opts, log: log, clock: clock.RealClock{}, client: c, cache: informers,
+		wake:    make(chan struct{}, 1),
+		applied: map[string]string{},
+		pg: &postgres.Instance{
+			Name: opts.PodName, BinDir: opts.BinDir, DataDir: opts.PGData, SocketDir: opts.SocketDir,
+			ListenAddress: opts.ListenAddress, Port: int(postgresPort), Log: log.WithName("postgres"),
+		},
+	}
+	m.lease = leaseKeeper{client: c, key: types.NamespacedName{Namespace: opts.Namespace, Name: leaseName}, holder: opts.PodName,
+		duration: opts.LeaseDuration, clock: m.clock}
+	m.secrets = secretReader{client: c, namespace: opts.Namespace}
+	m.reporter = reporter{client: c, pod: types.NamespacedName{Namespace: opts.Namespace, Name: opts.PodName}, clock: m.clock}
+	for _, obj := range []client.Object{&v1alpha1.PostgresCluster{}, &coordinationv1.Lease{}} {
+		informer, err := informers.GetInformer(ctx, obj, cache.BlockUntilSynced(false))
+		if err != nil {
+			return nil, fmt.Errorf("watch %T: %w", obj, err)
+		}
+		if _, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+			AddFunc:    func(any) { m.poke() },
+			UpdateFunc: func(any, any) { m.poke() },
+			DeleteFunc: func(any) { m.poke() },
+		}); err != nil {
+			return nil, fmt.Errorf("watch %T: %w", obj, err)
+		}
+	}
+	go func() {
+		if err := informers.Start(ctx); err != nil {
+			log.Error(err, "The watch of the cluster stopped")
+		}
+	}()
+	return m, nil
+}
+
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig == "" {
+		config, err := rest.InClusterConfig()
+		if err != nil {
+			return nil, fmt.Errorf("in-cluster configuration: %w", err)
+		}
+		return config, nil
+	}
+	config, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig %s: %w", kubeconfig, err)
+	}
+	return config, nil
+}
+
+func (m *Manager) poke() {
+	select {
+	case m.wake <- struct{}{}:
+	default:
+	}
+}
+
+// loop acts every tick, or sooner when the cluster or the lease changes,
+// until ctx ends.
+func (m *Manager) loop(ctx context.Context) error {
+	ticker := m.clock.NewTicker(tickInterval)
+	defer ticker.Stop()
+	for {
+		m.tick(ctx)
+		select {
+		case <-ctx.Done():
+			return m.shutdown()
+		case <-ticker.C():
+		case <-m.wake:
+		}
+	}
+}
+
+// tick looks once at the instance and the cluster and takes one step.
+func (m *Manager) tick(ctx context.Context) {
+	now := m.clock.Now()
+	pg := m.cluster(ctx)
+	if pg != nil {
+		m.applySettings(pg)
+	}
+	state := m.observe(ctx, now)
+	m.keepLease(ctx, pg, state, now)
+	v := m.view(ctx, pg, now)
+	l := m.local(state)
+	s, why := next(m.opts.PodName, l, v, now)
+	if err := m.do(ctx, s, pg, v); err != nil {
+		why = fmt.Sprintf("%s: %v", s, err)
+		m.log.Error(err, "Step failed", "step", s.String())
+	} else if s != stepRun && s != stepWait {
+		m.log.Info("Step done", "step", s.String(), "why", why)
+	}
+	if pg != nil && m.proc != nil && !m.stopping {
+		m.syncPasswords(ctx, pg, state)
+	}
+	state = m.observe(ctx, m.clock.Now())
+	m.ready.Store(state.ready)
+	m.report(ctx, pg, state, why)
+}
+
+// heartbeat is how often the manager reads its cluster from the API server
+// itself, when nothing else it did reached the API server: it must know
+// whether its view is current.
+const heartbeat = 3 * time.Second
+
+// cluster is the PostgresCluster as last watched, or as read from the API
+// server when the watch has nothing or the view needs confirming; nil when
+// neither has it.
+func (m *Manager) cluster(ctx context.Context) *v1alpha1.PostgresCluster {
+	key := types.NamespacedName{Namespace: m.opts.Namespace, Name: m.opts.ClusterName}
+	pg := &v1alpha1.PostgresCluster{}
+	readCtx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	if m.clock.Since(m.lastAPI) < heartbeat && m.cache.Get(readCtx, key, pg) == nil {
+		return pg
+	}
+	if err := m.client.Get(readCtx, key, pg); err != nil {
+		if m.cache.Get(readCtx, key, pg) == nil {
+			return pg
+		}
+		return nil
+	}
+	m.lastAPI = m.clock.Now()
+	return pg
+}
+
+// shutdown stops PostgreSQL cleanly and releases the lease: the pod is
+// deleted, and a failover must start at once.
+func (m *Manager) shutdown() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var errs []error
+	if m.proc != nil {
+		m.stopping = true
+		if err := m.proc.Stop(ctx, postgres.StopFast); err != nil {
+			errs = append(errs, err)
+		}
+		m.proc = nil
+	}
+	if m.lease.held(m.clock.Now()) {
+		if err := m.lease.release(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	m.log.Info("Stopped")
+	return errors.Join(errs...)
+}
+
+// postgresPort is where PostgreSQL listens in every instance.
+const postgresPort = 5432
+
+// hostOf is the DNS name of an instance of the cluster, through the
+// headless Service.
+func (m *Manager) hostOf(instance string) string {
+	return fmt.Sprintf("%s.%s.%s.svc.%s", instance, m.opts.ClusterName, m.opts.Namespace, m.opts.ClusterDomain)
+}

@@ -1,0 +1,136 @@
+package instance
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"example.com/platform-operator/api/v1alpha1"
+	"example.com/platform-operator/internal/instance/postgres"
+)
+
+// instanceState is what the manager saw of its PostgreSQL at one moment.
+type instanceState struct {
+	initialized bool
+	// ranAsPrimary: the data on disk is a primary's (read while stopped).
+	ranAsPrimary bool
+	running      bool
+	ready        bool
+	// state is PostgreSQL's own account, while it answers.
+	state postgres.State
+	// streaming: a standby's WAL receiver streams.
+	streaming bool
+}
+
+// observe reads the state of the instance: whether postgres runs (a crash
+// is noticed here), answers, and where it is.
+func (m *Manager) observe(ctx context.Context, now time.Time) instanceState {
+	var s instanceState
+	s.initialized = m.pg.Initialized()
+	if m.proc != nil {
+		select {
+		case <-m.proc.Exited():
+			if !m.stopping {
+				m.log.Info("PostgreSQL exited; it is started again (crash recovery)", "error", errString(m.proc.Wait()))
+			}
+			m.proc = nil
+		default:
+			s.running = true
+		}
+	}
+	if !s.running {
+		if s.initialized {
+			primary, err := m.pg.RanAsPrimary(ctx)
+			s.ranAsPrimary = err == nil && primary
+		}
+		m.notStreamingSince = time.Time{}
+		return s
+	}
+	readCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	state, err := m.pg.State(readCtx)
+	if err != nil {
+		return s
+	}
+	s.ready = true
+	s.state = state
+	if state.InRecovery {
+		s.streaming = m.walReceiverStreaming(readCtx)
+		switch {
+		case s.streaming:
+			m.notStreamingSince = time.Time{}
+		case m.notStreamingSince.IsZero():
+			m.notStreamingSince = now
+		}
+	}
+	return s
+}
+
+// walReceiverStreaming tells whether the standby's WAL receiver streams
+// from its primary.
+func (m *Manager) walReceiverStreaming(ctx context.Context) bool {
+	conn, err := m.pg.Connect(ctx, "postgres")
+	if err != nil {
+		return false
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	var status string
+	if err := conn.QueryRow(ctx, "SELECT coalesce((SELECT status FROM pg_stat_wal_receiver), '')").Scan(&status); err != nil {
+		return false
+	}
+	return status == "streaming"
+}
+
+// local is the instance's side of next.
+func (m *Manager) local(s instanceState) local {
+	l := local{
+		initialized:       s.initialized,
+		primaryData:       s.ranAsPrimary || (s.running && s.ready && !s.state.InRecovery),
+		running:           s.running,
+		ready:             s.ready,
+		streaming:         s.streaming,
+		notStreamingSince: m.notStreamingSince,
+		received:          s.state.ReceivedLSN,
+		holdsLease:        m.lease.held(m.clock.Now()),
+		following:         m.following,
+	}
+	if s.running && !s.ready {
+		// Starting or recovering: its role is the one its files give.
+		standby, err := m.pg.StandbyConfigured()
+		l.primaryData = err == nil && !standby
+	}
+	return l
+}
+
+// view is the cluster's side of next, from the watched PostgresCluster and
+// Lease.
+func (m *Manager) view(ctx context.Context, pg *v1alpha1.PostgresCluster, now time.Time) view {
+	if pg == nil || now.Sub(m.lastAPI) > apiFreshFor {
+		return view{}
+	}
+	v := view{
+		fresh:        true,
+		target:       pg.Status.TargetPrimary,
+		current:      pg.Status.CurrentPrimary,
+		fencedBySpec: slices.Contains(pg.Spec.FencedInstances, m.opts.PodName),
+	}
+	if v.current != "" && v.current == v.target {
+		for _, i := range pg.Status.Instances {
+			if i.Name == v.current && i.Role == v1alpha1.PostgresPrimaryRole && i.Ready {
+				v.primaryReady = true
+			}
+		}
+	}
+	v.leaseAvailable = m.lease.available(ctx, now)
+	if v.target == m.opts.PodName && v.current != "" && v.current != m.opts.PodName {
+		v.handoverLSN = m.reporter.handoverOf(ctx, v.current)
+	}
+	return v
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}

@@ -1,0 +1,89 @@
+// Package instance is the instance manager of a PostgresCluster: a
+// subcommand of the operator's binary that runs as the first process of each
+// instance's pod. It runs PostgreSQL (package postgres) and acts on what the
+// operator decided, which it reads through the API server: it initializes or
+// clones its data, follows the primary, promotes only when it is the target
+// and holds the primary's lease, steps down or fences itself otherwise, and
+// reports its instance in its pod's annotation. docs/postgres-design.md
+// tells how it and the operator meet.
+package instance
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+)
+
+// Options are the settings of one instance manager, from its flags and the
+// environment its pod gives it.
+type Options struct {
+	// PodName is the instance's name, CLUSTER-N; Namespace its pod's.
+	PodName, Namespace string
+	// NodeName is the node its pod runs on, reported for drains.
+	NodeName string
+	// ClusterName is its PostgresCluster's; ClusterDomain the DNS domain
+	// of the cluster's Services.
+	ClusterName, ClusterDomain string
+	// PGData is the data directory; BinDir PostgreSQL's programs;
+	// SocketDir the directory of its Unix socket.
+	PGData, BinDir, SocketDir string
+	// ListenAddress is where PostgreSQL listens ("*" for every address).
+	ListenAddress string
+	// StatusAddress serves /healthz and /readyz; "" for none.
+	StatusAddress string
+	// Kubeconfig reaches the API server; "" for the pod's own account.
+	Kubeconfig string
+
+	// LeaseDuration is how long the primary's lease lasts without a
+	// renewal; RenewInterval how often the primary renews it.
+	LeaseDuration, RenewInterval time.Duration
+}
+
+const (
+	defaultLeaseDuration = 10 * time.Second
+	defaultRenewInterval = 2 * time.Second
+)
+
+// ParseOptions reads the flags of `instance run` and the environment.
+func ParseOptions(args []string, getenv func(string) string, usage io.Writer) (Options, error) {
+	opts := Options{LeaseDuration: defaultLeaseDuration, RenewInterval: defaultRenewInterval}
+	fs := flag.NewFlagSet("instance run", flag.ContinueOnError)
+	fs.SetOutput(usage)
+	fs.StringVar(&opts.Kubeconfig, "kubeconfig", "", "path of a kubeconfig; default: the pod's ServiceAccount")
+	fs.StringVar(&opts.ListenAddress, "listen-address", envOr(getenv, "PG_LISTEN_ADDRESS", "*"), "where PostgreSQL listens")
+	fs.StringVar(&opts.StatusAddress, "status-address", ":8000", "address of /healthz and /readyz; empty for none")
+	if err := fs.Parse(args); err != nil {
+		return opts, err
+	}
+	opts.PodName = getenv("POD_NAME")
+	opts.Namespace = getenv("POD_NAMESPACE")
+	opts.NodeName = getenv("NODE_NAME")
+	opts.ClusterName = getenv("CLUSTER_NAME")
+	opts.ClusterDomain = envOr(getenv, "CLUSTER_DOMAIN", "cluster.local")
+	opts.PGData = getenv("PGDATA")
+	opts.BinDir = envOr(getenv, "PG_BIN_DIR", "/usr/lib/postgresql/15/bin")
+	opts.SocketDir = envOr(getenv, "PG_SOCKET_DIR", "/run/postgresql")
+	var missing []string
+	for name, value := range map[string]string{"POD_NAME": opts.PodName, "POD_NAMESPACE": opts.Namespace, "CLUSTER_NAME": opts.ClusterName, "PGDATA": opts.PGData} {
+		if value == "" {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 0 {
+		return opts, fmt.Errorf("the environment lacks %s: the operator's pod sets them", strings.Join(missing, ", "))
+	}
+	if !strings.HasPrefix(opts.PodName, opts.ClusterName+"-") {
+		return opts, errors.New("POD_NAME must be CLUSTER_NAME-N")
+	}
+	return opts, nil
+}
+
+func envOr(getenv func(string) string, name, fallback string) string {
+	if v := getenv(name); v != "" {
+		return v
+	}
+	return fallback
+}

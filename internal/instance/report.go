@@ -1,0 +1,149 @@
+package instance
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"example.com/platform-operator/api/v1alpha1"
+	"example.com/platform-operator/internal/instance/postgres"
+)
+
+// positionsInterval is how often a report whose only news is WAL
+// positions is written: a database under load moves them all the time.
+const positionsInterval = time.Second
+
+// reporter writes the instance's report in its pod's annotation, when it
+// changed.
+type reporter struct {
+	client client.Client
+	pod    types.NamespacedName
+	clock  clock.PassiveClock
+
+	last   *v1alpha1.PostgresInstanceReport
+	lastAt time.Time
+}
+
+// report builds the instance's report and writes it when it changed.
+func (m *Manager) report(ctx context.Context, pg *v1alpha1.PostgresCluster, s instanceState, message string) {
+	r := &v1alpha1.PostgresInstanceReport{
+		Fenced:  m.selfFenced || (pg != nil && containsString(pg.Spec.FencedInstances, m.opts.PodName)),
+		Node:    m.opts.NodeName,
+		Message: message,
+	}
+	if pg != nil {
+		r.Epoch = pg.Status.PromotionEpoch
+	}
+	if m.handedOver > 0 {
+		r.ShutdownLSN = m.handedOver.String()
+	}
+	if s.ready {
+		st := s.state
+		r.SystemID = strconv.FormatUint(st.SystemIdentifier, 10)
+		r.Timeline = int64(st.TimelineID)
+		if st.InRecovery {
+			r.Role = v1alpha1.PostgresReplicaRole
+			r.Ready = s.streaming
+			r.ReceivedLSN, r.ReplayedLSN = lsnText(st.ReceivedLSN), lsnText(st.ReplayedLSN)
+		} else {
+			r.Role = v1alpha1.PostgresPrimaryRole
+			r.Ready = m.lease.held(m.clock.Now())
+			r.CurrentLSN = lsnText(st.CurrentLSN)
+			r.PasswordVersion = m.applied[appRoleKey]
+			for _, sb := range st.Standbys {
+				if sb.State == "streaming" {
+					r.Standbys = append(r.Standbys, sb.ApplicationName)
+				}
+			}
+		}
+	}
+	if err := m.reporter.send(ctx, r); err != nil {
+		m.log.V(1).Info("Report not written", "error", err.Error())
+		return
+	}
+	m.lastAPI = m.clock.Now()
+}
+
+// send writes r when it differs from the last report written: at once
+// when more than the WAL positions changed, else at most once per
+// positionsInterval.
+func (r *reporter) send(ctx context.Context, report *v1alpha1.PostgresInstanceReport) error {
+	now := r.clock.Now()
+	if r.last != nil {
+		if equality.Semantic.DeepEqual(r.last, report) {
+			return nil
+		}
+		if equality.Semantic.DeepEqual(withoutPositions(r.last), withoutPositions(report)) && now.Sub(r.lastAt) < positionsInterval {
+			return nil
+		}
+	}
+	data, err := json.Marshal(report)
+	if err != nil {
+		return err
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{
+		v1alpha1.PostgresReportAnnotation: string(data),
+	}}})
+	if err != nil {
+		return err
+	}
+	writeCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	pod := &corev1.Pod{}
+	pod.Namespace, pod.Name = r.pod.Namespace, r.pod.Name
+	if err := r.client.Patch(writeCtx, pod, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		return fmt.Errorf("write the report on pod %s: %w", r.pod.Name, err)
+	}
+	r.last, r.lastAt = report, now
+	return nil
+}
+
+func withoutPositions(r *v1alpha1.PostgresInstanceReport) v1alpha1.PostgresInstanceReport {
+	out := *r
+	out.CurrentLSN, out.ReceivedLSN, out.ReplayedLSN = "", "", ""
+	return out
+}
+
+// handoverOf is the shutdown position that instance reported when it
+// stepped down; 0 when it reported none.
+func (r *reporter) handoverOf(ctx context.Context, instance string) postgres.LSN {
+	pod := &corev1.Pod{}
+	readCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if err := r.client.Get(readCtx, types.NamespacedName{Namespace: r.pod.Namespace, Name: instance}, pod); err != nil {
+		return 0
+	}
+	report := &v1alpha1.PostgresInstanceReport{}
+	if err := json.Unmarshal([]byte(pod.Annotations[v1alpha1.PostgresReportAnnotation]), report); err != nil || report.ShutdownLSN == "" {
+		return 0
+	}
+	lsn, err := postgres.ParseLSN(report.ShutdownLSN)
+	if err != nil {
+		return 0
+	}
+	return lsn
+}
+
+func lsnText(l postgres.LSN) string {
+	if l == 0 {
+		return ""
+	}
+	return l.String()
+}
+
+func containsString(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,245 @@
+package instance
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+
+	"example.com/platform-operator/api/v1alpha1"
+	"example.com/platform-operator/internal/instance/postgres"
+)
+
+// defaultParameters are settings the instance manager gives PostgreSQL
+// unless the cluster's spec sets them: a connection to a peer that is cut
+// off ends within seconds, so that a standby notices a lost primary, and a
+// primary its lost standbys, in time for the lease.
+var defaultParameters = map[string]string{
+	"wal_receiver_timeout": "5s",
+	"wal_sender_timeout":   "5s",
+}
+
+// settingsOf are the operator's settings for this instance from the
+// cluster's spec.
+func (m *Manager) settingsOf(pg *v1alpha1.PostgresCluster) postgres.Settings {
+	params := maps.Clone(defaultParameters)
+	maps.Copy(params, pg.Spec.Parameters)
+	s := postgres.Settings{SuperuserAccess: pg.Spec.SuperuserAccess, Parameters: params}
+	if n := int(pg.Spec.Synchronous); n > 0 {
+		s.Synchronous.Number = n
+		for i := 1; i <= int(pg.Spec.Instances); i++ {
+			if name := fmt.Sprintf("%s-%d", pg.Name, i); name != m.opts.PodName {
+				s.Synchronous.Standbys = append(s.Synchronous.Standbys, name)
+			}
+		}
+	}
+	return s
+}
+
+// applySettings writes the configuration again when the cluster's spec
+// changed it, and reloads or restarts a running postgres as the change
+// needs.
+func (m *Manager) applySettings(pg *v1alpha1.PostgresCluster) {
+	if err := postgres.ValidateParameters(pg.Spec.Parameters); err != nil {
+		// The operator reports it; the instance keeps what it has.
+		return
+	}
+	settings := m.settingsOf(pg)
+	if m.settings != nil && equality.Semantic.DeepEqual(*m.settings, settings) {
+		return
+	}
+	m.pg.Settings = settings
+	if !m.pg.Initialized() {
+		return
+	}
+	standby, err := m.pg.StandbyConfigured()
+	if err != nil {
+		m.log.Error(err, "Configuration not written")
+		return
+	}
+	var change postgres.Change
+	if standby {
+		if m.following == "" {
+			// The standby's primary is not known yet: written when it is
+			// followed.
+			return
+		}
+		change, err = m.configureStandby(context.Background(), pg, m.following)
+	} else {
+		change, err = m.pg.ConfigurePrimary()
+	}
+	if err != nil {
+		m.log.Error(err, "Configuration not written")
+		return
+	}
+	s := settings
+	m.settings = &s
+	m.applyChange(change)
+}
+
+// applyChange makes a running postgres take a configuration change.
+func (m *Manager) applyChange(change postgres.Change) {
+	if m.proc == nil {
+		return
+	}
+	switch change {
+	case postgres.ReloadNeeded:
+		if err := m.proc.Reload(); err != nil {
+			m.log.Error(err, "Reload failed")
+		}
+	case postgres.RestartNeeded:
+		m.log.Info("Restarting PostgreSQL for a configuration change")
+		m.stopFast(context.Background())
+	}
+}
+
+func (m *Manager) configureStandby(ctx context.Context, pg *v1alpha1.PostgresCluster, primary string) (postgres.Change, error) {
+	source, err := m.replicationSource(ctx, pg, primary)
+	if err != nil {
+		return postgres.NoChange, err
+	}
+	return m.pg.ConfigureStandby(source)
+}
+
+// do takes one step.
+func (m *Manager) do(ctx context.Context, s step, pg *v1alpha1.PostgresCluster, v view) error {
+	switch s {
+	case stepInitDB:
+		return m.initDB(ctx, pg)
+	case stepClone:
+		source, err := m.replicationSource(ctx, pg, v.current)
+		if err != nil {
+			return err
+		}
+		if err := m.pg.CloneFrom(ctx, source); err != nil {
+			return err
+		}
+		m.following = v.current
+		return nil
+	case stepAcquireLease:
+		if err := m.lease.acquire(ctx); err != nil {
+			return err
+		}
+		m.lastAPI = m.clock.Now()
+		m.selfFenced = false
+		return nil
+	case stepStartPrimary:
+		if _, err := m.pg.ConfigurePrimary(); err != nil {
+			return err
+		}
+		m.following = ""
+		return m.start(ctx)
+	case stepStartStandby:
+		if v.primaryReady && m.following != v.current {
+			if _, err := m.configureStandby(ctx, pg, v.current); err != nil {
+				return err
+			}
+			m.following = v.current
+		}
+		return m.start(ctx)
+	case stepPromote:
+		if err := m.pg.Promote(ctx); err != nil {
+			return err
+		}
+		m.following = ""
+		change, err := m.pg.ConfigurePrimary()
+		if err != nil {
+			return err
+		}
+		if change == postgres.ReloadNeeded {
+			m.applyChange(change)
+		}
+		m.log.Info("Promoted")
+		return nil
+	case stepStepDown:
+		m.stopFast(ctx)
+		if cd, err := m.pg.ControlData(ctx); err == nil && cd.CleanShutdown() {
+			m.handedOver = cd.CheckpointLSN
+		}
+		return m.releaseLease(ctx)
+	case stepReleaseLease:
+		return m.releaseLease(ctx)
+	case stepFence:
+		m.stopFast(ctx)
+		return nil
+	case stepRewind:
+		m.stopFast(ctx)
+		source, err := m.replicationSource(ctx, pg, v.current)
+		if err != nil {
+			return err
+		}
+		if err := m.pg.Rewind(ctx, source); err != nil {
+			return err
+		}
+		if _, err := m.pg.ConfigureStandby(source); err != nil {
+			return err
+		}
+		m.following, m.handedOver, m.selfFenced = v.current, 0, false
+		m.notStreamingSince = time.Time{}
+		return m.start(ctx)
+	case stepFollow:
+		change, err := m.configureStandby(ctx, pg, v.current)
+		if err != nil {
+			return err
+		}
+		m.following = v.current
+		m.applyChange(change)
+		return nil
+	}
+	return nil
+}
+
+func (m *Manager) releaseLease(ctx context.Context) error {
+	if err := m.lease.release(ctx); err != nil {
+		return err
+	}
+	m.lastAPI = m.clock.Now()
+	return nil
+}
+
+// start runs postgres; its readiness shows in the next ticks.
+func (m *Manager) start(ctx context.Context) error {
+	if m.proc != nil {
+		return nil
+	}
+	// The process outlives this tick: it ends with the manager.
+	proc, err := m.pg.Start(context.WithoutCancel(ctx))
+	if err != nil {
+		return err
+	}
+	m.proc = proc
+	m.selfFenced = false
+	return nil
+}
+
+// initDB makes the cluster's database with the passwords of its Secrets.
+func (m *Manager) initDB(ctx context.Context, pg *v1alpha1.PostgresCluster) error {
+	super, err := m.secrets.read(ctx, superuserSecretOf(pg))
+	if err != nil {
+		return err
+	}
+	repl, err := m.secrets.read(ctx, replicationSecretOf(pg))
+	if err != nil {
+		return err
+	}
+	app, err := m.secrets.read(ctx, appSecretOf(pg))
+	if err != nil {
+		return err
+	}
+	role, database := owner(pg)
+	if app.user != "" && app.user != role {
+		return errors.New("the application Secret's username is not the owner of spec.bootstrap.initdb")
+	}
+	if err := m.pg.InitDB(ctx, postgres.InitOptions{
+		SuperuserPassword: super.password, ReplicationPassword: repl.password,
+		Database: database, Owner: role, OwnerPassword: app.password,
+	}); err != nil {
+		return err
+	}
+	m.applied[appRoleKey], m.applied[postgres.SuperUser], m.applied[postgres.ReplicationUser] = app.version, super.version, repl.version
+	_, err = m.pg.ConfigurePrimary()
+	return err
+}
