@@ -3,7 +3,9 @@ package children
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -34,8 +36,27 @@ type StatusWriter struct {
 	// without a status (see PatchThrottled); the client when unset.
 	live client.Reader
 
+	// guard makes every write conditional on the resourceVersion it was
+	// computed from (see Guarded).
+	guard bool
+
 	mu   sync.Mutex
 	last map[string]lastStatus
+}
+
+// ErrStale is returned, wrapped, by a guarded writer when the object
+// changed since the status was computed from it: compute it again from the
+// current object.
+var ErrStale = errors.New("the object changed since its status was computed")
+
+// Guarded makes w write a status only over the resourceVersion of the
+// cached object it was computed from, for kinds whose status holds
+// decisions the next reconcile builds on (which instance of a database is
+// its primary): a status computed from a stale copy could undo a newer
+// decision. It returns w.
+func (w *StatusWriter) Guarded() *StatusWriter {
+	w.guard = true
+	return w
 }
 
 // lastStatus is what the writer remembers of its last write to an object.
@@ -108,11 +129,18 @@ func (w *StatusWriter) PatchThrottled(ctx context.Context, cached, updated clien
 		}
 	}
 
-	patch, err := json.Marshal([]map[string]any{{"op": "add", "path": "/status", "value": json.RawMessage(data)}})
+	ops := []map[string]any{{"op": "add", "path": "/status", "value": json.RawMessage(data)}}
+	if w.guard {
+		ops = append([]map[string]any{{"op": "test", "path": "/metadata/resourceVersion", "value": cached.GetResourceVersion()}}, ops...)
+	}
+	patch, err := json.Marshal(ops)
 	if err != nil {
 		return false, 0, fmt.Errorf("encode status patch: %w", err)
 	}
 	if err := w.client.Status().Patch(ctx, updated, client.RawPatch(types.JSONPatchType, patch)); err != nil {
+		if w.guard && (apierrors.IsConflict(err) || apierrors.IsInvalid(err) || strings.Contains(err.Error(), "testing value")) {
+			return false, 0, fmt.Errorf("patch status: %w: %w", ErrStale, err)
+		}
 		if apierrors.IsNotFound(err) {
 			// The object was deleted meanwhile, with nothing left to
 			// report on; or it exists and its resource serves no status

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"syscall"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -13,7 +15,6 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"example.com/platform-operator/api/v1alpha1"
 	"example.com/platform-operator/internal/instance/postgres"
 )
 
@@ -27,9 +28,24 @@ type leaseKeeper struct {
 	duration time.Duration
 	clock    clock.PassiveClock
 
+	// mu serializes the writes of the Lease, from the manager's loop (take,
+	// release) and from its renewals.
+	mu sync.Mutex
 	// renewed is when this manager last renewed (or took) the lease; zero
 	// when it does not hold it.
 	renewed time.Time
+}
+
+func (k *leaseKeeper) lastRenewal() time.Time {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.renewed
+}
+
+func (k *leaseKeeper) drop() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.renewed = time.Time{}
 }
 
 // errLeaseTaken is returned when another instance holds the lease.
@@ -38,7 +54,8 @@ var errLeaseTaken = errors.New("another instance holds the primary's lease")
 // held tells whether this manager holds the lease at now, by its own last
 // renewal.
 func (k *leaseKeeper) held(now time.Time) bool {
-	return !k.renewed.IsZero() && now.Before(k.renewed.Add(k.duration))
+	renewed := k.lastRenewal()
+	return !renewed.IsZero() && now.Before(renewed.Add(k.duration))
 }
 
 // available tells whether this manager may take the lease: nobody holds it,
@@ -63,6 +80,8 @@ func mayTake(l *coordinationv1.Lease, holder string, now time.Time) bool {
 
 // acquire takes the lease, or renews it when this manager holds it.
 func (k *leaseKeeper) acquire(ctx context.Context) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
 	l := &coordinationv1.Lease{}
 	if err := k.client.Get(ctx, k.key, l); err != nil {
 		return fmt.Errorf("get the primary's lease: %w", err)
@@ -89,6 +108,8 @@ func (k *leaseKeeper) acquire(ctx context.Context) error {
 // release gives the lease up, so that a successor need not wait for it to
 // lapse.
 func (k *leaseKeeper) release(ctx context.Context) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
 	l := &coordinationv1.Lease{}
 	if err := k.client.Get(ctx, k.key, l); err != nil {
 		return fmt.Errorf("get the primary's lease: %w", err)
@@ -105,53 +126,80 @@ func (k *leaseKeeper) release(ctx context.Context) error {
 	return nil
 }
 
-// keepLease renews the lease of a primary, and fences the primary when it
-// cannot: before the lease lapses it stops PostgreSQL, unless every other
-// instance still streams from it.
-func (m *Manager) keepLease(ctx context.Context, pg *v1alpha1.PostgresCluster, s instanceState, now time.Time) {
-	if m.lease.renewed.IsZero() {
-		return
+// keepLease renews the lease while the manager holds it, in a goroutine of
+// its own so that no step of the manager's loop (a slow rewind, a write
+// waiting for a synchronous standby) can delay a renewal or a fencing.
+// When it cannot renew, it fences the primary before the lease lapses,
+// unless every other instance still streams from it (the API server is
+// down, not the network: nobody can take the lease either).
+func (m *Manager) keepLease(ctx context.Context) {
+	ticker := m.clock.NewTicker(m.opts.RenewInterval / 4)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C():
+		}
+		renewed := m.lease.lastRenewal()
+		now := m.clock.Now()
+		if renewed.IsZero() || now.Sub(renewed) < m.opts.RenewInterval {
+			continue
+		}
+		renewCtx, cancel := context.WithTimeout(ctx, m.opts.RenewInterval)
+		err := m.lease.acquire(renewCtx)
+		cancel()
+		switch {
+		case err == nil:
+			m.markAPI()
+			continue
+		case errors.Is(err, errLeaseTaken):
+			m.log.Info("The primary's lease was taken by another instance: fencing")
+			m.lease.drop()
+			m.fence()
+			continue
+		}
+		if mustFence(now, renewed, m.opts.LeaseDuration, fenceMargin, m.allStreaming(ctx)) {
+			m.log.Info("Fencing: the primary's lease cannot be renewed and not every replica streams from it", "error", err.Error())
+			m.lease.drop()
+			m.fence()
+		}
 	}
-	if now.Sub(m.lease.renewed) < m.opts.RenewInterval {
-		return
-	}
-	renewCtx, cancel := context.WithTimeout(ctx, m.opts.RenewInterval)
-	err := m.lease.acquire(renewCtx)
-	cancel()
-	if err == nil {
-		m.lastAPI = m.clock.Now()
-		return
-	}
-	if errors.Is(err, errLeaseTaken) {
-		m.log.Info("The primary's lease was taken by another instance")
-		m.lease.renewed = time.Time{}
-		return
-	}
-	if !mustFence(now, m.lease.renewed, m.opts.LeaseDuration, fenceMargin, m.allStreaming(pg, s)) {
-		return
-	}
-	if m.proc != nil && !s.state.InRecovery {
-		m.log.Info("Fencing: the primary's lease cannot be renewed and not every replica streams from it", "error", err.Error())
-		m.stopFast(ctx)
-		m.selfFenced = true
-	}
-	m.lease.renewed = time.Time{}
 }
 
-// allStreaming tells whether every other instance of the cluster streams
-// from this primary.
-func (m *Manager) allStreaming(pg *v1alpha1.PostgresCluster, s instanceState) bool {
-	if pg == nil || !s.ready || s.state.InRecovery {
+// allStreaming tells whether every other instance of the cluster, as last
+// seen, streams from this primary, asking PostgreSQL now.
+func (m *Manager) allStreaming(ctx context.Context) bool {
+	want := int(m.expectedStandbys.Load())
+	if want <= 0 {
 		return false
 	}
-	want := int(pg.Spec.Instances) - 1
+	readCtx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	state, err := m.pg.State(readCtx)
+	if err != nil || state.InRecovery {
+		return false
+	}
 	streaming := 0
-	for _, st := range s.state.Standbys {
+	for _, st := range state.Standbys {
 		if st.State == "streaming" {
 			streaming++
 		}
 	}
-	return want > 0 && streaming >= want
+	return streaming >= want
+}
+
+// fence stops a running primary at once with a fast shutdown (clients are
+// disconnected, no write is accepted), from any goroutine: the manager's
+// loop sees postgres exit and does not start it again until it holds the
+// lease.
+func (m *Manager) fence() {
+	m.selfFenced.Store(true)
+	if pid := m.pid.Load(); pid > 0 {
+		if err := syscall.Kill(int(pid), syscall.SIGINT); err != nil && !errors.Is(err, syscall.ESRCH) {
+			m.log.Error(err, "Fencing: signal PostgreSQL", "pid", pid)
+		}
+	}
 }
 
 // stopFast stops postgres with a fast shutdown: clients are disconnected at
@@ -169,4 +217,5 @@ func (m *Manager) stopFast(ctx context.Context) {
 		_ = m.proc.Kill()
 	}
 	m.proc = nil
+	m.pid.Store(0)
 }

@@ -54,11 +54,18 @@ type Manager struct {
 
 	wake chan struct{}
 
-	lease      leaseKeeper
-	secrets    secretReader
-	reporter   reporter
-	lastAPI    time.Time
-	selfFenced bool
+	lease    leaseKeeper
+	secrets  secretReader
+	reporter reporter
+	// lastAPI is when a request to the API server last succeeded (unix
+	// nanoseconds).
+	lastAPI atomic.Int64
+	// selfFenced is true once the manager stopped its primary for want of
+	// the lease; pid is postgres's, for the fencing.
+	selfFenced atomic.Bool
+	pid        atomic.Int64
+	// expectedStandbys is how many standbys a primary should have.
+	expectedStandbys atomic.Int32
 	// following is the primary the standby configuration names.
 	following string
 	// notStreamingSince is since when a running standby has not streamed.
@@ -85,14 +92,19 @@ func Run(ctx context.Context, opts Options, log logr.Logger) error {
 	if opts.StatusAddress != "" {
 		go serveStatus(ctx, opts.StatusAddress, &m.ready, log)
 	}
+	go m.keepLease(ctx)
 	return m.loop(ctx)
 }
 
 func newManager(ctx context.Context, opts Options, log logr.Logger) (*Manager, error) {
-	config, err := restConfig(opts.Kubeconfig)
-	if err != nil {
-		return nil, err
+	config := opts.Config
+	if config == nil {
+		var err error
+		if config, err = restConfig(opts.Kubeconfig); err != nil {
+			return nil, err
+		}
 	}
+	config = rest.CopyConfig(config)
 	config.UserAgent = "platform-operator-instance/" + opts.PodName
 	scheme := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
@@ -121,8 +133,12 @@ func newManager(ctx context.Context, opts Options, log logr.Logger) (*Manager, e
 		applied: map[string]string{},
 		pg: &postgres.Instance{
 			Name: opts.PodName, BinDir: opts.BinDir, DataDir: opts.PGData, SocketDir: opts.SocketDir,
-			ListenAddress: opts.ListenAddress, Port: int(postgresPort), Log: log.WithName("postgres"),
+			ListenAddress: opts.ListenAddress, Port: postgresPort, Log: log.WithName("postgres"),
+			Credential: opts.Credential,
 		},
+	}
+	if opts.AddressOf != nil {
+		_, m.pg.Port = opts.AddressOf(opts.PodName)
 	}
 	m.lease = leaseKeeper{client: c, key: types.NamespacedName{Namespace: opts.Namespace, Name: leaseName}, holder: opts.PodName,
 		duration: opts.LeaseDuration, clock: m.clock}
@@ -193,9 +209,9 @@ func (m *Manager) tick(ctx context.Context) {
 	pg := m.cluster(ctx)
 	if pg != nil {
 		m.applySettings(pg)
+		m.expectedStandbys.Store(pg.Spec.Instances - 1)
 	}
 	state := m.observe(ctx, now)
-	m.keepLease(ctx, pg, state, now)
 	v := m.view(ctx, pg, now)
 	l := m.local(state)
 	s, why := next(m.opts.PodName, l, v, now)
@@ -206,7 +222,9 @@ func (m *Manager) tick(ctx context.Context) {
 		m.log.Info("Step done", "step", s.String(), "why", why)
 	}
 	if pg != nil && m.proc != nil && !m.stopping {
-		m.syncPasswords(ctx, pg, state)
+		pwCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		m.syncPasswords(pwCtx, pg, state)
+		cancel()
 	}
 	state = m.observe(ctx, m.clock.Now())
 	m.ready.Store(state.ready)
@@ -226,7 +244,7 @@ func (m *Manager) cluster(ctx context.Context) *v1alpha1.PostgresCluster {
 	pg := &v1alpha1.PostgresCluster{}
 	readCtx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	if m.clock.Since(m.lastAPI) < heartbeat && m.cache.Get(readCtx, key, pg) == nil {
+	if m.clock.Since(m.lastAPIAt()) < heartbeat && m.cache.Get(readCtx, key, pg) == nil {
 		return pg
 	}
 	if err := m.client.Get(readCtx, key, pg); err != nil {
@@ -235,9 +253,14 @@ func (m *Manager) cluster(ctx context.Context) *v1alpha1.PostgresCluster {
 		}
 		return nil
 	}
-	m.lastAPI = m.clock.Now()
+	m.markAPI()
 	return pg
 }
+
+// markAPI notes a successful request to the API server.
+func (m *Manager) markAPI() { m.lastAPI.Store(m.clock.Now().UnixNano()) }
+
+func (m *Manager) lastAPIAt() time.Time { return time.Unix(0, m.lastAPI.Load()) }
 
 // shutdown stops PostgreSQL cleanly and releases the lease: the pod is
 // deleted, and a failover must start at once.
@@ -264,8 +287,11 @@ func (m *Manager) shutdown() error {
 // postgresPort is where PostgreSQL listens in every instance.
 const postgresPort = 5432
 
-// hostOf is the DNS name of an instance of the cluster, through the
-// headless Service.
-func (m *Manager) hostOf(instance string) string {
-	return fmt.Sprintf("%s.%s.%s.svc.%s", instance, m.opts.ClusterName, m.opts.Namespace, m.opts.ClusterDomain)
+// addressOf is how an instance of the cluster is reached: its DNS name,
+// through the headless Service, and PostgreSQL's port.
+func (m *Manager) addressOf(instance string) (string, int) {
+	if m.opts.AddressOf != nil {
+		return m.opts.AddressOf(instance)
+	}
+	return fmt.Sprintf("%s.%s.%s.svc.%s", instance, m.opts.ClusterName, m.opts.Namespace, m.opts.ClusterDomain), postgresPort
 }

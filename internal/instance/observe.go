@@ -30,10 +30,14 @@ func (m *Manager) observe(ctx context.Context, now time.Time) instanceState {
 	if m.proc != nil {
 		select {
 		case <-m.proc.Exited():
-			if !m.stopping {
+			switch {
+			case m.selfFenced.Load():
+				m.log.Info("PostgreSQL stopped: fenced")
+			case !m.stopping:
 				m.log.Info("PostgreSQL exited; it is started again (crash recovery)", "error", errString(m.proc.Wait()))
 			}
 			m.proc = nil
+			m.pid.Store(0)
 		default:
 			s.running = true
 		}
@@ -105,7 +109,7 @@ func (m *Manager) local(s instanceState) local {
 // view is the cluster's side of next, from the watched PostgresCluster and
 // Lease.
 func (m *Manager) view(ctx context.Context, pg *v1alpha1.PostgresCluster, now time.Time) view {
-	if pg == nil || now.Sub(m.lastAPI) > apiFreshFor {
+	if pg == nil || now.Sub(m.lastAPIAt()) > apiFreshFor {
 		return view{}
 	}
 	v := view{

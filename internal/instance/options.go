@@ -14,7 +14,10 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"syscall"
 	"time"
+
+	"k8s.io/client-go/rest"
 )
 
 // Options are the settings of one instance manager, from its flags and the
@@ -40,6 +43,14 @@ type Options struct {
 	// LeaseDuration is how long the primary's lease lasts without a
 	// renewal; RenewInterval how often the primary renews it.
 	LeaseDuration, RenewInterval time.Duration
+
+	// For tests that run instance managers in their own process: Config
+	// reaches the API server (instead of Kubeconfig), Credential is the OS
+	// user PostgreSQL runs as, and AddressOf gives an instance's address
+	// and port (instead of its DNS name and 5432).
+	Config     *rest.Config
+	Credential *syscall.Credential
+	AddressOf  func(instance string) (host string, port int)
 }
 
 const (

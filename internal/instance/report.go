@@ -35,7 +35,7 @@ type reporter struct {
 // report builds the instance's report and writes it when it changed.
 func (m *Manager) report(ctx context.Context, pg *v1alpha1.PostgresCluster, s instanceState, message string) {
 	r := &v1alpha1.PostgresInstanceReport{
-		Fenced:  m.selfFenced || (pg != nil && containsString(pg.Spec.FencedInstances, m.opts.PodName)),
+		Fenced:  m.selfFenced.Load() || (pg != nil && containsString(pg.Spec.FencedInstances, m.opts.PodName)),
 		Node:    m.opts.NodeName,
 		Message: message,
 	}
@@ -69,7 +69,7 @@ func (m *Manager) report(ctx context.Context, pg *v1alpha1.PostgresCluster, s in
 		m.log.V(1).Info("Report not written", "error", err.Error())
 		return
 	}
-	m.lastAPI = m.clock.Now()
+	m.markAPI()
 }
 
 // send writes r when it differs from the last report written: at once

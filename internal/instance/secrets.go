@@ -90,7 +90,7 @@ func (m *Manager) syncPasswords(ctx context.Context, pg *v1alpha1.PostgresCluste
 			m.log.V(1).Info("Password not checked", "secret", target.secret, "error", err.Error())
 			continue
 		}
-		m.lastAPI = m.clock.Now()
+		m.markAPI()
 		if m.applied[key] == cred.version {
 			continue
 		}
@@ -116,9 +116,10 @@ func (m *Manager) replicationSource(ctx context.Context, pg *v1alpha1.PostgresCl
 	if err != nil {
 		return postgres.ConnInfo{}, err
 	}
-	m.lastAPI = m.clock.Now()
+	m.markAPI()
+	host, port := m.addressOf(instance)
 	source := postgres.ConnInfo{
-		Host: m.hostOf(instance), Port: postgresPort, User: postgres.ReplicationUser, DBName: "postgres",
+		Host: host, Port: port, User: postgres.ReplicationUser, DBName: "postgres",
 		Password: cred.password, PassFile: m.passFile(), ApplicationName: m.opts.PodName,
 	}
 	if err := m.pg.WritePassFile(source.PassFile, source); err != nil {

@@ -101,7 +101,14 @@ func (m *Manager) configureStandby(ctx context.Context, pg *v1alpha1.PostgresClu
 	if err != nil {
 		return postgres.NoChange, err
 	}
-	return m.pg.ConfigureStandby(source)
+	return m.pg.ConfigureStandby(withoutPassword(source))
+}
+
+// withoutPassword is source as a standby's primary_conninfo names it: the
+// password stays in the passfile.
+func withoutPassword(source postgres.ConnInfo) postgres.ConnInfo {
+	source.Password = ""
+	return source
 }
 
 // do takes one step.
@@ -123,8 +130,8 @@ func (m *Manager) do(ctx context.Context, s step, pg *v1alpha1.PostgresCluster, 
 		if err := m.lease.acquire(ctx); err != nil {
 			return err
 		}
-		m.lastAPI = m.clock.Now()
-		m.selfFenced = false
+		m.markAPI()
+		m.selfFenced.Store(false)
 		return nil
 	case stepStartPrimary:
 		if _, err := m.pg.ConfigurePrimary(); err != nil {
@@ -174,10 +181,11 @@ func (m *Manager) do(ctx context.Context, s step, pg *v1alpha1.PostgresCluster, 
 		if err := m.pg.Rewind(ctx, source); err != nil {
 			return err
 		}
-		if _, err := m.pg.ConfigureStandby(source); err != nil {
+		if _, err := m.pg.ConfigureStandby(withoutPassword(source)); err != nil {
 			return err
 		}
-		m.following, m.handedOver, m.selfFenced = v.current, 0, false
+		m.following, m.handedOver = v.current, 0
+		m.selfFenced.Store(false)
 		m.notStreamingSince = time.Time{}
 		return m.start(ctx)
 	case stepFollow:
@@ -196,7 +204,7 @@ func (m *Manager) releaseLease(ctx context.Context) error {
 	if err := m.lease.release(ctx); err != nil {
 		return err
 	}
-	m.lastAPI = m.clock.Now()
+	m.markAPI()
 	return nil
 }
 
@@ -211,7 +219,8 @@ func (m *Manager) start(ctx context.Context) error {
 		return err
 	}
 	m.proc = proc
-	m.selfFenced = false
+	m.pid.Store(int64(proc.PID()))
+	m.selfFenced.Store(false)
 	return nil
 }
 

@@ -73,6 +73,10 @@ type Outcome[S any] struct {
 	After time.Duration
 }
 
+// staleRetry is how soon a reconcile whose guarded status write found the
+// object changed comes back.
+const staleRetry = 200 * time.Millisecond
+
 // Soonest returns the earlier of two requeue times, 0 meaning none.
 func Soonest(a, b time.Duration) time.Duration {
 	switch {
@@ -137,6 +141,11 @@ type LoopOptions[S any] struct {
 	Summary          func(*S) string
 	// Gone, when set, is told about an object that no longer exists.
 	Gone func(types.NamespacedName)
+	// GuardStatus writes a status only over the version of the object it
+	// was computed from (children.StatusWriter.Guarded), for a kind whose
+	// status holds decisions: a reconcile that read a stale copy computes
+	// again instead of undoing a newer decision.
+	GuardStatus bool
 }
 
 // Loop is the reconcile skeleton of one kind, T with pointer type P and
@@ -155,12 +164,16 @@ type Loop[T any, P Resource[T], S any, PS Status[S]] struct {
 
 // NewLoop returns the loop of kind, whose objects' status is status(obj).
 func NewLoop[T any, P Resource[T], S any, PS Status[S]](base *Base, kind Kind[P, S], status func(P) PS, opts LoopOptions[S]) *Loop[T, P, S, PS] {
+	writer := children.NewStatusWriterWithClock(base.Client, base.Clock).ReadingLiveFrom(base.APIReader)
+	if opts.GuardStatus {
+		writer = writer.Guarded()
+	}
 	return &Loop[T, P, S, PS]{
 		Base:   base,
 		kind:   kind,
 		status: status,
 		opts:   opts,
-		writer: children.NewStatusWriterWithClock(base.Client, base.Clock).ReadingLiveFrom(base.APIReader),
+		writer: writer,
 		ready:  newReadiness(base.Clock, opts.Name, opts.ReadyCondition),
 	}
 }
@@ -244,6 +257,12 @@ func (l *Loop[T, P, S, PS]) report(ctx context.Context, req ctrl.Request, obj P,
 	after := out.After
 	due, err := l.writeStatus(ctx, obj, out.Status)
 	after = Soonest(after, due)
+	if errors.Is(err, children.ErrStale) {
+		// The cache will hold the newer object in a moment: decide again
+		// from it.
+		ctrl.LoggerFrom(ctx).V(1).Info("Status not written: the object changed since it was read")
+		return l.retries.Result(req, out.Err, !out.SpecRefused, Soonest(after, staleRetry))
+	}
 	if err != nil {
 		// A failed status write does not cancel what the reconcile asked
 		// to come back for.

@@ -71,6 +71,8 @@ func NewReconciler(mgr ctrl.Manager, c client.Client, opts controller.SetupOptio
 				v1alpha1.PostgresReplicasReadyCondition, v1alpha1.PostgresDegradedCondition},
 			ProgressInterval: statusProgressInterval,
 			Summary:          statusSummary,
+			// The status holds the election: targetPrimary and its epoch.
+			GuardStatus: true,
 		})
 	return r
 }

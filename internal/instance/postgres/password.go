@@ -2,8 +2,12 @@ package postgres
 
 import (
 	"context"
+	"crypto/subtle"
+	"encoding/base64"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 )
 
 // SetPassword sets a role's password as a SCRAM-SHA-256 verifier, so that
@@ -16,18 +20,59 @@ func (i *Instance) SetPassword(ctx context.Context, role, password string) error
 	if role == "" || password == "" {
 		return errors.New("set password: empty role or password")
 	}
-	verifier, err := SCRAMVerifier(password)
-	if err != nil {
-		return fmt.Errorf("set the password of %s: %w", role, err)
-	}
 	conn, err := i.Connect(ctx, "postgres")
 	if err != nil {
 		return fmt.Errorf("set the password of %s: %w", role, err)
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
+	var current *string
+	if err := conn.QueryRow(ctx, "SELECT rolpassword FROM pg_authid WHERE rolname = $1", role).Scan(&current); err != nil {
+		return fmt.Errorf("set the password of %s: %w", role, err)
+	}
+	if current != nil && verifies(*current, password) {
+		// Already set: no write, which a primary without its synchronous
+		// standbys could not commit.
+		return nil
+	}
+	verifier, err := SCRAMVerifier(password)
+	if err != nil {
+		return fmt.Errorf("set the password of %s: %w", role, err)
+	}
+	// The change reaches the standbys as any other; it does not wait for
+	// a synchronous one, which may be the very reason for a new password.
+	if _, err := conn.Exec(ctx, "SET synchronous_commit TO local"); err != nil {
+		return fmt.Errorf("set the password of %s: %w", role, err)
+	}
 	if _, err := conn.Exec(ctx, fmt.Sprintf("ALTER ROLE %s WITH PASSWORD %s", quoteIdent(role), quoteLiteral(verifier))); err != nil {
 		return fmt.Errorf("set the password of %s: %w", role, err)
 	}
 	i.Log.Info("Set a role's password", "role", role)
 	return nil
+}
+
+// verifies tells whether a stored SCRAM-SHA-256 verifier is that of
+// password: the verifier computed with its salt and iterations is the same.
+func verifies(stored, password string) bool {
+	rest, ok := strings.CutPrefix(stored, "SCRAM-SHA-256$")
+	if !ok {
+		return false
+	}
+	iterSalt, _, ok := strings.Cut(rest, "$")
+	if !ok {
+		return false
+	}
+	iterText, saltText, ok := strings.Cut(iterSalt, ":")
+	if !ok {
+		return false
+	}
+	iterations, err := strconv.Atoi(iterText)
+	if err != nil || iterations < 1 {
+		return false
+	}
+	salt, err := base64.StdEncoding.DecodeString(saltText)
+	if err != nil {
+		return false
+	}
+	computed, err := scramVerifier(password, salt, iterations)
+	return err == nil && subtle.ConstantTimeCompare([]byte(computed), []byte(stored)) == 1
 }

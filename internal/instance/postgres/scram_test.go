@@ -83,3 +83,20 @@ func TestSASLPrep(t *testing.T) {
 		})
 	}
 }
+
+// A stored verifier is recognized as that of its password, and of no other:
+// SetPassword writes nothing when the password is already set.
+func TestStoredVerifierVerifiesItsPassword(t *testing.T) {
+	stored, err := SCRAMVerifier("correct horse")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for password, want := range map[string]bool{"correct horse": true, "correct horse ": false, "": false} {
+		if got := verifies(stored, password); got != want {
+			t.Errorf("verifies(%q) = %v, want %v", password, got, want)
+		}
+	}
+	if verifies("md5abc", "correct horse") {
+		t.Error("an md5 hash verified a password")
+	}
+}
