@@ -4,7 +4,9 @@
 //
 // With -operator it also installs deploy/ and runs the operator binary with
 // a token of the operator's own ServiceAccount, so that RBAC is real; with
-// -apply it then applies example Websites and shows them turning Ready.
+// -apply it then applies example Websites and shows them turning Ready. The
+// pods of PostgresClusters run that binary's instance manager (or that of
+// -instance-binary) as host processes, a simulation part.
 package main
 
 import (
@@ -50,7 +52,8 @@ func run() error {
 	flag.IntVar(&cfg.cluster.Nodes, "nodes", 1, "number of kwok nodes")
 	flag.IntVar(&cfg.cluster.NodePods, "node-pods", 1000, "pods each node can run")
 	flag.IntVar(&cfg.cluster.APIServerPort, "port", 0, "API server port on 127.0.0.1 (default: a free port)")
-	flag.BoolVar(&cfg.cluster.Simulations, "simulations", true, "run the simulation parts: a volume provisioner for the StorageClass local, the VolumeSnapshot API with a snapshot simulator")
+	flag.BoolVar(&cfg.cluster.Simulations, "simulations", true, "run the simulation parts: a volume provisioner for the StorageClass local, the VolumeSnapshot API with a snapshot simulator, PostgreSQL pods that run their instance manager")
+	flag.StringVar(&cfg.cluster.InstanceBinary, "instance-binary", "", "operator binary whose 'instance run' each PostgresCluster pod runs as a host process (default: the -operator binary; needs root)")
 	flag.StringVar(&cfg.operator, "operator", "", "operator binary to install and run with its own ServiceAccount")
 	flag.StringVar(&cfg.apply, "apply", "", "with -operator: a file or folder of manifests to apply once the operator runs")
 	flag.Parse()

@@ -48,7 +48,9 @@ type EnvironmentOptions struct {
 	// OperatorLogDir receives the operators' logs (default: the cluster's
 	// state folder, which a temporary cluster removes when it stops).
 	OperatorLogDir string
-	// Cluster options; BinDir defaults to $KUBE_BIN_DIR.
+	// Cluster options; BinDir defaults to $KUBE_BIN_DIR, InstanceBinary
+	// to OperatorBinary: with the simulations on, PostgresCluster pods run
+	// the operator's instance manager.
 	Cluster localcluster.Options
 }
 
@@ -68,6 +70,9 @@ type Environment struct {
 // StartEnvironment starts a cluster, applies the manifests and, if asked,
 // runs the operator until it is ready. On error it stops what it started.
 func StartEnvironment(ctx context.Context, opts EnvironmentOptions) (env *Environment, err error) {
+	if opts.Cluster.InstanceBinary == "" {
+		opts.Cluster.InstanceBinary = opts.OperatorBinary
+	}
 	cluster, err := localcluster.Start(ctx, opts.Cluster)
 	if err != nil {
 		return nil, err

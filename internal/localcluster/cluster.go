@@ -64,6 +64,11 @@ type Options struct {
 	// the StorageClass "local", the VolumeSnapshot CRDs with a snapshot
 	// simulator, and a kwok stage that fails Job pods on request.
 	Simulations bool
+	// InstanceBinary is the operator binary whose subcommand "instance run"
+	// (the PostgreSQL instance manager) the simulation runs for each
+	// PostgresCluster pod (see simulation_postgres.go). Without it, or
+	// without Simulations, that simulation part is off.
+	InstanceBinary string
 }
 
 // Component names, for StopComponent and StartComponent.
@@ -88,6 +93,9 @@ type Cluster struct {
 	mu    sync.Mutex
 	procs []*Process // in start order
 	sims  *simulations
+	// postgresOff says why the PostgreSQL simulation does not run, if it
+	// does not.
+	postgresOff string
 }
 
 // Start runs a cluster and returns once it can run pods: the API server is
@@ -204,7 +212,8 @@ func (c *Cluster) start(ctx context.Context) error {
 		return err
 	}
 	if c.opts.Simulations {
-		stages, err := writeSimulationStages(filepath.Join(c.dir, "kwok-stages"))
+		c.postgresOff = postgresUnavailable(c.opts)
+		stages, err := writeSimulationStages(filepath.Join(c.dir, "kwok-stages"), c.postgresOff == "")
 		if err != nil {
 			return err
 		}

@@ -30,6 +30,9 @@ type Process struct {
 	logPath string
 	// Env is the environment of the next Start; nil means the caller's.
 	Env []string
+	// Dir is the working folder of the next Start; empty means the
+	// caller's.
+	Dir string
 	// StopGrace is how long Stop waits after SIGTERM before it kills the
 	// process group (default 10 s).
 	StopGrace time.Duration
@@ -68,6 +71,7 @@ func (p *Process) Start() error {
 	}
 	cmd := exec.Command(p.path, p.args...)
 	cmd.Env = p.Env
+	cmd.Dir = p.Dir
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{

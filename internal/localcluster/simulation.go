@@ -1,15 +1,18 @@
 package localcluster
 
 // SIMULATION. Everything in the files simulation*.go stands in, on the
-// local cluster only, for what a real cluster's storage provides: a CSI
-// driver that provisions volumes and takes snapshots. None of it is part of
-// the operator, and none of it is installed on a real cluster. It runs in
-// the process that started the cluster, when Options.Simulations is set:
+// local cluster only, for what a real cluster's storage and kubelets
+// provide: a CSI driver that provisions, expands and snapshots volumes, and
+// the containers of PostgreSQL pods. None of it is part of the operator, and
+// none of it is installed on a real cluster. It runs in the process that
+// started the cluster, when Options.Simulations is set:
 //
-//   - a StorageClass "local" (the default class) and a volume provisioner
-//     that binds each Pending claim of that class, restores (claims with a
-//     dataSource) included, to a PersistentVolume it makes, and deletes the
-//     volumes whose claims are gone (simulation_volumes.go);
+//   - a StorageClass "local" (the default class, allowing expansion) and a
+//     volume provisioner that binds each Pending claim of that class,
+//     restores (claims with a dataSource) included, to a PersistentVolume it
+//     makes, grows the volume and the claim's capacity when a bound claim
+//     asks for more, and deletes the volumes whose claims are gone
+//     (simulation_volumes.go);
 //   - the VolumeSnapshot CRDs of the external-snapshotter, as its client
 //     module ships them (simulation_crds/), and a snapshot simulator that
 //     makes each VolumeSnapshot ready to use with a VolumeSnapshotContent,
@@ -18,10 +21,15 @@ package localcluster
 //   - a kwok stage that ends a Job's pod Failed when the pod is annotated
 //     simulation.example.com/fail: "true", for example through a
 //     BackupJob's jobTemplate (simulation_stages.go). Other Job pods
-//     succeed, by kwok's own pod-complete stage.
+//     succeed, by kwok's own pod-complete stage;
+//   - with Options.InstanceBinary, PostgreSQL pods (labelled
+//     example.com/postgrescluster) that really run: the instance manager of
+//     each as a host process in a network namespace of its own, with its
+//     data in a host folder of its volume, and a proxy on loopback for each
+//     Service of a PostgreSQL cluster (simulation_postgres*.go).
 //
-// No volume holds data: kwok's pods run no containers, so a "copy" is the
-// Job's success, and a restore is a claim that binds.
+// Other pods run no containers, so their volumes hold no data: a "copy" is
+// the Job's success, and a restore is a claim that binds.
 
 import (
 	"context"
@@ -54,8 +62,9 @@ const (
 
 // simulations are the running simulators of one cluster.
 type simulations struct {
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+	postgres *postgresSimulation // nil when off
 }
 
 // startSimulations installs what the simulators need (StorageClass,
@@ -81,9 +90,24 @@ func (c *Cluster) startSimulations(ctx context.Context) error {
 		return err
 	}
 
+	s := &simulations{}
+	postgres := "off: " + c.postgresOff
+	if c.postgresOff == "" {
+		var err error
+		if s.postgres, err = c.startPostgresSimulation(cl); err != nil {
+			return err
+		}
+		postgres = fmt.Sprintf("instance managers of %s on network %s (%s)", s.postgres.binary, s.postgres.net.bridge, s.postgres.net.prefix)
+	}
+	var volumesDir string
+	if s.postgres != nil {
+		volumesDir = s.postgres.volumes
+	}
+	provision := func(ctx context.Context, cl client.Client) { provisionVolumes(ctx, cl, volumesDir) }
+
 	runCtx, cancel := context.WithCancel(context.Background())
-	s := &simulations{cancel: cancel}
-	for _, loop := range []func(context.Context, client.Client){provisionVolumes, simulateSnapshots} {
+	s.cancel = cancel
+	for _, loop := range []func(context.Context, client.Client){provision, simulateSnapshots} {
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
@@ -93,7 +117,8 @@ func (c *Cluster) startSimulations(ctx context.Context) error {
 	c.mu.Lock()
 	c.sims = s
 	c.mu.Unlock()
-	c.opts.Logf("Simulation parts running: StorageClass %q provisioner, VolumeSnapshot CRDs and simulator, failing pods annotated %s", SimulationStorageClass, SimulationFailAnnotation)
+	c.opts.Logf("Simulation parts running: StorageClass %q provisioner, VolumeSnapshot CRDs and simulator, failing pods annotated %s; PostgreSQL pods: %s",
+		SimulationStorageClass, SimulationFailAnnotation, postgres)
 	return nil
 }
 
@@ -106,6 +131,9 @@ func (c *Cluster) stopSimulations() {
 	if s != nil {
 		s.cancel()
 		s.wg.Wait()
+		if s.postgres != nil {
+			s.postgres.stop()
+		}
 	}
 }
 

@@ -1,10 +1,13 @@
 package localcluster
 
-// SIMULATION: a volume provisioner for the local cluster. See simulation.go.
+// SIMULATION: a volume provisioner and resizer for the local cluster. See
+// simulation.go.
 
 import (
 	"context"
 	"fmt"
+	"os"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -30,9 +33,10 @@ func installStorageSimulation(ctx context.Context, cl client.Client) error {
 			Name:        SimulationStorageClass,
 			Annotations: map[string]string{"storageclass.kubernetes.io/is-default-class": "true"},
 		},
-		Provisioner:       simulationProvisioner,
-		ReclaimPolicy:     ptr.To(corev1.PersistentVolumeReclaimDelete),
-		VolumeBindingMode: ptr.To(storagev1.VolumeBindingImmediate),
+		Provisioner:          simulationProvisioner,
+		ReclaimPolicy:        ptr.To(corev1.PersistentVolumeReclaimDelete),
+		VolumeBindingMode:    ptr.To(storagev1.VolumeBindingImmediate),
+		AllowVolumeExpansion: ptr.To(true),
 	}
 	driver := &storagev1.CSIDriver{
 		ObjectMeta: metav1.ObjectMeta{Name: SimulationDriver},
@@ -47,21 +51,27 @@ func installStorageSimulation(ctx context.Context, cl client.Client) error {
 }
 
 // provisionVolumes binds each Pending claim of the class "local" to a new
-// volume of its size, restores included (the dataSource is not read: no
-// volume holds data), and deletes the volumes it made once their claim is
-// gone, as a CSI provisioner does for its reclaim policy Delete.
-func provisionVolumes(ctx context.Context, cl client.Client) {
+// volume of its size, restores included (the dataSource is not read: only
+// the PostgreSQL simulation puts data on volumes), expands the volumes of
+// bound claims that ask for more, and deletes the volumes it made once
+// their claim is gone, as a CSI provisioner does for its reclaim policy
+// Delete, with their host folder in volumesDir (if not empty).
+func provisionVolumes(ctx context.Context, cl client.Client, volumesDir string) {
 	claims := &corev1.PersistentVolumeClaimList{}
 	if err := cl.List(ctx, claims); err != nil {
 		return
 	}
 	for i := range claims.Items {
 		claim := &claims.Items[i]
-		if claim.Status.Phase != corev1.ClaimPending || claim.Spec.VolumeName != "" || claim.DeletionTimestamp != nil ||
-			ptr.Deref(claim.Spec.StorageClassName, "") != SimulationStorageClass {
+		if claim.DeletionTimestamp != nil || ptr.Deref(claim.Spec.StorageClassName, "") != SimulationStorageClass {
 			continue
 		}
-		_ = cl.Create(ctx, simulatedVolume(claim)) // AlreadyExists: made in an earlier round
+		switch {
+		case claim.Status.Phase == corev1.ClaimPending && claim.Spec.VolumeName == "":
+			_ = cl.Create(ctx, simulatedVolume(claim)) // AlreadyExists: made in an earlier round
+		case claim.Status.Phase == corev1.ClaimBound:
+			expandVolume(ctx, cl, claim)
+		}
 	}
 
 	volumes := &corev1.PersistentVolumeList{}
@@ -71,9 +81,47 @@ func provisionVolumes(ctx context.Context, cl client.Client) {
 	for i := range volumes.Items {
 		pv := &volumes.Items[i]
 		if pv.Annotations[provisionedByAnnotation] == simulationProvisioner && pv.Status.Phase == corev1.VolumeReleased && pv.DeletionTimestamp == nil {
+			if volumesDir != "" {
+				_ = os.RemoveAll(volumeDir(volumesDir, pv.Name))
+			}
 			_ = cl.Delete(ctx, pv, client.Preconditions{UID: &pv.UID})
 		}
 	}
+}
+
+// expandVolume grows the volume of a bound claim that requests more than
+// its capacity, then the claim's capacity, as the CSI resizer does for a
+// driver that needs no expansion on the node.
+func expandVolume(ctx context.Context, cl client.Client, claim *corev1.PersistentVolumeClaim) {
+	want := claim.Spec.Resources.Requests[corev1.ResourceStorage]
+	have := claim.Status.Capacity[corev1.ResourceStorage]
+	if want.Cmp(have) <= 0 || claim.Spec.VolumeName == "" {
+		return
+	}
+	pv := &corev1.PersistentVolume{}
+	if err := cl.Get(ctx, client.ObjectKey{Name: claim.Spec.VolumeName}, pv); err != nil ||
+		pv.Annotations[provisionedByAnnotation] != simulationProvisioner {
+		return
+	}
+	if size := pv.Spec.Capacity[corev1.ResourceStorage]; size.Cmp(want) < 0 {
+		pv.Spec.Capacity[corev1.ResourceStorage] = want
+		if err := cl.Update(ctx, pv); err != nil {
+			return
+		}
+	}
+	if claim.Status.Capacity == nil {
+		claim.Status.Capacity = corev1.ResourceList{}
+	}
+	claim.Status.Capacity[corev1.ResourceStorage] = want
+	if claim.Status.AllocatedResources == nil {
+		claim.Status.AllocatedResources = corev1.ResourceList{}
+	}
+	claim.Status.AllocatedResources[corev1.ResourceStorage] = want
+	claim.Status.AllocatedResourceStatuses = nil
+	claim.Status.Conditions = slices.DeleteFunc(claim.Status.Conditions, func(c corev1.PersistentVolumeClaimCondition) bool {
+		return c.Type == corev1.PersistentVolumeClaimResizing || c.Type == corev1.PersistentVolumeClaimFileSystemResizePending
+	})
+	_ = cl.Status().Update(ctx, claim)
 }
 
 // simulatedVolume is the volume for claim, bound to it in advance (the
