@@ -109,6 +109,7 @@ func waitUntilDone(ctx context.Context, cluster *localcluster.Cluster, operator 
 	defer ticker.Stop()
 	shown := map[string][]byte{}
 	var kinds []shownKind
+	var psql postgresCommands
 	for {
 		select {
 		case <-ctx.Done():
@@ -127,6 +128,7 @@ func waitUntilDone(ctx context.Context, cluster *localcluster.Cluster, operator 
 		if kinds == nil {
 			kinds = shownKinds(ctx, cluster)
 		}
+		psql.show(ctx, cluster)
 		for _, kind := range kinds {
 			out, err := cluster.Kubectl(ctx, append([]string{"get", kind.resource}, kind.args...)...).CombinedOutput()
 			if err == nil && len(bytes.TrimSpace(out)) > 0 && !bytes.Equal(out, shown[kind.resource]) {

@@ -268,21 +268,40 @@ func (m *Manager) shutdown() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	var errs []error
+	stopped := make(chan error, 1)
 	if m.proc != nil {
 		m.stopping = true
-		if err := m.proc.Stop(ctx, postgres.StopFast); err != nil {
-			errs = append(errs, err)
+		proc := m.proc
+		go func() { stopped <- proc.Stop(ctx, postgres.StopFast) }()
+		// A fast shutdown ends every session at once and accepts no new
+		// one: the lease can go before the shutdown's checkpoint is
+		// written, which a pod deleted with a short grace period may not
+		// live to see. The successor still promotes only once this server
+		// stopped sending it WAL.
+		select {
+		case err := <-stopped:
+			stopped <- err
+		case <-time.After(releaseAfterStop):
 		}
-		m.proc = nil
+	} else {
+		stopped <- nil
 	}
 	if m.lease.held(m.clock.Now()) {
 		if err := m.lease.release(ctx); err != nil {
 			errs = append(errs, err)
 		}
 	}
+	if err := <-stopped; err != nil {
+		errs = append(errs, err)
+	}
+	m.proc = nil
 	m.log.Info("Stopped")
 	return errors.Join(errs...)
 }
+
+// releaseAfterStop is how long after asking for a fast shutdown the lease
+// is released: long enough for the postmaster to end every session.
+const releaseAfterStop = 300 * time.Millisecond
 
 // postgresPort is where PostgreSQL listens in every instance.
 const postgresPort = 5432

@@ -20,6 +20,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	websitev1 "example.com/platform-operator/api/v1"
+	"example.com/platform-operator/api/v1alpha1"
 	"example.com/platform-operator/internal/devenv"
 	"example.com/platform-operator/internal/localcluster"
 )
@@ -44,6 +45,7 @@ func TestMain(m *testing.M) {
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 	utilruntime.Must(websitev1.AddToScheme(scheme))
 	utilruntime.Must(apiextensionsv1.AddToScheme(scheme))
+	utilruntime.Must(v1alpha1.AddToScheme(scheme))
 	if testing.Short() {
 		fmt.Println("end-to-end tests skipped in -short mode")
 		os.Exit(0)
@@ -80,6 +82,9 @@ func runSuite(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "the end of the operator's log (%s):\n%s\n", log, devenv.TailFile(log, 40))
 	}
 	shared.Stop()
+	if postgresEnv != nil {
+		postgresEnv.Stop()
+	}
 	return code
 }
 
@@ -96,6 +101,9 @@ type envOptions struct {
 	operatorArgs []string
 	// noOperator leaves the operator to the test.
 	noOperator bool
+	// simulations runs the local cluster's simulation parts: storage, and
+	// real PostgreSQL for PostgresClusters' pods.
+	simulations bool
 }
 
 func newEnvironment(ctx context.Context, opts envOptions) (*environment, error) {
@@ -109,6 +117,7 @@ func newEnvironment(ctx context.Context, opts envOptions) (*environment, error) 
 		OperatorBinary: operatorBinary,
 		OperatorArgs:   opts.operatorArgs,
 		DeferOperator:  opts.noOperator,
+		Cluster:        localcluster.Options{Simulations: opts.simulations},
 	})
 	if err != nil {
 		return nil, err

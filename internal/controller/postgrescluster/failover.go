@@ -202,6 +202,17 @@ func watchPrimary(in decideInput, byName map[string]member, e *election) {
 		return
 	}
 
+	// A failover needs a replica to promote: with none streaming (the
+	// whole cluster starts again, after hibernation or an outage), the
+	// primary keeps its place and starts again on its own data.
+	if !anyReadyReplica(in, primary.name) {
+		e.failingSince = nil
+		e.phase, e.reason = v1alpha1.PostgresDegraded, v1alpha1.PostgresNoPrimaryReason
+		e.message = fmt.Sprintf("Waiting for the primary %s to start (%s): no replica streams that could take its place", e.current, describe(primary))
+		e.after = time.Second
+		return
+	}
+
 	// Failing. A pod gone or a lease released or lapsed fails over at once:
 	// the instance no longer holds the right to accept writes. PostgreSQL
 	// down under a live manager waits failoverDelay: its manager restarts it
@@ -256,6 +267,15 @@ func decideElection(in decideInput, byName map[string]member, e *election) {
 		fresh = append(fresh, m)
 	}
 	timedOut := !in.now.Before(e.electionStarted.Add(electionTimeout))
+	if len(fresh) == 0 && waiting == 0 && timedOut && e.current != "" {
+		// Nothing to promote: the former primary keeps its place and
+		// starts again on its own data once it can take the lease.
+		e.target, e.electionStarted, e.failingSince = e.current, nil, nil
+		e.phase, e.reason = v1alpha1.PostgresDegraded, v1alpha1.PostgresNoPrimaryReason
+		e.message = fmt.Sprintf("No replica could take the place of %s: waiting for it to start again", e.current)
+		e.after = time.Second
+		return
+	}
 	if len(fresh) == 0 || (waiting > 0 && !timedOut) {
 		e.message = fmt.Sprintf("The primary %s failed: waiting for the replicas' reports (%d of %d in)", e.current, len(fresh), len(fresh)+waiting)
 		e.after = 500 * time.Millisecond
@@ -268,6 +288,17 @@ func decideElection(in decideInput, byName map[string]member, e *election) {
 	e.target = fresh[0].name
 	e.message = fmt.Sprintf("Promoting %s in place of %s", e.target, e.current)
 	e.after = time.Second
+}
+
+// anyReadyReplica tells whether an instance other than primary streams as
+// a replica and could be promoted.
+func anyReadyReplica(in decideInput, primary string) bool {
+	for _, m := range in.members {
+		if m.name != primary && m.exists && m.reportsReplica() && !m.fenced() && sameSystem(in.status.SystemID, m) {
+			return true
+		}
+	}
+	return false
 }
 
 // switchoverTarget is the replica a healthy primary must hand over to: the

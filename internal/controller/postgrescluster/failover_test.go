@@ -196,6 +196,19 @@ func TestDecide(t *testing.T) {
 			wantReplicas: []string{"db-3"},
 		},
 		{
+			name:      "waking from hibernation: no replica streams, so the primary keeps its place and starts again",
+			status:    healthyStatus(),
+			member:    []member{up("db-1", nil), up("db-2", nil), up("db-3", &v1alpha1.PostgresInstanceReport{Message: "waiting for a primary"})},
+			wantPhase: v1alpha1.PostgresDegraded, wantCurrent: "db-1", wantTgt: "db-1", wantEpoch: 1,
+		},
+		{
+			name:      "an election with nothing to promote gives the place back",
+			status:    v1alpha1.PostgresClusterStatus{CurrentPrimary: "db-1", PromotionEpoch: 2, ElectionStartedAt: at(0), SystemID: "42"},
+			member:    []member{up("db-1", nil), up("db-2", &v1alpha1.PostgresInstanceReport{Message: "waiting for a primary"})},
+			now:       electionTimeout,
+			wantPhase: v1alpha1.PostgresDegraded, wantCurrent: "db-1", wantTgt: "db-1", wantEpoch: 2,
+		},
+		{
 			name:      "hibernated: nothing runs, the primary is remembered",
 			spec:      &v1alpha1.PostgresClusterSpec{Instances: 2, Hibernate: true},
 			status:    healthyStatus(),
