@@ -202,13 +202,13 @@ func watchPrimary(in decideInput, byName map[string]member, e *election) {
 		return
 	}
 
-	// A failover needs a replica to promote: with none streaming (the
-	// whole cluster starts again, after hibernation or an outage), the
-	// primary keeps its place and starts again on its own data.
-	if !anyReadyReplica(in, primary.name) {
+	// A failover needs a replica to promote: with none running (the whole
+	// cluster starts again, after hibernation or an outage), the primary
+	// keeps its place and starts again on its own data.
+	if !anyReplica(in, primary.name) {
 		e.failingSince = nil
 		e.phase, e.reason = v1alpha1.PostgresDegraded, v1alpha1.PostgresNoPrimaryReason
-		e.message = fmt.Sprintf("Waiting for the primary %s to start (%s): no replica streams that could take its place", e.current, describe(primary))
+		e.message = fmt.Sprintf("Waiting for the primary %s to start (%s): no replica runs that could take its place", e.current, describe(primary))
 		e.after = time.Second
 		return
 	}
@@ -290,11 +290,13 @@ func decideElection(in decideInput, byName map[string]member, e *election) {
 	e.after = time.Second
 }
 
-// anyReadyReplica tells whether an instance other than primary streams as
-// a replica and could be promoted.
-func anyReadyReplica(in decideInput, primary string) bool {
+// anyReplica tells whether an instance other than primary runs as a
+// replica and could be promoted. Whether it streams does not matter: a
+// replica whose primary died stops streaming.
+func anyReplica(in decideInput, primary string) bool {
 	for _, m := range in.members {
-		if m.name != primary && m.exists && m.reportsReplica() && !m.fenced() && sameSystem(in.status.SystemID, m) {
+		if m.name != primary && m.exists && m.report != nil && m.report.Role == v1alpha1.PostgresReplicaRole &&
+			!m.fenced() && sameSystem(in.status.SystemID, m) {
 			return true
 		}
 	}

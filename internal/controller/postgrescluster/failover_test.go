@@ -196,6 +196,15 @@ func TestDecide(t *testing.T) {
 			wantReplicas: []string{"db-3"},
 		},
 		{
+			name: "a replica that stopped streaming because its primary is cut off is still promoted",
+			status: healthyStatus(),
+			member: []member{up("db-1", primaryReport("0/3000000")),
+				up("db-2", &v1alpha1.PostgresInstanceReport{Role: "replica", SystemID: "42", Epoch: 1, Timeline: 1, ReceivedLSN: "0/3000000"})},
+			lease:     held("db-1"),
+			now:       11 * time.Second,
+			wantPhase: v1alpha1.PostgresFailingOver, wantCurrent: "db-1", wantEpoch: 2, wantEvent: "FailoverStarted", wantElection: true,
+		},
+		{
 			name:      "waking from hibernation: no replica streams, so the primary keeps its place and starts again",
 			status:    healthyStatus(),
 			member:    []member{up("db-1", nil), up("db-2", nil), up("db-3", &v1alpha1.PostgresInstanceReport{Message: "waiting for a primary"})},
