@@ -31,6 +31,18 @@ const (
 	TenantFinalizer = "example.com/tenant-offboarding"
 )
 
+// Keys of a Tenant's credentials Secret (spec.credentials.secretName), which
+// its automation reads.
+const (
+	// TenantKubeconfigKey is a kubeconfig of the Tenant's ServiceAccount.
+	TenantKubeconfigKey = "kubeconfig"
+	// TenantTokenKey is its token alone, TenantNamespaceKey the Tenant's
+	// home namespace, TenantCAKey the API server's CA (PEM).
+	TenantTokenKey     = "token"
+	TenantNamespaceKey = "namespace"
+	TenantCAKey        = "ca.crt"
+)
+
 // TenantSpec is a team's place on the cluster: its namespaces, who may work
 // there, the credentials of its automation, its quota and its isolation.
 //

@@ -126,8 +126,8 @@ func whoAmI(ctx context.Context, cfg *rest.Config) (string, error) {
 func (e *environment) tenantKubeconfig(g Gomega, ctx context.Context, home string) (*rest.Config, types.UID) {
 	secret := &corev1.Secret{}
 	g.Expect(e.Client.Get(ctx, types.NamespacedName{Namespace: home, Name: tenant.DefaultCredentialsSecretName}, secret)).To(Succeed())
-	g.Expect(secret.Data).To(HaveKey(tenant.KubeconfigKey))
-	cfg, err := clientcmd.RESTConfigFromKubeConfig(secret.Data[tenant.KubeconfigKey])
+	g.Expect(secret.Data).To(HaveKey(tenantv1.TenantKubeconfigKey))
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(secret.Data[tenantv1.TenantKubeconfigKey])
 	g.Expect(err).NotTo(HaveOccurred())
 	return cfg, secret.UID
 }

@@ -32,14 +32,6 @@ const (
 	serviceAccountUIDAnnotation = "example.com/token-service-account-uid"
 )
 
-// Keys of the credentials Secret.
-const (
-	KubeconfigKey = "kubeconfig"
-	TokenKey      = "token"
-	NamespaceKey  = "namespace"
-	CAKey         = "ca.crt"
-)
-
 // DefaultTokenExpiration is a token's life when spec.credentials.expiration
 // is unset (the CRD defaults it too).
 const DefaultTokenExpiration = 24 * time.Hour
@@ -120,7 +112,7 @@ func (tok issuedToken) renewAt() time.Time {
 // never filled, or someone changed it.
 func readIssuedToken(secret *corev1.Secret) (tok issuedToken, ok bool) {
 	a := secret.Annotations
-	if a[boundUIDAnnotation] == "" || types.UID(a[boundUIDAnnotation]) != secret.UID || len(secret.Data[KubeconfigKey]) == 0 {
+	if a[boundUIDAnnotation] == "" || types.UID(a[boundUIDAnnotation]) != secret.UID || len(secret.Data[tenantv1.TenantKubeconfigKey]) == 0 {
 		return issuedToken{}, false
 	}
 	var err error

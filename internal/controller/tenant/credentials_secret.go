@@ -190,12 +190,12 @@ func (r *Reconciler) issue(ctx context.Context, t *tenantv1.Tenant, key types.Na
 	filled := secret.DeepCopy()
 	filled.Annotations = tokenAnnotations(tok, secret.UID)
 	filled.Data = map[string][]byte{
-		KubeconfigKey: kubeconfig,
-		TokenKey:      []byte(request.Status.Token),
-		NamespaceKey:  []byte(key.Namespace),
+		tenantv1.TenantKubeconfigKey: kubeconfig,
+		tenantv1.TenantTokenKey:      []byte(request.Status.Token),
+		tenantv1.TenantNamespaceKey:  []byte(key.Namespace),
 	}
 	if len(r.CAData) > 0 {
-		filled.Data[CAKey] = r.CAData
+		filled.Data[tenantv1.TenantCAKey] = r.CAData
 	}
 	patch := client.MergeFromWithOptions(secret, client.MergeFromWithOptimisticLock{})
 	if err := r.Client.Patch(ctx, filled, patch, client.FieldOwner(platform.Name)); err != nil {

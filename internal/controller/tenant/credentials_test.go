@@ -26,7 +26,7 @@ const serviceAccountUID = types.UID("sa-1")
 func secretWith(issuedAt time.Time, life time.Duration, rotationToken string) *corev1.Secret {
 	s := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: "tenant-kubeconfig", Namespace: "team-a", UID: "secret-1"},
-		Data:       map[string][]byte{KubeconfigKey: []byte("kubeconfig")},
+		Data:       map[string][]byte{tenantv1.TenantKubeconfigKey: []byte("kubeconfig")},
 	}
 	s.Annotations = tokenAnnotations(issuedToken{issuedAt: issuedAt, expiresAt: issuedAt.Add(life), expiration: life, rotationToken: rotationToken,
 		serviceAccountUID: serviceAccountUID}, s.UID)
@@ -150,7 +150,7 @@ func TestTokenRecordRoundTrip(t *testing.T) {
 	g := NewWithT(t)
 	tok := issuedToken{issuedAt: issued, expiresAt: issued.Add(time.Hour), expiration: time.Hour, rotationToken: "x", serviceAccountUID: "sa"}
 	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{UID: types.UID("u"), Annotations: tokenAnnotations(tok, "u")},
-		Data: map[string][]byte{KubeconfigKey: []byte("k")}}
+		Data: map[string][]byte{tenantv1.TenantKubeconfigKey: []byte("k")}}
 	got, ok := readIssuedToken(s)
 	g.Expect(ok).To(BeTrue())
 	g.Expect(got).To(Equal(tok))

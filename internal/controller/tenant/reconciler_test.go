@@ -171,7 +171,7 @@ func eventuallyRejected(t *testing.T, cfg *rest.Config, why string) {
 }
 
 func kubeconfigOf(g Gomega, secret *corev1.Secret) *rest.Config {
-	cfg, err := clientcmd.RESTConfigFromKubeConfig(secret.Data[tenant.KubeconfigKey])
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(secret.Data[tenantv1.TenantKubeconfigKey])
 	g.Expect(err).NotTo(HaveOccurred())
 	return cfg
 }
@@ -483,7 +483,7 @@ func TestRotationReplacesTheSecretAndRevokesTheOldToken(t *testing.T) {
 	NewWithT(t).Eventually(func(g Gomega) {
 		second = credentialsSecret(g, ctx, home)
 		g.Expect(second.UID).NotTo(Equal(first.UID), "a new Secret object")
-		g.Expect(second.Data).To(HaveKey(tenant.KubeconfigKey))
+		g.Expect(second.Data).To(HaveKey(tenantv1.TenantKubeconfigKey))
 		g.Expect(getTenant(g, ctx, tn.Name).Status.Credentials).To(HaveField("RotationToken", "2026-12-01"))
 	}).WithTimeout(timeout).Should(Succeed())
 
@@ -527,7 +527,7 @@ func TestRenamedServiceAccountGetsNewCredentials(t *testing.T) {
 		g.Expect(exists(g, ctx, key(home, "tenant"), &corev1.ServiceAccount{})).To(BeFalse(), "the former ServiceAccount is removed")
 		second = credentialsSecret(g, ctx, home)
 		g.Expect(second.UID).NotTo(Equal(first.UID), "a new Secret object")
-		g.Expect(second.Data).To(HaveKey(tenant.KubeconfigKey))
+		g.Expect(second.Data).To(HaveKey(tenantv1.TenantKubeconfigKey))
 	}).WithTimeout(timeout).Should(Succeed())
 	user, err := whoAmI(ctx, kubeconfigOf(g, second))
 	g.Expect(err).NotTo(HaveOccurred(), "the new token works")
