@@ -1,9 +1,6 @@
 package main
 
-import (
-	"fmt"
-	"strings"
-)
+import "fmt"
 
 // check compares one measured figure with a target of the issue.
 type check struct {
@@ -62,29 +59,39 @@ func burstChecks(r *runResult) []check {
 	add := func(scenario, target, figure, met string) {
 		checks = append(checks, check{scenario, r.N, target, figure, met})
 	}
-	if b := r.Burst; b != nil && r.Ceiling != nil {
-		fig, met := fmtRatio(b.ExistRatio, b.Exist, r.Ceiling.Exist)
-		fig, met = judgeOnMedian(r.Rounds, func(r roundResult) *float64 { return r.ExistRatio }, fig, met)
-		add("burst", "Deployments and Services exist within 1.3× of the ceiling", fig, met)
-		fig, met = fmtRatio(b.ReadyRatio, b.Ready, r.Ceiling.Available)
-		fig, met = judgeOnMedian(r.Rounds, func(r roundResult) *float64 { return r.ReadyRatio }, fig, met)
-		add("burst", "Ready within 1.3× of the ceiling's Available", fig, roundsReadinessValid(r, met))
+	b, c := r.Burst, r.Ceiling
+	if b != nil && c != nil {
+		exist := func(round roundResult) ratioSides {
+			return ratioSides{round.OperatorExist, round.Ceiling, round.ExistRatio}
+		}
+		last := ratioSides{b.Exist, c.Exist, b.ExistRatio}
+		add("burst", "Deployments and Services exist within 1.3× of the ceiling",
+			ratioFigure(r.Rounds, exist, fmtRatio("operator", last)), judgeRatio(roundSides(r.Rounds, exist, last), ratioTarget).Met)
+		ready := func(round roundResult) ratioSides {
+			return ratioSides{round.OperatorReady, round.CeilingAvailable, round.ReadyRatio}
+		}
+		last = ratioSides{b.Ready, c.Available, b.ReadyRatio}
+		add("burst", "Ready within 1.3× of the ceiling's Available",
+			ratioFigure(r.Rounds, ready, fmtRatio("operator", last)), roundsReadinessValid(r, judgeRatio(roundSides(r.Rounds, ready, last), ratioTarget).Met))
 	}
-	if b := r.Burst; b != nil && r.CeilingDeployments != nil {
-		fig, _ := fmtRatio(b.DeploymentsRatio, b.DeploymentsExist, r.CeilingDeployments.DeploymentsExist)
-		add("burst", "Deployments exist, against the ceiling creating Deployments alone (no target)", fig, "n/a (for comparison)")
+	if cd := r.CeilingDeployments; b != nil && cd != nil {
+		add("burst", "Deployments exist, against the ceiling creating Deployments alone (no target)",
+			fmtRatio("operator", ratioSides{b.DeploymentsExist, cd.DeploymentsExist, b.DeploymentsRatio}), "n/a (for comparison)")
 	}
-	if sc := r.Scripted; sc != nil && r.Ceiling != nil {
-		fig, _ := fmtRatio(sc.ReadyRatio, sc.Ready, r.Ceiling.Available)
-		fig, _ = judgeOnMedian(r.Rounds, func(r roundResult) *float64 { return r.ScriptedReadyRatio }, strings.Replace(fig, "operator ", "scripted client ", 1), "")
+	if sc := r.Scripted; sc != nil && c != nil {
+		ready := func(round roundResult) ratioSides {
+			return ratioSides{round.ScriptedReady, round.CeilingAvailable, round.ScriptedReadyRatio}
+		}
 		add("scripted", "the work allowed per Website, done by a plain client without an operator: Ready ÷ the ceiling's Available (a reference for the burst's ratio, not a bound; no target)",
-			fig, roundsReadinessValid(r, "n/a (for comparison)"))
+			ratioFigure(r.Rounds, ready, fmtRatio("scripted client", ratioSides{sc.Ready, c.Available, sc.ReadyRatio})), roundsReadinessValid(r, "n/a (for comparison)"))
 	}
-	if b, sc := r.Burst, r.Scripted; b != nil && sc != nil {
-		exist, _ := fmtRatio(b.ScriptedExistRatio, b.Exist, sc.Exist)
-		ready, _ := fmtRatio(b.ScriptedReadyRatio, b.Ready, sc.Ready)
-		ready, _ = judgeOnMedian(r.Rounds, func(r roundResult) *float64 { return r.OperatorScriptedRatio }, ready, "")
-		add("burst", "operator ÷ the scripted client doing the same work: Ready; children exist (no target)", ready+"; exist "+exist, roundsReadinessValid(r, "n/a (for comparison)"))
+	if sc := r.Scripted; b != nil && sc != nil {
+		exist := fmtRatio("operator", ratioSides{b.Exist, sc.Exist, b.ScriptedExistRatio})
+		ready := func(round roundResult) ratioSides {
+			return ratioSides{round.OperatorReady, round.ScriptedReady, round.OperatorScriptedRatio}
+		}
+		add("burst", "operator ÷ the scripted client doing the same work: Ready; children exist (no target)",
+			ratioFigure(r.Rounds, ready, fmtRatio("operator", ratioSides{b.Ready, sc.Ready, b.ScriptedReadyRatio}))+"; exist "+exist, roundsReadinessValid(r, "n/a (for comparison)"))
 	}
 	return checks
 }
