@@ -333,7 +333,7 @@ func notes(cfg *config) []string {
 		"Restart writes are the API server's writes from SIGTERM until the new process had reconciled every Website and the writes stopped, minus the new Website's own. The new process runs with --verbose, so its log names the Website of every write; changes of existing Websites seen by the watch, and writes logged for them, are cross-checks.",
 		"Drift: a child Service is deleted (with a UID precondition), or a Deployment's image is changed with a strategic merge patch by another field manager; the time is from the call to the moment the informer saw the restored object.",
 		"kwok renews the nodes' heartbeat Leases every 10 s, as kubelets do (internal/localcluster); NodeNotReady events are checked during the waits and at the end of each N (clusterHealth in results.json), since pods marked not ready would invalidate the Ready figures.",
-		"RSS is sampled from /proc/PID/status (VmRSS, RssAnon, RssFile every 200 ms, VmHWM at the end of each process).",
+		"RSS is sampled from /proc/PID/status (VmRSS, RssAnon, RssFile every 200 ms, VmHWM at the end of each process); the memory targets are judged on VmHWM, the kernel's exact peak, which samples can miss.",
 	}
 }
 
