@@ -14,7 +14,7 @@ func writeCost(w *mdWriter, res *results) {
 			continue
 		}
 		pw := c.PerWebsite
-		w.p("| %d | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | **%.2f** | %.2f | %.0f s |\n", r.N, pw.Websites, pw.WebsitesStatus, pw.Deployments, pw.Services, c.ChildrenPerWebsite, c.EventsPerWebsite, c.TotalPerWebsite, pw.EventsAll, c.CreateWindowSeconds)
+		w.p("| %d | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | **%.2f** | %.2f | %.0f s%s |\n", r.N, pw.Websites, pw.WebsitesStatus, pw.Deployments, pw.Services, c.ChildrenPerWebsite, c.EventsPerWebsite, c.TotalPerWebsite, pw.EventsAll, c.CreateWindowSeconds, settleNote(c.Settle))
 	}
 	w.p("\n")
 	for _, r := range res.Runs {

@@ -20,8 +20,8 @@ func writeRestart(w *mdWriter, res *results) {
 		if rs.OperatorClientRequests != nil {
 			requests = fmt.Sprintf("%v; children read past the cache %v", rs.OperatorClientRequests, rs.ChildReads)
 		}
-		w.p("| %d | %.2f s | %.2f s | %.2f s | %s | %s | %s (%.0f s) | %s | **%g** | %d / %d | %s |\n", r.N, rs.StopSeconds, rs.ReadyzSeconds, rs.ReadyzFromStopSeconds, rs.NewWebsiteReady,
-			rs.InitialPass, writesStr(rs.Window), rs.WindowSeconds, writesStr(rs.NewWebsiteOwn), rs.Total, rs.ExistingStatusChanges, rs.OperatorEvents, requests)
+		w.p("| %d | %.2f s | %.2f s | %.2f s | %s | %s | %s (%.0f s%s) | %s | **%g** | %d / %d | %s |\n", r.N, rs.StopSeconds, rs.ReadyzSeconds, rs.ReadyzFromStopSeconds, rs.NewWebsiteReady,
+			rs.InitialPass, writesStr(rs.Window), rs.WindowSeconds, settleNote(rs.Settle), writesStr(rs.NewWebsiteOwn), rs.Total, rs.ExistingStatusChanges, rs.OperatorEvents, requests)
 	}
 	w.p("\n")
 }

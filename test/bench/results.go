@@ -238,8 +238,11 @@ type lagResult struct {
 
 type costResult struct {
 	// CreateWindowSeconds spans from the first create until the writes
-	// stopped after every Website was Ready.
+	// stopped after every Website was Ready, or the wait for them to stop
+	// reached its limit: Settle says which (nil in results written before
+	// it was recorded).
 	CreateWindowSeconds float64        `json:"createWindowSeconds"`
+	Settle              *settleResult  `json:"createWindowSettle,omitempty"`
 	CreateRaw           requestCounts  `json:"createWritesRaw"`
 	Create              operatorWrites `json:"createWrites"`
 	PerWebsite          operatorWrites `json:"createWritesPerWebsite"`
@@ -296,8 +299,10 @@ type restartResult struct {
 	// its queue was empty, from SIGTERM.
 	InitialPass waitResult `json:"initialPass"`
 	// WindowSeconds spans from SIGTERM until the writes stopped after the
-	// initial pass.
+	// initial pass, or the wait for them to stop reached its limit: Settle
+	// says which (nil in results written before it was recorded).
 	WindowSeconds float64        `json:"windowSeconds"`
+	Settle        *settleResult  `json:"windowSettle,omitempty"`
 	WindowRaw     requestCounts  `json:"windowWritesRaw"`
 	Window        operatorWrites `json:"windowWrites"`
 	// NewWebsiteOwn are the new Website's own writes: its status writes, as
