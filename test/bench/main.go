@@ -89,6 +89,9 @@ type config struct {
 	idle           time.Duration
 	driftCount     int
 	nodes          int
+	// peers are another operator's figures, measured elsewhere, that the
+	// results quote; nil for none.
+	peers *quotedKopf
 	// rounds is how many times the ceiling and the operator's burst run at
 	// each N; round names an extra round in the log.
 	rounds int
@@ -133,7 +136,7 @@ func run() error {
 		IdleWindow:  cfg.idle.String(),
 		DriftCount:  cfg.driftCount,
 		HeapProfile: heap,
-		Quoted:      kopf,
+		Quoted:      cfg.peers,
 		Notes:       notes(cfg),
 	}
 	fmt.Fprintf(os.Stderr, "bench: N=%v, scenarios %v; load client: %s; operator: %s; operator logs in %s\n",
@@ -179,6 +182,7 @@ func parseFlags(args []string) (*config, error) {
 	fs.DurationVar(&cfg.idle, "idle", 60*time.Second, "length of the idle window of the cost scenario")
 	fs.IntVar(&cfg.driftCount, "drift-count", 100, "changes per kind in the drift scenario")
 	fs.IntVar(&cfg.nodes, "nodes", 0, "kwok nodes per cluster (default: max(1, N/500))")
+	peers := fs.String("peers", "test/bench/peers.json", "JSON file of another operator's figures measured elsewhere, with their source, that the report quotes next to the burst; relative to -repo; \"\" for none")
 	fs.IntVar(&cfg.rounds, "rounds", 3, "rounds of the ceiling (Deployments and Services) and the operator's burst at each N, each on fresh clusters; the ratio targets are judged on the median of the rounds' ratios (not judged when a round has no ceiling figure), everything else on the last round")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -199,6 +203,15 @@ func parseFlags(args []string) (*config, error) {
 	cfg.operator = abs
 	if _, err := os.Stat(filepath.Join(cfg.repo, "deploy", "kustomization.yaml")); err != nil {
 		return nil, fmt.Errorf("no deploy/kustomization.yaml under -repo %s: run from the repository's root or pass -repo", cfg.repo)
+	}
+	if *peers != "" {
+		path := *peers
+		if !filepath.IsAbs(path) {
+			path = filepath.Join(cfg.repo, path)
+		}
+		if cfg.peers, err = loadPeers(path); err != nil {
+			return nil, err
+		}
 	}
 	if os.Getenv(localcluster.BinDirEnv) == "" {
 		return nil, fmt.Errorf("%s is not set: run make bench, or export %s=$(hack/kube-binaries.sh --dir)", localcluster.BinDirEnv, localcluster.BinDirEnv)
@@ -345,7 +358,7 @@ func relativeArgs(repo string, args []string) []string {
 	for i := 0; i < len(out); i++ {
 		name, value, hasValue := strings.Cut(strings.TrimLeft(out[i], "-"), "=")
 		switch name {
-		case "operator", "out", "logs", "repo":
+		case "operator", "out", "logs", "repo", "peers":
 		default:
 			continue
 		}

@@ -1,5 +1,10 @@
 package main
 
+import (
+	"fmt"
+	"strings"
+)
+
 // writeBurst renders the burst against the ceilings, every round, the
 // notes on the burst and the CPU table of the phases compared.
 func writeBurst(w *mdWriter, res *results, rep *report) {
@@ -12,8 +17,7 @@ func writeBurst(w *mdWriter, res *results, rep *report) {
 	}
 	writeBurstNotes(w, res, rep)
 	w.p("\n")
-	w.p("\nFor comparison, **quoted from issue 11, not measured by this program** (the tutorial's kopf operator, which makes only a Deployment and an event per Website): ")
-	w.p("all Deployments existed / were Available after 3.4 s / 3.6 s at N=100, 38.3 s / 38.5 s at N=1000, 161.3 s / 161.6 s at N=5000; peak RSS 85, 224, 764 MiB.\n\n")
+	writePeers(w, res.Quoted, rep.Peers)
 	w.p("CPU seconds during the burst (user+system, from /proc):\n\n")
 	writeCPUTable(w, rep.BurstCPU)
 }
@@ -98,4 +102,43 @@ func writeBurstNotes(w *mdWriter, res *results, rep *report) {
 			w.p(" N=%d: **%.2f×** (the control plane alone, without the operator's own CPU: %.2f×);", f.N, f.CPUWork, f.ControlPlaneWork)
 		}
 	}
+}
+
+// writePeers renders the other operator's figures that results.json
+// quotes, when it quotes any.
+func writePeers(w *mdWriter, q *quotedKopf, rows []peerRow) {
+	if q == nil || (len(rows) == 0 && q.RSSAnyN == 0) {
+		w.p("\n")
+		return
+	}
+	seconds := func(v *float64) string {
+		if v == nil {
+			return "—"
+		}
+		return fmt.Sprintf("%g s", *v)
+	}
+	var times, rss []string
+	for _, r := range rows {
+		if r.Exist != nil || r.Avail != nil {
+			times = append(times, fmt.Sprintf("%s / %s at N=%d", seconds(r.Exist), seconds(r.Avail), r.N))
+		}
+		if r.RSSMiB != nil {
+			rss = append(rss, fmt.Sprintf("%g MiB at N=%d", *r.RSSMiB, r.N))
+		}
+	}
+	source := q.Source
+	if source == "" {
+		source = "no source recorded"
+	}
+	var parts []string
+	if len(times) > 0 {
+		parts = append(parts, "all Deployments existed / were Available after "+strings.Join(times, ", "))
+	}
+	if len(rss) > 0 {
+		parts = append(parts, "peak RSS "+strings.Join(rss, ", "))
+	}
+	if q.RSSAnyN > 0 {
+		parts = append(parts, fmt.Sprintf("RSS %g MiB (no N given)", q.RSSAnyN))
+	}
+	w.p("\nFor comparison, figures that this program **did not measure** (%s): %s.\n\n", source, strings.Join(parts, "; "))
 }

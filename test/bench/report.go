@@ -17,6 +17,8 @@ type report struct {
 	BurstCPU, AllCPU cpuTable
 	// Problems are the runs' errors and cluster health reports.
 	Problems []string
+	// Peers are the other operator's figures that the results quote, by N.
+	Peers []peerRow
 }
 
 // runFigures are the figures computed for one run.
@@ -38,6 +40,7 @@ func buildReport(res *results) *report {
 	rep := &report{
 		BurstCPU: buildCPUTable(res, burstComparedPhases),
 		AllCPU:   buildCPUTable(res, nil),
+		Peers:    res.Quoted.rows(),
 	}
 	for _, r := range res.Runs {
 		f := runFigures{N: r.N}
