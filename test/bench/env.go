@@ -237,8 +237,8 @@ func (e *env) createNamespace(ctx context.Context, name string) error {
 // ReplicaSets, pods (without a grace period: kwok runs no containers) and
 // Services with the load client's workers, then deletes it and waits until
 // it is gone. Left to the namespace controller, which deletes Services one
-// by one, and the garbage collector, N = 1000 Deployments and Services took
-// 90 s to go, on the CPU the next phase measures.
+// by one, and to the garbage collector, the deletion would drag on, using
+// the CPU that the next phase measures.
 func (e *env) deleteNamespace(ctx context.Context, name string) (time.Duration, error) {
 	start := time.Now()
 	cs, _, err := e.loadClients()

@@ -121,7 +121,7 @@ func run() error {
 
 	heap := "not asked for (-heap-profile); peak RSS is sampled from /proc every 200 ms"
 	if cfg.heapProfile {
-		heap = "taken after each burst from the operator's --pprof-bind-address (after a GC), saved in the logs folder; the top of go tool pprof -top is in footprint.heapTop. Serving profiles turns on the operator's sampling of allocations, which it leaves off otherwise (about 1.5 MiB), so the footprint above is that of a profiled operator"
+		heap = "taken after each burst from the operator's --pprof-bind-address (after a GC), saved in the logs folder; the top of go tool pprof -top is in footprint.heapTop. Serving profiles turns on the operator's sampling of allocations, which it leaves off otherwise, so the footprint above is that of a profiled operator, somewhat larger"
 	}
 	res := &results{
 		Started:     time.Now(),
