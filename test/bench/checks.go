@@ -12,8 +12,9 @@ type check struct {
 	N        int    `json:"n"`
 	Target   string `json:"target"`
 	Figure   string `json:"figure"`
-	// Met is "yes", "no", or "n/a" with a reason; always computed from the
-	// figures.
+	// Met is "yes", "no", "not judged" with a reason (the figures it needs
+	// are missing or incomplete), or "n/a" with a reason (no target);
+	// always computed from the figures.
 	Met string `json:"met"`
 }
 
