@@ -130,36 +130,6 @@ func TestCPUWorkRatio(t *testing.T) {
 	g.Expect(controlPlaneRatio(nil, ceiling)).To(BeZero())
 }
 
-func TestRatioTargetsAreJudgedOnTheMedianOfTheRounds(t *testing.T) {
-	f := func(v float64) *float64 { return &v }
-	done := waitResult{Seconds: 1, Reached: 1, Target: 1}
-	round := func(exist *float64) roundResult {
-		return roundResult{Ceiling: done, CeilingAvailable: done, OperatorExist: done, OperatorReady: done, ExistRatio: exist, ReadyRatio: f(1)}
-	}
-	exist := func(r roundResult) *float64 { return r.ExistRatio }
-	for _, tc := range []struct {
-		name       string
-		rounds     *roundsResult
-		wantMet    string
-		wantFigure string
-	}{
-		{"one round: the last round decides", nil, "no", "1.50× last"},
-		{"odd count: the middle one", &roundsResult{Rounds: []roundResult{round(f(1.2)), round(f(1.25)), round(f(1.5))}},
-			"yes", "median 1.25× of 3 rounds (1.20, 1.25, 1.50); last round 1.50× last"},
-		{"even count: the mean of the middle two", &roundsResult{Rounds: []roundResult{round(f(1.2)), round(f(1.5)), round(f(1.3)), round(f(1.6))}},
-			"no", "median 1.40× of 4 rounds (1.20, 1.50, 1.30, 1.60); last round 1.50× last"},
-		{"a round without a ratio: no median, the last round decides", &roundsResult{Rounds: []roundResult{round(nil), round(f(1.2))}},
-			"no", "no median of 2 rounds (—, 1.20); last round 1.50× last"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			figure, met := judgeOnMedian(tc.rounds, exist, "1.50× last", "no")
-			if figure != tc.wantFigure || met != tc.wantMet {
-				t.Errorf("judgeOnMedian = %q, %q; want %q, %q", figure, met, tc.wantFigure, tc.wantMet)
-			}
-		})
-	}
-}
-
 func TestMedianOfRoundsNeedsEveryRound(t *testing.T) {
 	f := func(v float64) *float64 { return &v }
 	extra := []roundResult{{ExistRatio: f(1.4), ReadyRatio: f(1.1)}, {ExistRatio: f(1.2), ReadyRatio: nil}}

@@ -64,11 +64,11 @@ func (e *env) idle(ctx context.Context) error {
 func (e *env) createCost(ctx context.Context) error {
 	defer e.phase("cost: create")()
 	b := e.burstStart
-	after, err := e.settle(ctx, b.apiStart)
+	after, settled, err := e.settle(ctx, b.apiStart)
 	if err != nil {
 		return err
 	}
-	cost := &costResult{CreateWindowSeconds: round3(time.Since(b.at).Seconds())}
+	cost := &costResult{CreateWindowSeconds: round3(time.Since(b.at).Seconds()), Settle: settled}
 	cost.CreateRaw = after.writesSince(b.apiStart)
 	cost.Create = attribute(cost.CreateRaw)
 	n := float64(e.n)

@@ -237,8 +237,8 @@ func (e *env) createNamespace(ctx context.Context, name string) error {
 // ReplicaSets, pods (without a grace period: kwok runs no containers) and
 // Services with the load client's workers, then deletes it and waits until
 // it is gone. Left to the namespace controller, which deletes Services one
-// by one, and the garbage collector, N = 1000 Deployments and Services took
-// 90 s to go, on the CPU the next phase measures.
+// by one, and to the garbage collector, the deletion would drag on, using
+// the CPU that the next phase measures.
 func (e *env) deleteNamespace(ctx context.Context, name string) (time.Duration, error) {
 	start := time.Now()
 	cs, _, err := e.loadClients()
@@ -405,32 +405,15 @@ func (e *env) startInformers(ctx context.Context) {
 	dynFactory.WaitForCacheSync(infCtx.Done())
 }
 
-// settle waits until the operator's writes stop: two scrapes in a row, 2 s
-// apart, without a new write to websites, deployments or services, or 60 s.
-// It returns the last scrape.
-func (e *env) settle(ctx context.Context, since requestCounts) (requestCounts, error) {
-	var now requestCounts
-	last, quiet := -1.0, 0
-	err := wait.PollUntilContextTimeout(ctx, 2*time.Second, 60*time.Second, true, func(ctx context.Context) (bool, error) {
-		var err error
-		if now, err = scrapeAPIServer(ctx, e.admin); err != nil {
-			return false, err
-		}
-		total := attribute(now.writesSince(since)).children()
-		if total == last {
-			quiet++
-		} else {
-			quiet = 0
-		}
-		last = total
-		return quiet >= 2, nil
-	})
-	if now == nil {
-		return nil, err
+// settle waits until the operator's writes stop (settleWrites), or for
+// settleLimit, and returns the last scrape and how the wait ended.
+func (e *env) settle(ctx context.Context, since requestCounts) (requestCounts, *settleResult, error) {
+	scrape := func(ctx context.Context) (requestCounts, error) { return scrapeAPIServer(ctx, e.admin) }
+	counts, res, err := settleWrites(ctx, scrape, since, settleEvery, settleLimit)
+	if err == nil && !res.Settled {
+		e.logf("the writes had not stopped after %s: the window ends with them still coming", res.Limit)
 	}
-	// After 60 s of writes the window ends anyway: what was counted is the
-	// figure.
-	return now, nil
+	return counts, &res, err
 }
 
 // countOperatorEvents lists the events in the benchmark's namespace by

@@ -89,6 +89,9 @@ type config struct {
 	idle           time.Duration
 	driftCount     int
 	nodes          int
+	// peers are another operator's figures, measured elsewhere, that the
+	// results quote; nil for none.
+	peers *quotedKopf
 	// rounds is how many times the ceiling and the operator's burst run at
 	// each N; round names an extra round in the log.
 	rounds int
@@ -118,7 +121,7 @@ func run() error {
 
 	heap := "not asked for (-heap-profile); peak RSS is sampled from /proc every 200 ms"
 	if cfg.heapProfile {
-		heap = "taken after each burst from the operator's --pprof-bind-address (after a GC), saved in the logs folder; the top of go tool pprof -top is in footprint.heapTop. Serving profiles turns on the operator's sampling of allocations, which it leaves off otherwise (about 1.5 MiB), so the footprint above is that of a profiled operator"
+		heap = "taken after each burst from the operator's --pprof-bind-address (after a GC), saved in the logs folder; the top of go tool pprof -top is in footprint.heapTop. Serving profiles turns on the operator's sampling of allocations, which it leaves off otherwise, so the footprint above is that of a profiled operator, somewhat larger"
 	}
 	res := &results{
 		Started:     time.Now(),
@@ -133,7 +136,7 @@ func run() error {
 		IdleWindow:  cfg.idle.String(),
 		DriftCount:  cfg.driftCount,
 		HeapProfile: heap,
-		Quoted:      kopf,
+		Quoted:      cfg.peers,
 		Notes:       notes(cfg),
 	}
 	fmt.Fprintf(os.Stderr, "bench: N=%v, scenarios %v; load client: %s; operator: %s; operator logs in %s\n",
@@ -179,7 +182,8 @@ func parseFlags(args []string) (*config, error) {
 	fs.DurationVar(&cfg.idle, "idle", 60*time.Second, "length of the idle window of the cost scenario")
 	fs.IntVar(&cfg.driftCount, "drift-count", 100, "changes per kind in the drift scenario")
 	fs.IntVar(&cfg.nodes, "nodes", 0, "kwok nodes per cluster (default: max(1, N/500))")
-	fs.IntVar(&cfg.rounds, "rounds", 3, "rounds of the ceiling (Deployments and Services) and the operator's burst at each N, each on fresh clusters; the ratio targets are judged on the median of the rounds' ratios, everything else on the last round")
+	peers := fs.String("peers", "test/bench/peers.json", "JSON file of another operator's figures measured elsewhere, with their source, that the report quotes next to the burst; relative to -repo; \"\" for none")
+	fs.IntVar(&cfg.rounds, "rounds", 3, "rounds of the ceiling (Deployments and Services) and the operator's burst at each N, each on fresh clusters; the ratio targets are judged on the median of the rounds' ratios (not judged when a round has no ceiling figure), everything else on the last round")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -199,6 +203,15 @@ func parseFlags(args []string) (*config, error) {
 	cfg.operator = abs
 	if _, err := os.Stat(filepath.Join(cfg.repo, "deploy", "kustomization.yaml")); err != nil {
 		return nil, fmt.Errorf("no deploy/kustomization.yaml under -repo %s: run from the repository's root or pass -repo", cfg.repo)
+	}
+	if *peers != "" {
+		path := *peers
+		if !filepath.IsAbs(path) {
+			path = filepath.Join(cfg.repo, path)
+		}
+		if cfg.peers, err = loadPeers(path); err != nil {
+			return nil, err
+		}
 	}
 	if os.Getenv(localcluster.BinDirEnv) == "" {
 		return nil, fmt.Errorf("%s is not set: run make bench, or export %s=$(hack/kube-binaries.sh --dir)", localcluster.BinDirEnv, localcluster.BinDirEnv)
@@ -328,12 +341,13 @@ func notes(cfg *config) []string {
 		fmt.Sprintf("The ceiling is a plain client-go clientset with %s creating (POST) website.DesiredDeployment and DesiredService of a websitetest Website (owner references removed: the Website does not exist, and the garbage collector would delete the children), first the Deployments alone, then Deployments and Services. The client that creates the Websites of the operator phase has the same settings. The operator runs with %s.", cfg.load, cfg.operatorClient),
 		"Times are from the first create call to the moment this program's informer saw the last object meet the condition. Ready means the Ready condition is True with observedGeneration equal to metadata.generation; Available means status.availableReplicas equals spec.replicas.",
 		"Ratios: operator's children exist ÷ ceiling's Deployments and Services exist; operator's Websites Ready ÷ ceiling's Deployments Available; operator's Deployments exist ÷ Deployments-alone ceiling's Deployments exist. The operator's Websites, its status writes and its events are work that the ceiling does not do.",
-		fmt.Sprintf("Rounds (-rounds %d): the ceiling (Deployments and Services) and the operator's burst run %d times at each N, one after the other, each on a fresh cluster; each round's ratios compare that round's operator with that round's ceiling, and the ratio targets are judged on the median of the rounds' ratios. The rounds before the last measure these times only; everything else (the Deployments-alone ceiling, footprint, costs, restart, drift, profiles) comes from the last round.", cfg.rounds, cfg.rounds),
+		fmt.Sprintf("Rounds (-rounds %d): the ceiling (Deployments and Services) and the operator's burst run %d times at each N, one after the other, each on a fresh cluster; each round's ratios compare that round's operator with that round's ceiling, and the ratio targets are judged on the median of the rounds' ratios: a round without the ceiling's figure leaves them not judged, and an operator that did not finish in any round misses them. The rounds before the last measure these times only; everything else (the Deployments-alone ceiling, footprint, costs, restart, drift, profiles) comes from the last round.", cfg.rounds, cfg.rounds),
 		"Writes are counted from kube-apiserver's apiserver_request_total (verbs POST, PUT, PATCH, APPLY, DELETE), which has no user label. Writes to websites (except creates, which this program makes), websites/status and the main deployments and services resources are attributed to the operator: kube-controller-manager writes deployments/status only, which the ceiling phase checks (kcmDeploymentMainWrites). Events are written by the scheduler and kube-controller-manager as well, so the operator's events are counted as the events.k8s.io Events whose reportingController is platform-operator (one write each, plus one per series).",
+		fmt.Sprintf("The windows that end when the writes stop (the burst's cost, the restart) wait for %d scrapes in a row, %s apart, without a new write, for %s at most; a window that reached the limit with writes still coming is recorded as unsettled (createWindowSettle, windowSettle), its counts are a lower bound, and its targets are not judged met.", settleQuiet, settleEvery, settleLimit),
 		"Restart writes are the API server's writes from SIGTERM until the new process had reconciled every Website and the writes stopped, minus the new Website's own. The new process runs with --verbose, so its log names the Website of every write; changes of existing Websites seen by the watch, and writes logged for them, are cross-checks.",
 		"Drift: a child Service is deleted (with a UID precondition), or a Deployment's image is changed with a strategic merge patch by another field manager; the time is from the call to the moment the informer saw the restored object.",
 		"kwok renews the nodes' heartbeat Leases every 10 s, as kubelets do (internal/localcluster); NodeNotReady events are checked during the waits and at the end of each N (clusterHealth in results.json), since pods marked not ready would invalidate the Ready figures.",
-		"RSS is sampled from /proc/PID/status (VmRSS, RssAnon, RssFile every 200 ms, VmHWM at the end of each process).",
+		"RSS is sampled from /proc/PID/status (VmRSS, RssAnon, RssFile every 200 ms, VmHWM at the end of each process); the memory targets are judged on VmHWM, the kernel's exact peak, which samples can miss.",
 	}
 }
 
@@ -344,7 +358,7 @@ func relativeArgs(repo string, args []string) []string {
 	for i := 0; i < len(out); i++ {
 		name, value, hasValue := strings.Cut(strings.TrimLeft(out[i], "-"), "=")
 		switch name {
-		case "operator", "out", "logs", "repo":
+		case "operator", "out", "logs", "repo", "peers":
 		default:
 			continue
 		}

@@ -88,10 +88,11 @@ func (e *env) restart(ctx context.Context) error {
 	}
 	res.InitialPass.Seconds = round3(time.Since(stopStart).Seconds())
 	e.logf("restart: initial pass: %s", res.InitialPass)
-	after, err := e.settle(ctx, before)
+	after, settled, err := e.settle(ctx, before)
 	if err != nil {
 		return err
 	}
+	res.Settle = settled
 	res.WindowSeconds = round3(time.Since(stopStart).Seconds())
 	e.recordCPU("restart", cpu0)
 	// The new process's counters start at zero: all its requests so far.

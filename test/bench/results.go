@@ -27,8 +27,11 @@ type results struct {
 	HeapProfile string         `json:"heapProfile"`
 	Runs        []*runResult   `json:"runs"`
 	Checks      []check        `json:"checks"`
-	Quoted      quotedKopf     `json:"quotedFromIssueNotMeasuredHere"`
-	Notes       []string       `json:"notes"`
+	// Quoted are another operator's figures, measured elsewhere, that the
+	// report shows next to the burst: read from -peers when the run
+	// started, and rendered from here.
+	Quoted *quotedKopf `json:"quotedFromIssueNotMeasuredHere,omitempty"`
+	Notes  []string    `json:"notes"`
 }
 
 type operatorInfo struct {
@@ -53,22 +56,6 @@ func (c clientSettings) String() string {
 		return fmt.Sprintf("no client-side rate limit, %d workers", c.Workers)
 	}
 	return fmt.Sprintf("%s QPS, burst %d, %d workers", trimFloat(c.QPS), c.Burst, c.Workers)
-}
-
-// quotedKopf are the tutorial kopf operator's figures as issue 11 quotes
-// them from another run on this machine; the benchmark does not run kopf.
-type quotedKopf struct {
-	Source string             `json:"source"`
-	Exist  map[string]float64 `json:"secondsUntilAllDeploymentsExisted"`
-	Avail  map[string]float64 `json:"secondsUntilAllAvailable"`
-	RSSMiB map[string]float64 `json:"peakRSSMiB"`
-}
-
-var kopf = quotedKopf{
-	Source: "quoted from issue 11, not measured by this program: the tutorial's kopf operator (Python, kopf 1.44.6), each N on a fresh local cluster",
-	Exist:  map[string]float64{"100": 3.4, "1000": 38.3, "5000": 161.3},
-	Avail:  map[string]float64{"100": 3.6, "1000": 38.5, "5000": 161.6},
-	RSSMiB: map[string]float64{"100": 85, "1000": 224, "5000": 764},
 }
 
 // runResult holds every figure of one N.
@@ -238,8 +225,11 @@ type lagResult struct {
 
 type costResult struct {
 	// CreateWindowSeconds spans from the first create until the writes
-	// stopped after every Website was Ready.
+	// stopped after every Website was Ready, or the wait for them to stop
+	// reached its limit: Settle says which (nil in results written before
+	// it was recorded).
 	CreateWindowSeconds float64        `json:"createWindowSeconds"`
+	Settle              *settleResult  `json:"createWindowSettle,omitempty"`
 	CreateRaw           requestCounts  `json:"createWritesRaw"`
 	Create              operatorWrites `json:"createWrites"`
 	PerWebsite          operatorWrites `json:"createWritesPerWebsite"`
@@ -296,8 +286,10 @@ type restartResult struct {
 	// its queue was empty, from SIGTERM.
 	InitialPass waitResult `json:"initialPass"`
 	// WindowSeconds spans from SIGTERM until the writes stopped after the
-	// initial pass.
+	// initial pass, or the wait for them to stop reached its limit: Settle
+	// says which (nil in results written before it was recorded).
 	WindowSeconds float64        `json:"windowSeconds"`
+	Settle        *settleResult  `json:"windowSettle,omitempty"`
 	WindowRaw     requestCounts  `json:"windowWritesRaw"`
 	Window        operatorWrites `json:"windowWrites"`
 	// NewWebsiteOwn are the new Website's own writes: its status writes, as

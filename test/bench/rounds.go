@@ -160,15 +160,3 @@ func median(values []*float64) *float64 {
 	m = round3(m)
 	return &m
 }
-
-// ratioList is the rounds' ratios, in the order they ran.
-func ratioList(rounds []roundResult, pick func(roundResult) *float64) string {
-	parts := make([]string, len(rounds))
-	for i, r := range rounds {
-		parts[i] = "—"
-		if v := pick(r); v != nil {
-			parts[i] = fmt.Sprintf("%.2f", *v)
-		}
-	}
-	return strings.Join(parts, ", ")
-}
