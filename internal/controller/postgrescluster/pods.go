@@ -129,9 +129,12 @@ func (r *Reconciler) routePods(ctx context.Context, obs *observation, e election
 		if role := want(name); role != "" {
 			value = role
 		}
+		// Without a resourceVersion: the instance managers' reports change
+		// the pods every second under load, and setting one label needs
+		// no lock; a label that the next report makes wrong, the next
+		// reconcile puts right.
 		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
-			"resourceVersion": pod.ResourceVersion,
-			"labels":          map[string]any{v1alpha1.PostgresRoleLabel: value},
+			"labels": map[string]any{v1alpha1.PostgresRoleLabel: value},
 		}})
 		if err != nil {
 			out.add(err, false)
