@@ -20,6 +20,10 @@ const (
 	// PinnedLabel, set to "true" on a backup, keeps it whatever the
 	// retention policy says. Remove the label to let retention delete it.
 	PinnedLabel = "example.com/pinned"
+
+	// BackupResultLabel, on a backup, is how its run ended: Succeeded or
+	// Failed. A backup without it is a run in progress.
+	BackupResultLabel = "example.com/result"
 )
 
 // BackupJobSpec is the desired state of a BackupJob: what to back up, when,

@@ -183,6 +183,16 @@ func (r *Reconciler) ensureClaims(ctx context.Context, pg *v1alpha1.PostgresClus
 			if pg.Spec.Hibernate {
 				continue
 			}
+			if n == 1 && restoring(pg) {
+				// The first instance starts from the backup; the others
+				// clone it once it runs.
+				source, err := r.restoreSource(ctx, pg)
+				if err != nil {
+					out.report(v1alpha1.PostgresBackupNotFoundReason, err.Error())
+					continue
+				}
+				desired.Spec.DataSourceRef = source
+			}
 			if err := r.Client.Create(ctx, desired); err != nil {
 				if apierrors.IsAlreadyExists(err) {
 					out.conflict = true
@@ -228,6 +238,12 @@ func (r *Reconciler) growClaim(ctx context.Context, pg *v1alpha1.PostgresCluster
 	}
 	children.CountWrite(kind, "PersistentVolumeClaim", "update")
 	r.Recorder.Eventf(pg, claim, corev1.EventTypeNormal, "StorageResizing", "Resize", "PersistentVolumeClaim %s grows to %s", claim.Name, want.String())
+}
+
+// restoring tells whether pg starts from a backup and has not started yet:
+// only the first instance's first claim is made from it.
+func restoring(pg *v1alpha1.PostgresCluster) bool {
+	return pg.Spec.Bootstrap != nil && pg.Spec.Bootstrap.FromBackup != nil && pg.Status.CurrentPrimary == ""
 }
 
 // resizing tells whether a claim waits for its volume to grow to its
