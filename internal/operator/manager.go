@@ -103,6 +103,7 @@ func newManager(ctx context.Context, config *rest.Config, opts Options, leaseNS 
 			TenantAPIServerCA:       tenantCA,
 			Clock:                   clock.RealClock{},
 			ServedOptionalAPIs:      p.servedOptional[d.Name],
+			PodSecurityVersion:      p.podSecurity,
 		})
 		if err != nil {
 			stop()

@@ -90,6 +90,7 @@ func NewReconciler(mgr ctrl.Manager, c client.Client, opts controller.SetupOptio
 		Recorder:                recorder,
 		Clock:                   opts.Clock,
 		SnapshotsServed:         opts.ServedOptionalAPIs[SnapshotAPI],
+		PodSecurityVersion:      opts.PodSecurityVersion,
 		MaxConcurrentReconciles: opts.MaxConcurrentReconciles,
 	}
 	r.defaults()

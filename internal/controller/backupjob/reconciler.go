@@ -16,6 +16,7 @@ import (
 	"example.com/platform-operator/api/v1alpha1"
 	"example.com/platform-operator/internal/children"
 	"example.com/platform-operator/internal/controller"
+	"example.com/platform-operator/internal/podsecurity"
 )
 
 const (
@@ -45,6 +46,9 @@ type Reconciler struct {
 	Clock clock.PassiveClock
 	// SnapshotsServed tells whether the cluster serves VolumeSnapshots.
 	SnapshotsServed bool
+	// PodSecurityVersion is the version of the Pod Security Standards the
+	// runs' and drills' pods are judged by: the API server's.
+	PodSecurityVersion podsecurity.Version
 	// RecheckInterval is how often a BackupJob waiting on something no
 	// watch reports looks again (default 30 s, with 20% jitter).
 	RecheckInterval time.Duration

@@ -56,7 +56,7 @@ func (r *WebsiteReconciler) reconcileChildren(ctx context.Context, w *websitev1.
 	desired, opts, err := r.deploymentIntent(ctx, w)
 	result := children.Result{Action: children.Failed, Err: err}
 	if err == nil {
-		result = r.Children.Ensure(ctx, w, desired, deployment, opts...)
+		result = r.Children.Ensure(ctx, w, desired, deployment, append(opts, children.Judge(judgePod(r.PodSecurityVersion)))...)
 	} else {
 		result.Message = err.Error()
 	}

@@ -51,5 +51,6 @@ func NewReconciler(mgr ctrl.Manager, c client.Client, opts controller.SetupOptio
 		ClusterDomain:           opts.ClusterDomain,
 		MaxConcurrentReconciles: opts.MaxConcurrentReconciles,
 		AdoptTutorial:           opts.AdoptTutorial,
+		PodSecurityVersion:      opts.PodSecurityVersion,
 	}
 }

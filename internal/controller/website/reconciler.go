@@ -32,6 +32,7 @@ import (
 	websitev1 "example.com/platform-operator/api/v1"
 	"example.com/platform-operator/internal/children"
 	"example.com/platform-operator/internal/controller"
+	"example.com/platform-operator/internal/podsecurity"
 )
 
 // defaultConflictRecheckInterval is how often a Website blocked by an object
@@ -65,6 +66,9 @@ type WebsiteReconciler struct {
 	// AdoptTutorial lets every Website take over what the tutorial's
 	// operator made for it, as the example.com/adopt annotation does for one.
 	AdoptTutorial bool
+	// PodSecurityVersion is the version of the Pod Security Standards the
+	// Websites' pods are judged by: the API server's.
+	PodSecurityVersion podsecurity.Version
 
 	// retries is the controller's rate limiter, set up with it.
 	retries *controller.Retries
