@@ -113,6 +113,9 @@ type BackupJobSpec struct {
 	// refuses what the rules of BackupJobTemplate see, and the operator
 	// judges the rest with the upstream Pod Security library at the API
 	// server's version, reporting a refusal as Degraded, reason InvalidSpec.
+	// Labels and annotations the operator reads as its own (example.com/*,
+	// app.kubernetes.io/managed-by, app.kubernetes.io/name=website) are
+	// refused in the template.
 	// +optional
 	JobTemplate *BackupJobTemplate `json:"jobTemplate,omitempty"`
 
@@ -271,7 +274,11 @@ type BackupSnapshotTarget struct {
 // AppArmor, SELinux and /proc settings) and tolerations of control-plane
 // taints are judged by the operator, with the upstream Pod Security
 // library at the API server's version. Volumes named "source" and
-// "backup" are the operator's to add.
+// "backup" are the operator's to add, and so are the labels and
+// annotations it reads as its own, refused in the Job's and the pod's
+// metadata: keys under example.com/ (example.com/drill would make a run
+// pass for a restore drill), app.kubernetes.io/managed-by, and
+// app.kubernetes.io/name=website, which every Website's Service selects.
 //
 // +kubebuilder:validation:XValidation:rule="self.?spec.?template.?spec.hasValue()",message="jobTemplate.spec.template.spec is required: it holds the containers that copy the data",reason=FieldValueRequired
 // +kubebuilder:validation:XValidation:rule="!self.?spec.?template.?spec.?hostNetwork.orValue(false)",message="may not be true: the pod would use the node's network",fieldPath=".spec.template.spec.hostNetwork",reason=FieldValueForbidden
@@ -297,6 +304,10 @@ type BackupSnapshotTarget struct {
 // +kubebuilder:validation:XValidation:rule="!self.?spec.?template.?spec.?initContainers.hasValue() || self.spec.template.spec.initContainers.all(c, c.?securityContext.?runAsNonRoot.orValue(true) && c.?securityContext.?runAsUser.orValue(1) != 0)",message="may not set securityContext.runAsNonRoot to false or securityContext.runAsUser to 0: the restricted Pod Security Standard forbids running as root",fieldPath=".spec.template.spec.initContainers",reason=FieldValueForbidden
 // +kubebuilder:validation:XValidation:rule="!self.?spec.?template.?spec.?initContainers.hasValue() || self.spec.template.spec.initContainers.all(c, !c.?securityContext.?allowPrivilegeEscalation.orValue(false))",message="may not set securityContext.allowPrivilegeEscalation to true: the restricted Pod Security Standard forbids it",fieldPath=".spec.template.spec.initContainers",reason=FieldValueForbidden
 // +kubebuilder:validation:XValidation:rule="!self.?spec.?template.?spec.?volumes.hasValue() || self.spec.template.spec.volumes.all(v, has(v.configMap) || has(v.secret) || has(v.downwardAPI) || has(v.emptyDir) || has(v.projected) || has(v.persistentVolumeClaim) || has(v.ephemeral) || has(v.image))",message="may hold only configMap, secret, downwardAPI, emptyDir, projected, persistentVolumeClaim, ephemeral and image volumes: the restricted Pod Security Standard forbids the types that reach into the node or the network, and an inline CSI volume is its driver's to decide",fieldPath=".spec.template.spec.volumes",reason=FieldValueForbidden
+// +kubebuilder:validation:XValidation:rule="!self.?metadata.?labels.hasValue() || self.metadata.labels.all(k, !k.startsWith('example.com/') && k != 'app.kubernetes.io/managed-by') && self.metadata.labels[?'app.kubernetes.io/name'].orValue('none') != 'website'",message="may not hold keys under example.com/, app.kubernetes.io/managed-by, nor app.kubernetes.io/name=website: the operator reads them as its own",fieldPath=".metadata.labels",reason=FieldValueForbidden
+// +kubebuilder:validation:XValidation:rule="!self.?metadata.?annotations.hasValue() || self.metadata.annotations.all(k, !k.startsWith('example.com/'))",message="may not hold keys under example.com/: the operator reads them as its own",fieldPath=".metadata.annotations",reason=FieldValueForbidden
+// +kubebuilder:validation:XValidation:rule="!self.?spec.?template.?metadata.?labels.hasValue() || self.spec.template.metadata.labels.all(k, !k.startsWith('example.com/') && k != 'app.kubernetes.io/managed-by') && self.spec.template.metadata.labels[?'app.kubernetes.io/name'].orValue('none') != 'website'",message="may not hold keys under example.com/, app.kubernetes.io/managed-by, nor app.kubernetes.io/name=website: the operator reads them as its own, and every Website's Service selects pods labelled app.kubernetes.io/name=website",fieldPath=".spec.template.metadata.labels",reason=FieldValueForbidden
+// +kubebuilder:validation:XValidation:rule="!self.?spec.?template.?metadata.?annotations.hasValue() || self.spec.template.metadata.annotations.all(k, !k.startsWith('example.com/'))",message="may not hold keys under example.com/: the operator reads them as its own",fieldPath=".spec.template.metadata.annotations",reason=FieldValueForbidden
 type BackupJobTemplate batchv1.JobTemplateSpec
 
 // BackupRetention says which backups to keep. A backup is kept when any

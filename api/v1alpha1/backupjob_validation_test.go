@@ -201,6 +201,9 @@ spec:
   verify:
     jobTemplate: {spec: {template: {spec: {containers: [{name: check, image: busybox}]}}}}`},
 		{"timeZone Etc/GMT+5", backupJobWith("timeZone: Etc/GMT+5")},
+		{"labels and annotations of the user's", strings.Replace(strings.Replace(minimalBackupJob,
+			"  jobTemplate:\n", "  jobTemplate:\n    metadata: {labels: {app.kubernetes.io/name: backup, team: a}, annotations: {owner: team-a}}\n", 1),
+			"      template:\n", "      template:\n        metadata: {labels: {app.kubernetes.io/instance: shop}, annotations: {simulation.example.com/fail: \"true\"}}\n", 1)},
 		{"restricted settings of its own", backupJobWithPod(`
 securityContext: {runAsNonRoot: true, runAsUser: 1000, fsGroup: 1000, seccompProfile: {type: Localhost, localhostProfile: backup.json}, seLinuxOptions: {type: container_t, level: "s0:c1,c2"}}
 nodeSelector: {storage: "true"}
@@ -319,6 +322,13 @@ spec:
 		{"rbd volume", backupJobWithPod("volumes: [{name: remote, rbd: {monitors: [10.0.0.1], image: x}}]"), pod + "volumes: Forbidden: may hold only"},
 		{"flexVolume", backupJobWithPod("volumes: [{name: remote, flexVolume: {driver: example/x}}]"), pod + "volumes: Forbidden: may hold only"},
 		{"inline csi volume", backupJobWithPod("volumes: [{name: remote, csi: {driver: nfs.csi.k8s.io}}]"), pod + "volumes: Forbidden: may hold only"},
+		// labels and annotations the operator reads as its own
+		{"drill label on the Job", strings.Replace(minimalBackupJob, "  jobTemplate:\n", "  jobTemplate:\n    metadata: {labels: {example.com/drill: nightly-1}}\n", 1), "spec.jobTemplate.metadata.labels: Forbidden"},
+		{"managed-by label on the Job", strings.Replace(minimalBackupJob, "  jobTemplate:\n", "  jobTemplate:\n    metadata: {labels: {app.kubernetes.io/managed-by: platform-operator}}\n", 1), "spec.jobTemplate.metadata.labels: Forbidden"},
+		{"result annotation on the Job", strings.Replace(minimalBackupJob, "  jobTemplate:\n", "  jobTemplate:\n    metadata: {annotations: {example.com/verified: Passed}}\n", 1), "spec.jobTemplate.metadata.annotations: Forbidden"},
+		{"a Website's labels on the pod", strings.Replace(minimalBackupJob, "      template:\n", "      template:\n        metadata: {labels: {app.kubernetes.io/name: website, app.kubernetes.io/instance: shop}}\n", 1), "spec.jobTemplate.spec.template.metadata.labels: Forbidden"},
+		{"BackupJob label on the pod", strings.Replace(minimalBackupJob, "      template:\n", "      template:\n        metadata: {labels: {example.com/backupjob: other}}\n", 1), "spec.jobTemplate.spec.template.metadata.labels: Forbidden"},
+		{"run annotation on the pod", strings.Replace(minimalBackupJob, "      template:\n", "      template:\n        metadata: {annotations: {example.com/run: x}}\n", 1), "spec.jobTemplate.spec.template.metadata.annotations: Forbidden"},
 		{"verify template as root", backupJobWith(`
 verify:
   jobTemplate:

@@ -108,7 +108,7 @@ func (r *Reconciler) startDrill(ctx context.Context, bj *v1alpha1.BackupJob, obs
 		}
 	}
 	desired := desiredDrillJob(bj, b)
-	if r.refuseTemplate(bj, verifyTemplatePath, desired, out) {
+	if r.refuseTemplate(bj, verifyTemplatePath, &bj.Spec.Verify.JobTemplate, desired, out) {
 		return
 	}
 	claim := &corev1.PersistentVolumeClaim{}

@@ -3,6 +3,7 @@ package backupjob
 import (
 	"context"
 	"os"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -25,7 +26,8 @@ import (
 //   - the operator runs a template exactly when the library passes the pod
 //     it will run (after the operator's defaults) and the template breaks
 //     none of the placement rules the standard leaves to the cluster
-//     (nodeName, control-plane nodes, runtimeClassName, inline CSI);
+//     (nodeName, control-plane nodes, runtimeClassName, inline CSI), and
+//     its labels are none of those the operator reads as its own;
 //   - a pod it runs mounts no ServiceAccount token unless the template asks;
 //   - the CRD's own rules (the CEL of BackupJobTemplate, evaluated here as
 //     the API server evaluates them) refuse nothing that the operator would
@@ -35,14 +37,14 @@ import (
 // go test runs the seeds; go test -fuzz FuzzJobTemplate explores further.
 func FuzzJobTemplate(f *testing.F) {
 	validator := templateValidator(f)
-	f.Add(int8(-1), int8(-1), int64(-1), int64(-1), int8(-1), "", "", "", "", "", "", "", int32(0), "", uint8(0), "", "", "", "", int8(-1))
-	f.Add(int8(0), int8(-1), int64(0), int64(-1), int8(1), "SYS_ADMIN", "", "Unconfined", "", "Unconfined", "spc_t", "Unmasked", int32(22), "kernel.core_pattern", uint8(3), "node-1", "", "Exists", "runc", int8(1))
-	f.Add(int8(1), int8(1), int64(1000), int64(1000), int8(0), "NET_BIND_SERVICE", "ALL", "RuntimeDefault", "Localhost", "RuntimeDefault", "", "Default", int32(0), "net.ipv4.ip_unprivileged_port_start", uint8(1), "", "storage", "Exists", "", int8(0))
-	f.Add(int8(-1), int8(0), int64(-1), int64(0), int8(-1), "CHOWN", "NET_RAW", "", "Unconfined", "", "", "", int32(8080), "", uint8(9), "", "node-role.kubernetes.io/control-plane", "Exists", "", int8(-1))
-	f.Add(int8(-1), int8(-1), int64(-1), int64(-1), int8(-1), "", "", "", "", "Localhost", "container_t", "", int32(0), "kernel.shm_rmid_forced", uint8(12), "", "node-role.kubernetes.io/master", "Equal", "", int8(-1))
+	f.Add(int8(-1), int8(-1), int64(-1), int64(-1), int8(-1), "", "", "", "", "", "", "", int32(0), "", uint8(0), "", "", "", "", int8(-1), "", "")
+	f.Add(int8(0), int8(-1), int64(0), int64(-1), int8(1), "SYS_ADMIN", "", "Unconfined", "", "Unconfined", "spc_t", "Unmasked", int32(22), "kernel.core_pattern", uint8(3), "node-1", "", "Exists", "runc", int8(1), "example.com/drill", "x")
+	f.Add(int8(1), int8(1), int64(1000), int64(1000), int8(0), "NET_BIND_SERVICE", "ALL", "RuntimeDefault", "Localhost", "RuntimeDefault", "", "Default", int32(0), "net.ipv4.ip_unprivileged_port_start", uint8(1), "", "storage", "Exists", "", int8(0), "app.kubernetes.io/name", "backup")
+	f.Add(int8(-1), int8(0), int64(-1), int64(0), int8(-1), "CHOWN", "NET_RAW", "", "Unconfined", "", "", "", int32(8080), "", uint8(9), "", "node-role.kubernetes.io/control-plane", "Exists", "", int8(-1), "app.kubernetes.io/name", "website")
+	f.Add(int8(-1), int8(-1), int64(-1), int64(-1), int8(-1), "", "", "", "", "Localhost", "container_t", "", int32(0), "kernel.shm_rmid_forced", uint8(12), "", "node-role.kubernetes.io/master", "Equal", "", int8(-1), "app.kubernetes.io/managed-by", "me")
 	f.Fuzz(func(t *testing.T, podNonRoot, containerNonRoot int8, podUser, containerUser int64, escalation int8,
 		addCap, dropCap, podSeccomp, containerSeccomp, appArmor, seLinuxType, procMount string, hostPort int32,
-		sysctl string, volume uint8, nodeName, tolerationKey, tolerationOp, runtimeClass string, automount int8) {
+		sysctl string, volume uint8, nodeName, tolerationKey, tolerationOp, runtimeClass string, automount int8, labelKey, labelValue string) {
 		template := corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "copy", Image: "busybox:1.36"}}}}
 		pod, c := &template.Spec, &template.Spec.Containers[0]
 		psc, csc := &corev1.PodSecurityContext{}, &corev1.SecurityContext{}
@@ -96,19 +98,24 @@ func FuzzJobTemplate(f *testing.F) {
 		}
 		pod.AutomountServiceAccountToken = triState(automount)
 		pod.SecurityContext, c.SecurityContext = psc, csc
+		if labelKey != "" {
+			template.Labels = map[string]string{labelKey: labelValue}
+		}
 
 		bj := testBackupJob()
 		bj.Spec.JobTemplate.Spec.Template = template
 		job := desiredRunJob(bj, testRun)
 		built := &job.Spec.Template
-		refused := len(templateProblems(jobTemplatePath, job, podsecurity.Latest())) > 0
+		refused := len(templateProblems(jobTemplatePath, bj.Spec.JobTemplate, job, podsecurity.Latest())) > 0
 
 		library := podsecurity.Restricted(podsecurity.Latest(), &built.ObjectMeta, &built.Spec)
 		extra := nodeName != "" || runtimeClass != "" || (tolerationKey == "" && tolerationOp == "Exists") ||
 			tolerationKey == "node-role.kubernetes.io/control-plane" || tolerationKey == "node-role.kubernetes.io/master" ||
-			(pod.Volumes != nil && pod.Volumes[0].CSI != nil)
+			(pod.Volumes != nil && pod.Volumes[0].CSI != nil) ||
+			strings.HasPrefix(labelKey, "example.com/") || labelKey == "app.kubernetes.io/managed-by" ||
+			(labelKey == "app.kubernetes.io/name" && labelValue == "website")
 		if refused != (library != "" || extra) {
-			t.Fatalf("operator refused: %v; library: %q; placement, runtime class or inline CSI: %v", refused, library, extra)
+			t.Fatalf("operator refused: %v; library: %q; placement, runtime class, inline CSI or the operator's labels: %v", refused, library, extra)
 		}
 		if !refused && (built.Spec.AutomountServiceAccountToken == nil || (*built.Spec.AutomountServiceAccountToken && automount != 1)) {
 			t.Errorf("automountServiceAccountToken %v for a template that said %d", built.Spec.AutomountServiceAccountToken, automount)

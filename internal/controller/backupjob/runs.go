@@ -238,7 +238,7 @@ func (r *Reconciler) startRun(ctx context.Context, bj *v1alpha1.BackupJob, obs *
 		return runStarted
 	}
 
-	if r.refuseTemplate(bj, jobTemplatePath, desiredRunJob(bj, run), out) {
+	if r.refuseTemplate(bj, jobTemplatePath, bj.Spec.JobTemplate, desiredRunJob(bj, run), out) {
 		return runFailed
 	}
 	claim := &corev1.PersistentVolumeClaim{}
@@ -261,7 +261,7 @@ func (r *Reconciler) startRun(ctx context.Context, bj *v1alpha1.BackupJob, obs *
 // marks the claim with the Job's UID (JobStartedAnnotation).
 func (r *Reconciler) ensureRunJob(ctx context.Context, bj *v1alpha1.BackupJob, obs *observation, run run, out *outcome) startOutcome {
 	desired := desiredRunJob(bj, run)
-	if r.refuseTemplate(bj, jobTemplatePath, desired, out) {
+	if r.refuseTemplate(bj, jobTemplatePath, bj.Spec.JobTemplate, desired, out) {
 		return runFailed
 	}
 	job := &batchv1.Job{}

@@ -2,6 +2,8 @@ package backupjob
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -9,6 +11,7 @@ import (
 
 	"example.com/platform-operator/api/v1alpha1"
 	"example.com/platform-operator/internal/controller"
+	"example.com/platform-operator/internal/platform"
 	"example.com/platform-operator/internal/podsecurity"
 )
 
@@ -27,12 +30,15 @@ var (
 	verifyTemplatePath = field.NewPath("spec", "verify", "jobTemplate")
 )
 
-// templateProblems are the reasons not to run job, built from the template
-// at path in the BackupJob: the restricted standard at version v, where
-// the pod may run, and settings the operator's pods do without.
-func templateProblems(path *field.Path, job *batchv1.Job, v podsecurity.Version) field.ErrorList {
+// templateProblems are the reasons not to run job, built from template,
+// which is at path in the BackupJob: labels or annotations the operator
+// reads as its own, the restricted standard at version v, where the pod may
+// run, and settings the operator's pods do without.
+func templateProblems(path *field.Path, template *v1alpha1.BackupJobTemplate, job *batchv1.Job, v podsecurity.Version) field.ErrorList {
 	pod := path.Child("spec", "template")
 	var errs field.ErrorList
+	errs = append(errs, reservedMetadata(path.Child("metadata"), template.Labels, template.Annotations)...)
+	errs = append(errs, reservedMetadata(pod.Child("metadata"), template.Spec.Template.Labels, template.Spec.Template.Annotations)...)
 	spec := &job.Spec.Template.Spec
 	if reason := podsecurity.Restricted(v, &job.Spec.Template.ObjectMeta, spec); reason != "" {
 		errs = append(errs, field.Forbidden(pod.Child("spec"), reason))
@@ -51,11 +57,59 @@ func templateProblems(path *field.Path, job *batchv1.Job, v podsecurity.Version)
 	return errs
 }
 
+// reservedMetadata refuses, in a template's labels and annotations, the
+// keys the operator reads as its own: those under example.com/ (a Job
+// labelled example.com/drill would pass for a restore drill), the
+// managed-by label (its caches hold only what carries it), and
+// app.kubernetes.io/name=website, which every Website's Service selects (a
+// pod so labelled, with the instance label of a Website, would serve its
+// traffic).
+func reservedMetadata(path *field.Path, labels, annotations map[string]string) field.ErrorList {
+	var errs field.ErrorList
+	for _, m := range []struct {
+		name   string
+		values map[string]string
+	}{{"labels", labels}, {"annotations", annotations}} {
+		// Sorted, so that the condition's message does not change from
+		// one reconcile to the next.
+		for _, key := range slices.Sorted(maps.Keys(m.values)) {
+			if reason := reservedKey(m.name, key, m.values[key]); reason != "" {
+				errs = append(errs, field.Forbidden(path.Child(m.name).Key(key), reason))
+			}
+		}
+	}
+	return errs
+}
+
+// reservedPrefix starts the labels and annotations the operator reads as
+// its own.
+const reservedPrefix = "example.com/"
+
+// websiteNameLabel and websiteName are the label every Website's Service
+// selects, with its value (internal/controller/website, NameLabel and
+// AppName).
+const (
+	websiteNameLabel = "app.kubernetes.io/name"
+	websiteName      = "website"
+)
+
+func reservedKey(kind, key, value string) string {
+	switch {
+	case strings.HasPrefix(key, reservedPrefix):
+		return "may not be set: keys under " + reservedPrefix + " are the operator's"
+	case kind == "labels" && key == platform.ManagedByLabel:
+		return "may not be set: the label marks what the operator manages"
+	case kind == "labels" && key == websiteNameLabel && value == websiteName:
+		return "may not be " + websiteName + ": every Website's Service selects pods so labelled"
+	}
+	return ""
+}
+
 // refuseTemplate reports, as InvalidSpec, a template whose Job the operator
 // will not run, and tells whether it did. Nothing of the run or drill is
 // made then; a changed spec is judged again.
-func (r *Reconciler) refuseTemplate(bj *v1alpha1.BackupJob, path *field.Path, job *batchv1.Job, out *outcome) bool {
-	errs := templateProblems(path, job, r.PodSecurityVersion)
+func (r *Reconciler) refuseTemplate(bj *v1alpha1.BackupJob, path *field.Path, template *v1alpha1.BackupJobTemplate, job *batchv1.Job, out *outcome) bool {
+	errs := templateProblems(path, template, job, r.PodSecurityVersion)
 	if len(errs) == 0 {
 		return false
 	}

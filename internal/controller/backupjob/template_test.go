@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 
+	"example.com/platform-operator/internal/controller/website"
 	"example.com/platform-operator/internal/podsecurity"
 )
 
@@ -120,7 +121,7 @@ func TestTemplatesThatReachTheNodeAreRefused(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			bj := testBackupJob()
 			tt.change(&bj.Spec.JobTemplate.Spec.Template)
-			errs := templateProblems(jobTemplatePath, desiredRunJob(bj, testRun), podsecurity.Latest())
+			errs := templateProblems(jobTemplatePath, bj.Spec.JobTemplate, desiredRunJob(bj, testRun), podsecurity.Latest())
 			if len(errs) == 0 {
 				t.Fatal("accepted")
 			}
@@ -164,7 +165,7 @@ func TestOrdinaryTemplatesRun(t *testing.T) {
 			bj := testBackupJob()
 			change(&bj.Spec.JobTemplate.Spec.Template)
 			for _, v := range []podsecurity.Version{podsecurity.Latest(), podsecurity.VersionOf("v1.25.0"), podsecurity.VersionOf("v1.37.2")} {
-				if errs := templateProblems(jobTemplatePath, desiredRunJob(bj, testRun), v); len(errs) > 0 {
+				if errs := templateProblems(jobTemplatePath, bj.Spec.JobTemplate, desiredRunJob(bj, testRun), v); len(errs) > 0 {
 					t.Errorf("refused at %s: %v", v, errs)
 				}
 			}
@@ -182,5 +183,54 @@ func TestJobPodsMountNoTokenUnlessAsked(t *testing.T) {
 	bj.Spec.JobTemplate.Spec.Template.Spec.AutomountServiceAccountToken = ptr.To(true)
 	if got := desiredRunJob(bj, testRun).Spec.Template.Spec.AutomountServiceAccountToken; got == nil || !*got {
 		t.Errorf("automountServiceAccountToken %v, want the template's true", got)
+	}
+}
+
+// Labels and annotations the operator reads as its own are refused in a
+// template, naming the key: a run Job labelled example.com/drill would pass
+// for a restore drill (and its success mark the backup verified), a pod
+// labelled as a Website's would serve its traffic. Other keys, those of
+// other example.com subdomains among them, are the user's.
+func TestTemplatesWithTheOperatorsLabelsAreRefused(t *testing.T) {
+	const tmpl = "spec.jobTemplate."
+	tests := map[string]struct {
+		jobLabels, jobAnnotations, podLabels, podAnnotations map[string]string
+		want                                                 []string
+	}{
+		"drill label on the Job": {jobLabels: map[string]string{"example.com/drill": "nightly-1"},
+			want: []string{tmpl + "metadata.labels[example.com/drill]: Forbidden"}},
+		"BackupJob label on the pod": {podLabels: map[string]string{"example.com/backupjob": "other"},
+			want: []string{tmpl + "spec.template.metadata.labels[example.com/backupjob]: Forbidden"}},
+		"managed-by": {jobLabels: map[string]string{"app.kubernetes.io/managed-by": "platform-operator"},
+			want: []string{tmpl + "metadata.labels[app.kubernetes.io/managed-by]: Forbidden"}},
+		"a Website's selector labels": {podLabels: map[string]string{"app.kubernetes.io/name": "website", "app.kubernetes.io/instance": "shop"},
+			want: []string{tmpl + "spec.template.metadata.labels[app.kubernetes.io/name]: Forbidden: may not be website"}},
+		"result annotations": {jobAnnotations: map[string]string{"example.com/verified": "Passed"}, podAnnotations: map[string]string{"example.com/result": "Succeeded"},
+			want: []string{tmpl + "metadata.annotations[example.com/verified]: Forbidden", tmpl + "spec.template.metadata.annotations[example.com/result]: Forbidden"}},
+		"the user's": {
+			jobLabels:      map[string]string{"team": "storage", "app.kubernetes.io/name": "backup", "app.kubernetes.io/instance": "shop"},
+			podLabels:      map[string]string{"app.kubernetes.io/part-of": "website", "example.com.au/x": "y"},
+			podAnnotations: map[string]string{"simulation.example.com/fail": "true", "app.kubernetes.io/managed-by": "annotations are not selected"},
+		},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			bj := testBackupJob()
+			template := bj.Spec.JobTemplate
+			template.Labels, template.Annotations = tt.jobLabels, tt.jobAnnotations
+			template.Spec.Template.Labels, template.Spec.Template.Annotations = tt.podLabels, tt.podAnnotations
+			errs := templateProblems(jobTemplatePath, template, desiredRunJob(bj, testRun), podsecurity.Latest())
+			if len(errs) != len(tt.want) {
+				t.Fatalf("refusals %v, want %d", errs, len(tt.want))
+			}
+			for i, want := range tt.want {
+				if !strings.HasPrefix(errs[i].Error(), want) {
+					t.Errorf("refusal %q, want it to start with %q", errs[i].Error(), want)
+				}
+			}
+		})
+	}
+	if websiteNameLabel != website.NameLabel || websiteName != website.AppName {
+		t.Errorf("the Website's selector is %s=%s, not %s=%s", website.NameLabel, website.AppName, websiteNameLabel, websiteName)
 	}
 }
