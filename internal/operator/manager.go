@@ -92,6 +92,7 @@ func newManager(ctx context.Context, config *rest.Config, opts Options, leaseNS 
 			ClusterDomain:           opts.ClusterDomain,
 			Clock:                   clock.RealClock{},
 			ServedOptionalAPIs:      p.servedOptional[d.Name],
+			PodSecurityVersion:      p.podSecurity,
 		})
 		if err != nil {
 			stop()

@@ -11,6 +11,7 @@ import (
 	"github.com/go-logr/logr/funcr"
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/version"
 	fakediscovery "k8s.io/client-go/discovery/fake"
 	clienttesting "k8s.io/client-go/testing"
 
@@ -161,4 +162,18 @@ func TestPreflightWaitsForAPIsBeingRegistered(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(controllerNames(p.run)).To(Equal([]string{website.Descriptor().Name}))
 	g.Expect(cluster.answers).To(Equal(1), "the Website CRD is listed: no wait for the Tenant and BackupJob CRDs")
+}
+
+// The pods the controllers make are judged by the Pod Security Standards of
+// the API server's version, as it tells it when the start waits for it.
+func TestPreflightTakesThePodSecurityVersionOfTheAPIServer(t *testing.T) {
+	shortDiscoveryGrace(t)
+	g := NewWithT(t)
+	opts, err := ParseOptions([]string{"--controllers=website"}, env(nil), nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	cluster := fakeCluster(websiteCRD)
+	cluster.FakedServerVersion = &version.Info{Major: "1", Minor: "33", GitVersion: "v1.33.1-eks.2"}
+	p, _, err := preflight(context.Background(), opts, "https://10.0.0.1:6443", cluster, &fakeReviewer{}, &probes{}, logr.Discard())
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(p.podSecurity.String()).To(Equal("v1.33"))
 }

@@ -21,7 +21,7 @@ import (
 // replaced one at a time (replicas first; decide hands the primary over
 // before its turn), and the role labels that route CLUSTER-rw and
 // CLUSTER-ro.
-func (r *Reconciler) ensurePods(ctx context.Context, pg *v1alpha1.PostgresCluster, obs *observation, e election, opts podOptions, out *outcome) {
+func (r *Reconciler) ensurePods(ctx context.Context, pg *v1alpha1.PostgresCluster, obs *observation, e election, opts PodOptions, out *outcome) {
 	if pg.Spec.Hibernate {
 		for _, pod := range obs.pods {
 			r.deletePod(ctx, pg, pod, "the cluster hibernates", out)
@@ -33,7 +33,7 @@ func (r *Reconciler) ensurePods(ctx context.Context, pg *v1alpha1.PostgresCluste
 		if obs.pods[name] != nil || obs.claims[name] == nil {
 			continue
 		}
-		pod := desiredPod(pg, n, opts)
+		pod := DesiredPod(pg, n, opts)
 		if err := r.Client.Create(ctx, pod); err != nil {
 			if apierrors.IsAlreadyExists(err) {
 				out.conflict = true

@@ -114,10 +114,10 @@ func (r *Reconciler) Sync(ctx context.Context, pg *v1alpha1.PostgresCluster) kit
 		return kit.Outcome[v1alpha1.PostgresClusterStatus]{Err: out.err}
 	}
 
-	opts := podOptions{instanceImage: r.InstanceImage, clusterDomain: r.ClusterDomain}
+	opts := PodOptions{InstanceImage: r.InstanceImage, ClusterDomain: r.ClusterDomain}
 	hashes := map[string]string{}
 	for n := 1; n <= maxInstances; n++ {
-		hashes[instanceName(pg.Name, n)] = desiredPod(pg, n, opts).Annotations[SpecHashAnnotation]
+		hashes[instanceName(pg.Name, n)] = DesiredPod(pg, n, opts).Annotations[SpecHashAnnotation]
 	}
 	obs, err := r.observe(ctx, pg, hashes)
 	if err != nil {
