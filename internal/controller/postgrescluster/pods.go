@@ -13,6 +13,7 @@ import (
 
 	"example.com/platform-operator/api/v1alpha1"
 	"example.com/platform-operator/internal/children"
+	"example.com/platform-operator/internal/podsecurity"
 )
 
 // ensurePods makes the pods match the spec and the election: a pod for
@@ -34,6 +35,14 @@ func (r *Reconciler) ensurePods(ctx context.Context, pg *v1alpha1.PostgresCluste
 			continue
 		}
 		pod := DesiredPod(pg, n, opts)
+		// Every pod the operator makes meets the restricted standard,
+		// judged as the API server would, whatever the namespace enforces:
+		// spec.resources is the user's part of it.
+		if reason := podsecurity.Restricted(r.PodSecurityVersion, &pod.ObjectMeta, &pod.Spec); reason != "" {
+			out.add(fmt.Errorf("pod %s: %s", name, reason), true)
+			out.report(v1alpha1.PostgresInvalidSpecReason, fmt.Sprintf("Pod %s would not meet the restricted Pod Security Standard: %s", name, reason))
+			continue
+		}
 		if err := r.Client.Create(ctx, pod); err != nil {
 			if apierrors.IsAlreadyExists(err) {
 				out.conflict = true

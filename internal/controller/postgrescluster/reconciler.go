@@ -22,6 +22,7 @@ import (
 	"example.com/platform-operator/internal/controller/kit"
 	"example.com/platform-operator/internal/instance/postgres"
 	"example.com/platform-operator/internal/platform"
+	"example.com/platform-operator/internal/podsecurity"
 )
 
 // kind is the name of the kind this package reconciles.
@@ -44,9 +45,9 @@ type Reconciler struct {
 	// InstanceImage is the operator's image, which the pods' init
 	// container copies the instance manager from.
 	InstanceImage string
-	// DeletionGracePeriod bounds how long a PostgresCluster deleted with a
-	// confirmed Delete policy waits for its pods to stop before it goes.
-	DeletionGracePeriod time.Duration
+	// PodSecurityVersion is the version of the Pod Security Standards the
+	// instances' pods are judged by: the API server's.
+	PodSecurityVersion podsecurity.Version
 
 	loop *kit.Loop[v1alpha1.PostgresCluster, *v1alpha1.PostgresCluster, v1alpha1.PostgresClusterStatus, *v1alpha1.PostgresClusterStatus]
 }
@@ -55,10 +56,10 @@ type Reconciler struct {
 // writing with c: the manager's client, or a wrapper of it in tests.
 func NewReconciler(mgr ctrl.Manager, c client.Client, opts controller.SetupOptions) *Reconciler {
 	r := &Reconciler{
-		Base:                kit.NewBase(mgr, c, kind, opts.Clock),
-		ClusterDomain:       opts.ClusterDomain,
-		InstanceImage:       defaultInstanceImage(),
-		DeletionGracePeriod: time.Minute,
+		Base:               kit.NewBase(mgr, c, kind, opts.Clock),
+		ClusterDomain:      opts.ClusterDomain,
+		InstanceImage:      defaultInstanceImage(),
+		PodSecurityVersion: opts.PodSecurityVersion,
 	}
 	r.loop = kit.NewLoop(&r.Base, r, func(pg *v1alpha1.PostgresCluster) *v1alpha1.PostgresClusterStatus { return &pg.Status },
 		kit.LoopOptions[v1alpha1.PostgresClusterStatus]{
