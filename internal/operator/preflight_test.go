@@ -60,6 +60,7 @@ func TestPreflight(t *testing.T) {
 			wantSkipped: []skippedController{
 				{name: "tenant", reason: "tenants (example.com/v1alpha1) is not installed in this cluster: apply the tenant component of deploy/ (deploy/components/tenant) first"},
 				{name: "backupjob", reason: "backupjobs (example.com/v1alpha1) is not installed in this cluster: apply the backupjob component of deploy/ (deploy/components/backupjob) first"},
+				{name: "postgrescluster", reason: "postgresclusters (example.com/v1alpha1) is not installed in this cluster: apply the postgrescluster component of deploy/ (deploy/components/postgrescluster) first"},
 			},
 		},
 		{
