@@ -262,9 +262,30 @@ func cpuSeconds(pid int) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	// The fields after the command name, which is in parentheses.
-	fields := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+2:]))
-	utime, _ := strconv.ParseFloat(fields[11], 64)
-	stime, _ := strconv.ParseFloat(fields[12], 64)
-	return (utime + stime) / 100, nil // USER_HZ is 100 on Linux
+	return parseCPUSeconds(string(data))
+}
+
+// parseCPUSeconds reads utime and stime, fields 14 and 15 of /proc/PID/stat
+// (proc(5)), which come after the command name in parentheses (a name may
+// hold spaces and parentheses itself), in clock ticks of 1/100 s
+// (USER_HZ on Linux).
+func parseCPUSeconds(stat string) (float64, error) {
+	end := strings.LastIndexByte(stat, ')')
+	if end < 0 {
+		return 0, fmt.Errorf("no command name in /proc/PID/stat: %q", stat)
+	}
+	// From field 3, the state, on.
+	fields := strings.Fields(stat[end+1:])
+	if len(fields) < 13 {
+		return 0, fmt.Errorf("%d fields after the command name in /proc/PID/stat, want at least 13: %q", len(fields), stat)
+	}
+	var ticks uint64
+	for _, f := range fields[11:13] {
+		n, err := strconv.ParseUint(f, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("CPU time in /proc/PID/stat: %w", err)
+		}
+		ticks += n
+	}
+	return float64(ticks) / 100, nil
 }
