@@ -347,6 +347,15 @@ func testOperatorsWorkIsAllowed(t *testing.T, e *policyEnv) {
 	g.Expect(e.operator.Create(ctx, postgrescluster.DesiredAppSecret(pg, "pa55word", "cluster.local"), client.DryRunAll)).To(Succeed(), "its credentials")
 	pod := postgrescluster.DesiredPod(pg, 2, postgrescluster.PodOptions{InstanceImage: "example.com/platform-operator:v1", ClusterDomain: "cluster.local"})
 	g.Expect(e.operator.Create(ctx, pod, client.DryRunAll)).To(Succeed(), "a pet, as its instance account")
+	// The role label that routes CLUSTER-rw, on a pet the scheduler has
+	// placed: the update writes no pod spec, though the spec names a node.
+	g.Expect(e.operator.Apply(ctx, postgrescluster.DesiredAccount(pg), client.FieldOwner(platform.Name))).To(Succeed())
+	placed := pod.DeepCopy()
+	placed.Spec.NodeName = "node-1"
+	g.Expect(e.admin.Create(ctx, placed)).To(Succeed())
+	labelled := placed.DeepCopy()
+	labelled.Labels[tenantv1.PostgresRoleLabel] = tenantv1.PostgresPrimaryRole
+	g.Expect(e.operator.Patch(ctx, labelled, client.MergeFrom(placed))).To(Succeed(), "a role label on a placed pet")
 	restored := postgrescluster.DesiredClaim(pg, 1)
 	restored.Spec.DataSourceRef = &corev1.TypedObjectReference{APIGroup: ptr.To("snapshot.storage.k8s.io"), Kind: "VolumeSnapshot", Name: "nightly-1700000000"}
 	g.Expect(e.operator.Create(ctx, restored, client.DryRunAll)).To(Succeed(), "its first claim, restored")
