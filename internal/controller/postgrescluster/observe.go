@@ -28,6 +28,10 @@ type observation struct {
 	lease   lease
 	// claims are the instances' claims by name, nil where there is none.
 	claims map[string]*corev1.PersistentVolumeClaim
+	// routed are the pods whose role label is the one the election gives
+	// them, as seen or as written by this reconcile: the Services route by
+	// it.
+	routed map[string]bool
 }
 
 // observe reads the cluster's pods, their reports, the primary's Lease and

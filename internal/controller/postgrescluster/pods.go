@@ -129,9 +129,14 @@ func (r *Reconciler) routePods(ctx context.Context, obs *observation, e election
 	slices.SortFunc(names, func(a, b string) int {
 		return boolRank(want(a) != "") - boolRank(want(b) != "")
 	})
+	obs.routed = map[string]bool{}
 	for _, name := range names {
 		pod := obs.pods[name]
-		if !pod.DeletionTimestamp.IsZero() || pod.Labels[v1alpha1.PostgresRoleLabel] == want(name) {
+		if !pod.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if pod.Labels[v1alpha1.PostgresRoleLabel] == want(name) {
+			obs.routed[name] = true
 			continue
 		}
 		var value any
@@ -153,8 +158,11 @@ func (r *Reconciler) routePods(ctx context.Context, obs *observation, e election
 		target.Namespace, target.Name = pod.Namespace, pod.Name
 		if err := r.Client.Patch(ctx, target, client.RawPatch(types.MergePatchType, patch)); client.IgnoreNotFound(err) != nil {
 			out.add(fmt.Errorf("route Pod %s: %w", name, err), false)
+			out.report(v1alpha1.PostgresApplyFailedReason, fmt.Sprintf("Pod %s: its label %s could not be set, so the Services do not route by its role: %v",
+				name, v1alpha1.PostgresRoleLabel, err))
 			continue
 		}
+		obs.routed[name] = true
 		children.CountWrite(kind, "Pod", "label")
 	}
 }

@@ -105,7 +105,12 @@ func conditionsFor(pg *v1alpha1.PostgresCluster, obs *observation, e election, p
 		return metav1.Condition{Type: t, Status: status, Reason: reason, Message: kit.TruncateMessage(message)}
 	}
 	primary := set(v1alpha1.PostgresPrimaryAvailableCondition, metav1.ConditionFalse, e.reason, e.message)
-	if e.primary != "" {
+	switch {
+	case e.primary != "" && !obs.routed[e.primary]:
+		primary = set(v1alpha1.PostgresPrimaryAvailableCondition, metav1.ConditionFalse, v1alpha1.PostgresApplyFailedReason,
+			fmt.Sprintf("Instance %s is the primary, but Service %s does not route to it: its pod lacks the label %s=%s",
+				e.primary, writeService(pg), v1alpha1.PostgresRoleLabel, v1alpha1.PostgresPrimaryRole))
+	case e.primary != "":
 		primary = set(v1alpha1.PostgresPrimaryAvailableCondition, metav1.ConditionTrue, v1alpha1.PostgresAvailableReason,
 			fmt.Sprintf("Instance %s accepts writes through Service %s", e.primary, writeService(pg)))
 	}
