@@ -279,7 +279,7 @@ func testOperatorsWorkIsAllowed(t *testing.T, e *policyEnv) {
 	}}
 	g.Expect(apply(tenant.DesiredNamespace(tn, "team-a-new"))).To(Succeed(), "a Tenant's new namespace")
 	for _, ac := range []runtime.ApplyConfiguration{
-		tenant.DesiredRoleBinding(tn, heldNS), tenant.DesiredResourceQuota(tn, heldNS), tenant.DesiredLimitRange(tn, heldNS),
+		tenant.DesiredRoleBinding(tn, heldNS, true), tenant.DesiredResourceQuota(tn, heldNS), tenant.DesiredLimitRange(tn, heldNS),
 		tenant.DesiredNetworkPolicy(tn, heldNS, []string{heldNS}),
 	} {
 		g.Expect(apply(ac)).To(Succeed(), "%T", ac)

@@ -75,6 +75,14 @@ const (
 	ServiceConflictReason    = "ServiceConflict"
 	IngressConflictReason    = "IngressConflict"
 
+	// HostConflictReason (Degraded=True, Ready=False): spec.ingress.host is
+	// served by a Website of another namespace that claimed it first (was
+	// created earlier; in the same second, the first by namespace and
+	// name). The Website gets no Ingress, and one it had is deleted; the
+	// message names the holder. It gets the host once the holder is deleted
+	// or moves to another host. Websites of one namespace share a host.
+	HostConflictReason = "HostConflict"
+
 	// InvalidSpecReason (Degraded=True, Ready=False): the API server refused a
 	// child built from the spec, for example a limit below its request. The
 	// operator does not retry until the spec changes.

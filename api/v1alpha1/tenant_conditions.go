@@ -89,6 +89,21 @@ const (
 	// exists and is not the Tenant's. It is left untouched.
 	AccessConflictReason = "AccessConflict"
 
+	// ServiceAccountNotAllowedReason (AccessReady=False,
+	// CredentialsReady=False, Degraded=True): spec.serviceAccount.name is
+	// default, the ServiceAccount of every pod that names none. The API
+	// server refuses it; a Tenant stored before that rule is reported with
+	// this reason, and its ServiceAccount is neither made, bound nor given
+	// credentials.
+	ServiceAccountNotAllowedReason = "ServiceAccountNotAllowed"
+
+	// ServiceAccountConflictReason (AccessReady=False,
+	// CredentialsReady=False, Degraded=True): a ServiceAccount of
+	// spec.serviceAccount.name exists in the home namespace and is not
+	// controlled by the Tenant. It is left untouched, is not bound to
+	// ownerRole and gets no credentials; the owners are still bound.
+	ServiceAccountConflictReason = "ServiceAccountConflict"
+
 	// WaitingForNamespacesReason (AccessReady=False): access is granted
 	// only in namespaces that are the Tenant's and not terminating.
 	WaitingForNamespacesReason = "WaitingForNamespaces"

@@ -175,8 +175,13 @@ const (
 // TenantServiceAccount is the ServiceAccount of the tenant's automation.
 type TenantServiceAccount struct {
 	// name of the ServiceAccount in the home namespace. Defaults to tenant.
+	// It cannot be default: that is the ServiceAccount of every pod that
+	// names none, so binding it would give ownerRole to all of them. A
+	// ServiceAccount of this name that the Tenant did not make is never
+	// taken over, bound or given credentials.
 	// +optional
 	// +kubebuilder:default=tenant
+	// +kubebuilder:validation:XValidation:rule="self != 'default'",message="the ServiceAccount default is used by every pod that names none: binding it would give ownerRole to all of them; choose another name"
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`

@@ -51,6 +51,7 @@ func TestTenantValidation(t *testing.T) {
 			{"expiration too short", "spec: {namespaces: [a], serviceAccount: {}, credentials: {expiration: 5m}}", "spec.credentials.expiration"},
 			{"expiration too long", "spec: {namespaces: [a], serviceAccount: {}, credentials: {expiration: 721h}}", "spec.credentials.expiration"},
 			{"expiration not a duration", "spec: {namespaces: [a], serviceAccount: {}, credentials: {expiration: tomorrow}}", "spec.credentials.expiration"},
+			{"default service account", "spec: {namespaces: [a], serviceAccount: {name: default}}", "spec.serviceAccount.name"},
 			{"owner kind", "spec: {namespaces: [a], owners: [{kind: Robot, name: r}]}", "spec.owners[0].kind"},
 			{"service account owner without namespace", "spec: {namespaces: [a], owners: [{kind: ServiceAccount, name: ci}]}", "spec.owners[0].namespace"},
 			{"user owner with namespace", "spec: {namespaces: [a], owners: [{kind: User, name: alice, namespace: a}]}", "spec.owners[0].namespace"},

@@ -23,10 +23,11 @@ func tenantSelector(t *tenantv1.Tenant) labels.Selector {
 
 // ensureAccess makes the access objects of t in the namespace n, which t
 // holds: the RoleBinding of the owner role (unless suspended or the role is
-// not allowed), the quota, the LimitRange and the NetworkPolicy, each only
-// when the spec asks for it. It returns the namespace's ResourceQuota, when
-// there is one, for the tenant-wide totals.
-func (r *Reconciler) ensureAccess(ctx context.Context, t *tenantv1.Tenant, n *namespaceObservation, held []string, roleAllowed bool, out *outcome) *corev1.ResourceQuota {
+// not allowed; the ServiceAccount among its subjects only when
+// serviceAccountHeld), the quota, the LimitRange and the NetworkPolicy, each
+// only when the spec asks for it. It returns the namespace's ResourceQuota,
+// when there is one, for the tenant-wide totals.
+func (r *Reconciler) ensureAccess(ctx context.Context, t *tenantv1.Tenant, n *namespaceObservation, held []string, roleAllowed, serviceAccountHeld bool, out *outcome) *corev1.ResourceQuota {
 	note := func(c *cause) {
 		if n.access == nil {
 			n.access = c
@@ -35,7 +36,7 @@ func (r *Reconciler) ensureAccess(ctx context.Context, t *tenantv1.Tenant, n *na
 
 	var keepBinding string
 	if !t.Spec.Suspend && roleAllowed {
-		if desired := DesiredRoleBinding(t, n.name); desired != nil {
+		if desired := DesiredRoleBinding(t, n.name, serviceAccountHeld); desired != nil {
 			binding := &rbacv1.RoleBinding{}
 			res := r.Children.Ensure(ctx, t, desired, binding)
 			note(out.record(res, tenantv1.AccessConflictReason))
@@ -94,13 +95,22 @@ func (r *Reconciler) remove(ctx context.Context, t *tenantv1.Tenant, namespace, 
 
 // ensureServiceAccount makes t's ServiceAccount in its home namespace, and
 // removes one of a former name. uid is the UID of the ServiceAccount the
-// spec asks for, empty while it does not exist.
+// spec asks for, empty while it does not exist or is not controlled by t:
+// only a ServiceAccount with a UID is bound and given credentials.
 func (r *Reconciler) ensureServiceAccount(ctx context.Context, t *tenantv1.Tenant, out *outcome) (uid types.UID, problem *cause) {
 	want := ServiceAccountName(t)
-	if desired := DesiredServiceAccount(t); desired != nil {
+	switch desired := DesiredServiceAccount(t); {
+	case want != "" && !ServiceAccountNameAllowed(t):
+		problem = serviceAccountNotAllowed(t)
+	case desired != nil:
 		sa := &corev1.ServiceAccount{}
 		res := r.Children.Ensure(ctx, t, desired, sa)
-		problem = out.record(res, tenantv1.AccessConflictReason)
+		if res.Action == children.Conflict {
+			// Someone else's: never adopted, so that a Tenant cannot be
+			// pointed at a ServiceAccount that pods already run as.
+			res.Message = serviceAccountConflictMessage(t, res.Message)
+		}
+		problem = out.record(res, tenantv1.ServiceAccountConflictReason)
 		if res.Exists {
 			uid = sa.UID
 		}
@@ -131,6 +141,21 @@ func (r *Reconciler) revokeAccess(ctx context.Context, t *tenantv1.Tenant, names
 		return fmt.Errorf("revoke the access of Tenant %s in namespace %s: %w", t.Name, namespace, err)
 	}
 	return nil
+}
+
+// serviceAccountNotAllowed is the cause reported for a Tenant stored with
+// spec.serviceAccount.name default, from before the CRD refused it.
+func serviceAccountNotAllowed(t *tenantv1.Tenant) *cause {
+	return problem(tenantv1.ServiceAccountNotAllowedReason, fmt.Sprintf(
+		"spec.serviceAccount.name %q is not allowed: every pod in %s that names no ServiceAccount runs as it, so binding it would give ClusterRole %s to all of them; it is neither made, bound nor given credentials. Choose another name",
+		ServiceAccountName(t), HomeNamespace(t), OwnerRole(t)))
+}
+
+// serviceAccountConflictMessage says why the ServiceAccount of t is not
+// bound: one of its name exists and is not the Tenant's (detail says whose).
+func serviceAccountConflictMessage(t *tenantv1.Tenant, detail string) string {
+	return fmt.Sprintf("ServiceAccount %s/%s (spec.serviceAccount.name) is not bound to ClusterRole %s and gets no credentials: %s",
+		HomeNamespace(t), ServiceAccountName(t), OwnerRole(t), detail)
 }
 
 func problemOf(err error) *cause {

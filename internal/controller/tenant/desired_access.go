@@ -50,10 +50,26 @@ func ServiceAccountName(t *tenantv1.Tenant) string {
 	return t.Spec.ServiceAccount.Name
 }
 
+// ServiceAccountNameAllowed tells whether the ServiceAccount the spec names
+// may be made and bound. default never may: it is the ServiceAccount of
+// every pod that names none, so binding it would give the owner role to
+// all of them. The CRD refuses it; a Tenant stored before that rule still
+// holds it.
+func ServiceAccountNameAllowed(t *tenantv1.Tenant) bool {
+	return ServiceAccountName(t) != forbiddenServiceAccountName
+}
+
+// forbiddenServiceAccountName is the ServiceAccount every namespace has and
+// every pod that names none runs as.
+const forbiddenServiceAccountName = "default"
+
 // Subjects are the subjects bound to the owner role in every namespace of
 // t: the owners, with the apiGroup RBAC needs filled in, then the tenant's
-// ServiceAccount.
-func Subjects(t *tenantv1.Tenant) []tenantv1.TenantSubject {
+// ServiceAccount when serviceAccountHeld says it exists and is the
+// Tenant's. A ServiceAccount is bound by name, so binding one the Tenant
+// does not control would grant the owner role to whoever made it and to
+// every pod that runs as it.
+func Subjects(t *tenantv1.Tenant, serviceAccountHeld bool) []tenantv1.TenantSubject {
 	subjects := make([]tenantv1.TenantSubject, 0, len(t.Spec.Owners)+1)
 	for _, o := range t.Spec.Owners {
 		switch o.Kind {
@@ -64,16 +80,17 @@ func Subjects(t *tenantv1.Tenant) []tenantv1.TenantSubject {
 		}
 		subjects = append(subjects, o)
 	}
-	if sa := ServiceAccountName(t); sa != "" {
+	if sa := ServiceAccountName(t); sa != "" && serviceAccountHeld && ServiceAccountNameAllowed(t) {
 		subjects = append(subjects, tenantv1.TenantSubject{Kind: tenantv1.ServiceAccountSubject, Name: sa, Namespace: HomeNamespace(t)})
 	}
 	return subjects
 }
 
 // DesiredRoleBinding binds the owner role to the subjects of t in
-// namespace, or is nil when there is nobody to bind.
-func DesiredRoleBinding(t *tenantv1.Tenant, namespace string) *rbacv1ac.RoleBindingApplyConfiguration {
-	subjects := Subjects(t)
+// namespace, or is nil when there is nobody to bind. serviceAccountHeld is
+// as for Subjects.
+func DesiredRoleBinding(t *tenantv1.Tenant, namespace string, serviceAccountHeld bool) *rbacv1ac.RoleBindingApplyConfiguration {
+	subjects := Subjects(t, serviceAccountHeld)
 	if len(subjects) == 0 {
 		return nil
 	}
@@ -96,12 +113,12 @@ func DesiredRoleBinding(t *tenantv1.Tenant, namespace string) *rbacv1ac.RoleBind
 }
 
 // DesiredServiceAccount is t's ServiceAccount in its home namespace, or nil
-// when the spec asks for none. Pods get no token of it unless they ask:
-// it is meant for automation outside the cluster, through the credentials
-// Secret.
+// when the spec asks for none or for one it may not have (default). Pods
+// get no token of it unless they ask: it is meant for automation outside
+// the cluster, through the credentials Secret.
 func DesiredServiceAccount(t *tenantv1.Tenant) *corev1ac.ServiceAccountApplyConfiguration {
 	name := ServiceAccountName(t)
-	if name == "" {
+	if name == "" || !ServiceAccountNameAllowed(t) {
 		return nil
 	}
 	return corev1ac.ServiceAccount(name, HomeNamespace(t)).

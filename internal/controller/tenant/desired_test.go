@@ -104,7 +104,7 @@ func TestDesiredRoleBinding(t *testing.T) {
 			tenantv1.TenantSubject{Kind: tenantv1.ServiceAccountSubject, Name: "ci", Namespace: "tools"})
 	})
 
-	rb := decode[rbacv1.RoleBinding](t, DesiredRoleBinding(tn, "team-a-dev"))
+	rb := decode[rbacv1.RoleBinding](t, DesiredRoleBinding(tn, "team-a-dev", true))
 
 	g.Expect(rb.Name).To(Equal("tenant-edit"))
 	g.Expect(rb.Namespace).To(Equal("team-a-dev"))
@@ -121,9 +121,20 @@ func TestDesiredRoleBinding(t *testing.T) {
 	g.Expect(rb.OwnerReferences[0].APIVersion).To(Equal("example.com/v1alpha1"))
 	g.Expect(rb.Labels).To(HaveKeyWithValue(tenantv1.TenantLabel, "team-a"))
 
-	g.Expect(DesiredRoleBinding(testTenant(func(t *tenantv1.Tenant) { t.Spec.Owners = nil }), "x")).
+	g.Expect(DesiredRoleBinding(testTenant(func(t *tenantv1.Tenant) { t.Spec.Owners = nil }), "x", true)).
 		To(BeNil(), "nobody to bind, no RoleBinding")
-	g.Expect(decode[rbacv1.RoleBinding](t, DesiredRoleBinding(testTenant(), "x")).RoleRef.Name).To(Equal("admin"), "admin by default")
+	g.Expect(decode[rbacv1.RoleBinding](t, DesiredRoleBinding(testTenant(), "x", true)).RoleRef.Name).To(Equal("admin"), "admin by default")
+
+	notHeld := decode[rbacv1.RoleBinding](t, DesiredRoleBinding(tn, "team-a-dev", false))
+	g.Expect(notHeld.Subjects).NotTo(ContainElement(HaveField("Name", "tenant")),
+		"a ServiceAccount that does not exist yet, or is not the Tenant's, is not bound")
+	g.Expect(notHeld.Subjects).To(HaveLen(3), "the owners still are")
+	g.Expect(DesiredRoleBinding(testTenant(withServiceAccount, func(t *tenantv1.Tenant) { t.Spec.Owners = nil }), "x", false)).
+		To(BeNil(), "a ServiceAccount not held is nobody to bind")
+
+	defaultSA := testTenant(func(t *tenantv1.Tenant) { t.Spec.ServiceAccount = &tenantv1.TenantServiceAccount{Name: "default"} })
+	g.Expect(decode[rbacv1.RoleBinding](t, DesiredRoleBinding(defaultSA, "x", true)).Subjects).
+		NotTo(ContainElement(HaveField("Name", "default")), "default is never bound, even when held")
 }
 
 func TestDesiredServiceAccount(t *testing.T) {
@@ -137,6 +148,10 @@ func TestDesiredServiceAccount(t *testing.T) {
 	g.Expect(sa.Namespace).To(Equal("team-a"), "in the home namespace")
 	g.Expect(sa.AutomountServiceAccountToken).To(HaveValue(BeFalse()))
 	g.Expect(sa.OwnerReferences).To(HaveLen(1))
+
+	g.Expect(DesiredServiceAccount(testTenant(func(t *tenantv1.Tenant) {
+		t.Spec.ServiceAccount = &tenantv1.TenantServiceAccount{Name: "default"}
+	}))).To(BeNil(), "default, the ServiceAccount of every pod, is never made")
 }
 
 func TestDesiredQuotaAndLimitRange(t *testing.T) {
@@ -198,7 +213,7 @@ func TestChildrenAsBuiltShowNoDrift(t *testing.T) {
 		live    client.Object
 	}{
 		"namespace":       {DesiredNamespace(tn, "team-a"), decode[corev1.Namespace](t, DesiredNamespace(tn, "team-a"))},
-		"role binding":    {DesiredRoleBinding(tn, "team-a"), decode[rbacv1.RoleBinding](t, DesiredRoleBinding(tn, "team-a"))},
+		"role binding":    {DesiredRoleBinding(tn, "team-a", true), decode[rbacv1.RoleBinding](t, DesiredRoleBinding(tn, "team-a", true))},
 		"service account": {DesiredServiceAccount(tn), decode[corev1.ServiceAccount](t, DesiredServiceAccount(tn))},
 		"quota":           {DesiredResourceQuota(tn, "team-a"), decode[corev1.ResourceQuota](t, DesiredResourceQuota(tn, "team-a"))},
 		"limit range":     {DesiredLimitRange(tn, "team-a"), decode[corev1.LimitRange](t, DesiredLimitRange(tn, "team-a"))},

@@ -17,7 +17,10 @@ type observation struct {
 	roleNotAllowed bool
 	// serviceAccount is why the ServiceAccount could not be made, if so.
 	serviceAccount *cause
-	credentials    credentialObservation
+	// serviceAccountHeld is true when the ServiceAccount the spec names
+	// exists and is controlled by the Tenant: only then is it bound.
+	serviceAccountHeld bool
+	credentials        credentialObservation
 	// quotas are the Tenant's ResourceQuotas, one per namespace it holds.
 	quotas []corev1.ResourceQuota
 	// notReleased is why namespaces removed from spec.namespaces could not

@@ -176,6 +176,15 @@ func (r *Reconciler) ensureChildren(ctx context.Context, t *tenantv1.Tenant) (ob
 		obs.notReleased = problemOf(err)
 	}
 
+	// The ServiceAccount comes before the RoleBindings: it is bound only
+	// once it exists and is the Tenant's.
+	homeHeld := len(obs.namespaces) > 0 && obs.namespaces[0].held()
+	var saUID types.UID
+	if homeHeld {
+		saUID, obs.serviceAccount = r.ensureServiceAccount(ctx, t, &out)
+	}
+	obs.serviceAccountHeld = saUID != ""
+
 	var held []string
 	for _, n := range obs.namespaces {
 		if n.held() {
@@ -185,17 +194,12 @@ func (r *Reconciler) ensureChildren(ctx context.Context, t *tenantv1.Tenant) (ob
 	slices.Sort(held)
 	for i := range obs.namespaces {
 		if n := &obs.namespaces[i]; n.held() {
-			if quota := r.ensureAccess(ctx, t, n, held, !obs.roleNotAllowed, &out); quota != nil {
+			if quota := r.ensureAccess(ctx, t, n, held, !obs.roleNotAllowed, obs.serviceAccountHeld, &out); quota != nil {
 				obs.quotas = append(obs.quotas, *quota)
 			}
 		}
 	}
 
-	homeHeld := len(obs.namespaces) > 0 && obs.namespaces[0].held()
-	var saUID types.UID
-	if homeHeld {
-		saUID, obs.serviceAccount = r.ensureServiceAccount(ctx, t, &out)
-	}
 	obs.credentials = r.ensureCredentials(ctx, t, homeHeld, saUID, obs.serviceAccount, &out)
 	return obs, out
 }

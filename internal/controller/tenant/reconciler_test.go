@@ -786,3 +786,64 @@ func TestAccessChangedByHandIsPutBack(t *testing.T) {
 		g.Expect(recreated.Subjects).To(Equal(granted))
 	}).WithTimeout(soon).Should(Succeed(), "the deleted RoleBinding is back")
 }
+
+// A ServiceAccount of the Tenant's name that someone else made first (pods
+// may already run as it) is never adopted, bound or given credentials: the
+// Tenant says why, and only its owners are bound. Once it is gone, the
+// Tenant makes its own and binds that.
+func TestSquattedServiceAccountIsNeitherBoundNorGivenCredentials(t *testing.T) {
+	needsAPIServer(t)
+	ctx := t.Context()
+	g := NewWithT(t)
+	home, dev := unique("squat"), unique("squatdev")
+	g.Expect(k8sClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: home}})).To(Succeed())
+	squatter := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: tenant.DefaultServiceAccountName, Namespace: home,
+		Labels: map[string]string{"made-by": "mallory"}}}
+	g.Expect(k8sClient.Create(ctx, squatter)).To(Succeed())
+	tn := newTenant(t, []string{home, dev}, withCredentials)
+	ns := namespace(g, ctx, home)
+	ns.Labels = map[string]string{tenantv1.TenantAdoptLabel: tn.Name}
+	g.Expect(k8sClient.Update(ctx, ns)).To(Succeed())
+
+	tn = eventuallyCondition(t, tn.Name, tenantv1.TenantAccessReadyCondition, metav1.ConditionFalse, tenantv1.ServiceAccountConflictReason)
+	g.Expect(condition(tn, tenantv1.TenantAccessReadyCondition).Message).To(ContainSubstring("ServiceAccount " + home + "/tenant"))
+	g.Expect(condition(tn, tenantv1.TenantAccessReadyCondition).Message).To(ContainSubstring("spec.serviceAccount.name"))
+	g.Expect(condition(tn, tenantv1.TenantCredentialsReadyCondition)).To(And(
+		HaveField("Status", metav1.ConditionFalse), HaveField("Reason", tenantv1.ServiceAccountConflictReason)))
+	g.Expect(condition(tn, tenantv1.TenantDegradedCondition)).To(And(
+		HaveField("Status", metav1.ConditionTrue), HaveField("Reason", tenantv1.ServiceAccountConflictReason)))
+
+	owner := rbacv1.Subject{Kind: "User", APIGroup: "rbac.authorization.k8s.io", Name: "alice-" + home}
+	for _, name := range []string{home, dev} {
+		g.Eventually(func(g Gomega) {
+			rb := &rbacv1.RoleBinding{}
+			g.Expect(k8sClient.Get(ctx, key(name, "tenant-admin"), rb)).To(Succeed())
+			g.Expect(rb.Subjects).To(Equal([]rbacv1.Subject{owner}), "the owners are bound, the squatted ServiceAccount is not")
+		}).WithTimeout(timeout).Should(Succeed())
+	}
+	g.Consistently(func(g Gomega) {
+		g.Expect(exists(g, ctx, key(home, tenant.DefaultCredentialsSecretName), &corev1.Secret{})).To(BeFalse(), "no credentials")
+	}).WithTimeout(2 * time.Second).Should(Succeed())
+	untouched := &corev1.ServiceAccount{}
+	g.Expect(k8sClient.Get(ctx, key(home, tenant.DefaultServiceAccountName), untouched)).To(Succeed())
+	g.Expect(untouched.UID).To(Equal(squatter.UID))
+	g.Expect(untouched.OwnerReferences).To(BeEmpty(), "never adopted")
+	g.Expect(untouched.Labels).To(Equal(squatter.Labels), "untouched")
+	g.Expect(untouched.ResourceVersion).To(Equal(squatter.ResourceVersion), "not written")
+
+	// The squatter goes: the Tenant makes its own ServiceAccount, binds it
+	// and issues its credentials.
+	g.Expect(k8sClient.Delete(ctx, untouched)).To(Succeed())
+	tn = eventuallyCondition(t, tn.Name, tenantv1.TenantReadyCondition, metav1.ConditionTrue, tenantv1.TenantActiveReason)
+	sa := &corev1.ServiceAccount{}
+	g.Expect(k8sClient.Get(ctx, key(home, tenant.DefaultServiceAccountName), sa)).To(Succeed())
+	g.Expect(metav1.IsControlledBy(sa, tn)).To(BeTrue())
+	for _, name := range []string{home, dev} {
+		rb := &rbacv1.RoleBinding{}
+		g.Expect(k8sClient.Get(ctx, key(name, "tenant-admin"), rb)).To(Succeed())
+		g.Expect(rb.Subjects).To(ConsistOf(owner, rbacv1.Subject{Kind: "ServiceAccount", Name: "tenant", Namespace: home}))
+	}
+	user, err := whoAmI(ctx, kubeconfigOf(g, credentialsSecret(g, ctx, home)))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(user).To(Equal("system:serviceaccount:" + home + ":tenant"))
+}

@@ -130,7 +130,7 @@ func accessCondition(t *tenantv1.Tenant, obs observation) judged {
 		return judge(tenantv1.TenantAccessReadyCondition, false, cause{reason: tenantv1.WaitingForNamespacesReason,
 			message: "No access is granted in namespaces the Tenant does not hold: " + strings.Join(waiting, ", ")})
 	}
-	subjects := Subjects(t)
+	subjects := Subjects(t, obs.serviceAccountHeld)
 	if len(subjects) == 0 {
 		return judge(tenantv1.TenantAccessReadyCondition, true, cause{reason: tenantv1.AccessGrantedReason,
 			message: "No owners and no ServiceAccount: nobody is bound"})
@@ -181,7 +181,7 @@ func summary(t *tenantv1.Tenant, obs observation, parts ...judged) (ready, degra
 		}
 	}
 	ready = metav1.Condition{Type: tenantv1.TenantReadyCondition, Status: metav1.ConditionTrue, Reason: tenantv1.TenantActiveReason,
-		Message: fmt.Sprintf("%d namespaces; %s", len(obs.namespaces), accessSummary(t))}
+		Message: fmt.Sprintf("%d namespaces; %s", len(obs.namespaces), accessSummary(t, obs.serviceAccountHeld))}
 	if t.Spec.Suspend {
 		ready.Status = metav1.ConditionFalse
 		ready.Reason = tenantv1.TenantSuspendedReason
@@ -199,8 +199,8 @@ func summary(t *tenantv1.Tenant, obs observation, parts ...judged) (ready, degra
 	return ready, degraded
 }
 
-func accessSummary(t *tenantv1.Tenant) string {
-	subjects := Subjects(t)
+func accessSummary(t *tenantv1.Tenant, serviceAccountHeld bool) string {
+	subjects := Subjects(t, serviceAccountHeld)
 	if len(subjects) == 0 {
 		return "nobody is bound"
 	}

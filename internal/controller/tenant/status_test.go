@@ -25,6 +25,7 @@ func goodObservation() observation {
 			{name: "team-a", phase: tenantv1.NamespaceActive, role: "admin", subjects: subjects},
 			{name: "team-a-dev", phase: tenantv1.NamespaceActive, role: "admin", subjects: subjects},
 		},
+		serviceAccountHeld: true,
 		credentials: credentialObservation{requested: true, secretName: "tenant-kubeconfig",
 			token: &issuedToken{issuedAt: issued, expiresAt: issued.Add(24 * time.Hour), expiration: 24 * time.Hour}},
 	}
@@ -115,6 +116,40 @@ func TestComputeStatusConditions(t *testing.T) {
 				tenantv1.TenantReadyCondition:       {"False", tenantv1.OwnerRoleNotAllowedReason},
 				tenantv1.TenantAccessReadyCondition: {"False", tenantv1.OwnerRoleNotAllowedReason},
 				tenantv1.TenantDegradedCondition:    {"True", tenantv1.OwnerRoleNotAllowedReason},
+			},
+		},
+		{
+			name:   "a ServiceAccount of the name someone else made",
+			tenant: testTenant(withCredentials),
+			obs: func(o *observation) {
+				squatted := problem(tenantv1.ServiceAccountConflictReason, "ServiceAccount team-a/tenant (spec.serviceAccount.name) is not bound")
+				o.serviceAccount, o.serviceAccountHeld = squatted, false
+				o.credentials = credentialObservation{requested: true, secretName: "tenant-kubeconfig", problem: squatted}
+			},
+			want: map[string]conditionWant{
+				tenantv1.TenantReadyCondition:            {"False", tenantv1.ServiceAccountConflictReason},
+				tenantv1.TenantAccessReadyCondition:      {"False", tenantv1.ServiceAccountConflictReason},
+				tenantv1.TenantCredentialsReadyCondition: {"False", tenantv1.ServiceAccountConflictReason},
+				tenantv1.TenantDegradedCondition:         {"True", tenantv1.ServiceAccountConflictReason},
+			},
+		},
+		{
+			name: "a Tenant stored with the ServiceAccount default, before the CRD refused it",
+			tenant: testTenant(withCredentials, func(t *tenantv1.Tenant) {
+				t.Spec.ServiceAccount.Name = "default"
+			}),
+			obs: func(o *observation) {
+				refused := serviceAccountNotAllowed(testTenant(func(t *tenantv1.Tenant) {
+					t.Spec.ServiceAccount = &tenantv1.TenantServiceAccount{Name: "default"}
+				}))
+				o.serviceAccount, o.serviceAccountHeld = refused, false
+				o.credentials = credentialObservation{requested: true, secretName: "tenant-kubeconfig", problem: refused}
+			},
+			want: map[string]conditionWant{
+				tenantv1.TenantReadyCondition:            {"False", tenantv1.ServiceAccountNotAllowedReason},
+				tenantv1.TenantAccessReadyCondition:      {"False", tenantv1.ServiceAccountNotAllowedReason},
+				tenantv1.TenantCredentialsReadyCondition: {"False", tenantv1.ServiceAccountNotAllowedReason},
+				tenantv1.TenantDegradedCondition:         {"True", tenantv1.ServiceAccountNotAllowedReason},
 			},
 		},
 		{

@@ -76,14 +76,7 @@ func (r *Reconciler) reconcileChildren(ctx context.Context, w *websitev1.Website
 	note("Service", result)
 	obs.servicePresent = result.Exists
 
-	key := types.NamespacedName{Namespace: w.Namespace, Name: w.Name}
-	if desired := DesiredIngress(w); desired != nil {
-		result = r.Children.Ensure(ctx, w, desired, &networkingv1.Ingress{}, children.WithoutCreateEvent())
-		note("Ingress", result)
-		obs.ingressPresent = result.Exists
-	} else if _, err := r.Children.Delete(ctx, w, key, &networkingv1.Ingress{}); err != nil {
-		note("Ingress", children.Result{Action: children.Failed, Err: err, Message: err.Error()})
-	}
+	r.reconcileIngress(ctx, w, &obs, note)
 
 	if obs.deployment != nil {
 		if err := r.observePods(ctx, w, &obs); err != nil {
@@ -94,6 +87,37 @@ func (r *Reconciler) reconcileChildren(ctx context.Context, w *websitev1.Website
 		return obs, nil
 	}
 	return obs, errors.Join(errs...)
+}
+
+// reconcileIngress ensures w's Ingress, or deletes the one w made when the
+// spec asks for none or its host is held by a Website of another
+// namespace. Results are noted as the other children's.
+func (r *Reconciler) reconcileIngress(ctx context.Context, w *websitev1.Website, obs *observation, note func(string, children.Result)) {
+	desired := DesiredIngress(w)
+	if desired != nil {
+		holder, err := r.hostHolderOf(ctx, w)
+		switch {
+		case err != nil:
+			// Unknown whose the host is: the Ingress stays as it is.
+			note("Ingress", children.Result{Action: children.Failed, Err: err, Message: err.Error()})
+			return
+		case holder != nil:
+			// The host is another namespace's: no Ingress of ours may serve
+			// it, one made before that Website claimed it included.
+			obs.blocker = firstCause(obs.blocker, hostConflict(w, holder))
+			desired = nil
+		}
+	}
+	if desired != nil {
+		result := r.Children.Ensure(ctx, w, desired, &networkingv1.Ingress{}, children.WithoutCreateEvent())
+		note("Ingress", result)
+		obs.ingressPresent = result.Exists
+		return
+	}
+	key := types.NamespacedName{Namespace: w.Namespace, Name: w.Name}
+	if _, err := r.Children.Delete(ctx, w, key, &networkingv1.Ingress{}); err != nil {
+		note("Ingress", children.Result{Action: children.Failed, Err: err, Message: err.Error()})
+	}
 }
 
 // observePods reads the Website's pods and the endpoints its Service routes

@@ -8,6 +8,8 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	websitev1 "example.com/platform-operator/api/v1"
 )
 
 // Cache indexes of what a reconcile lists. A label selector makes the cache
@@ -51,6 +53,15 @@ func indexFields(ctx context.Context, mgr ctrl.Manager) error {
 		return nonEmpty(serviceOfSliceLabels(o.GetLabels()))
 	}); err != nil {
 		return fmt.Errorf("index EndpointSlices by Service: %w", err)
+	}
+	if err := indexer.IndexField(ctx, &websitev1.Website{}, websiteHostIndex, func(o client.Object) []string {
+		w, ok := o.(*websitev1.Website)
+		if !ok {
+			return nil
+		}
+		return nonEmpty(ingressHost(w))
+	}); err != nil {
+		return fmt.Errorf("index Websites by Ingress host: %w", err)
 	}
 	return nil
 }

@@ -180,7 +180,8 @@ func statusSummary(status *websitev1.WebsiteStatus) string {
 
 // SetupWithManager registers the reconciler: it watches Websites, the
 // children it owns (a child edited or deleted by hand is put back at once),
-// the Websites' pods (a pod that cannot start shows in the status) and the
+// the Websites sharing an Ingress host (one that gives the host up hands it
+// to the next claimant), the Websites' pods (a pod that cannot start shows in the status) and the
 // EndpointSlices of their Services (a Service that routes to no pod does).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error {
 	if err := indexFields(context.Background(), mgr); err != nil {
@@ -190,6 +191,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error
 		r.loop.Owned(&appsv1.Deployment{}),
 		r.loop.Owned(&corev1.Service{}),
 		r.loop.Owned(&networkingv1.Ingress{}),
+		kit.Mapped(&websitev1.Website{}, r.websitesAfterOnHost, hostChanged),
 		kit.Mapped(&corev1.Pod{}, websiteOfPod, trimmedFormChanged),
 		kit.Mapped(&discoveryv1.EndpointSlice{}, websiteOfEndpointSlice, trimmedFormChanged))
 }

@@ -45,6 +45,13 @@ func newNamespace(t *testing.T) string {
 	return name
 }
 
+// hostOf is an Ingress host of the test namespace ns alone: a host is held
+// by the namespace that claimed it first, and the suite's tests share one
+// API server.
+func hostOf(ns string) string {
+	return "www." + ns + ".example.com"
+}
+
 // createWebsite creates a Website as a user would, from the spec of w.
 func createWebsite(t *testing.T, w *websitev1.Website) *websitev1.Website {
 	t.Helper()
@@ -367,14 +374,14 @@ func TestIngressFollowsTheSpec(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
 	ns := newNamespace(t)
-	createWebsite(t, websitetest.Website("site", ns, websitetest.WithIngress("www.example.com", "/", "", "")))
+	createWebsite(t, websitetest.Website("site", ns, websitetest.WithIngress(hostOf(ns), "/", "", "")))
 	key := types.NamespacedName{Namespace: ns, Name: "site"}
 
 	g.Eventually(func(g Gomega) {
 		ingress := &networkingv1.Ingress{}
 		g.Expect(k8sClient.Get(ctx, key, ingress)).To(Succeed())
-		g.Expect(ingress.Spec.Rules[0].Host).To(Equal("www.example.com"))
-		g.Expect(getWebsite(g, ctx, ns, "site").Status.URL).To(Equal("http://www.example.com"))
+		g.Expect(ingress.Spec.Rules[0].Host).To(Equal(hostOf(ns)))
+		g.Expect(getWebsite(g, ctx, ns, "site").Status.URL).To(Equal("http://" + hostOf(ns)))
 	}).WithTimeout(timeout).Should(Succeed())
 
 	updateWebsite(g, ctx, ns, "site", func(w *websitev1.Website) { w.Spec.Ingress = nil })
@@ -394,7 +401,7 @@ func TestReconcileWithNothingToChangeWritesNothing(t *testing.T) {
 	ctx := t.Context()
 	ns := newNamespace(t)
 	createWebsite(t, websitetest.Website("site", ns, websitetest.WithReplicas(2), websitetest.WithEnv("MODE", "prod"),
-		websitetest.WithIngress("www.example.com", "/", "", "")))
+		websitetest.WithIngress(hostOf(ns), "/", "", "")))
 	g.Eventually(func(g Gomega) { markRolledOut(g, ctx, getDeployment(g, ctx, ns, "site")) }).WithTimeout(timeout).Should(Succeed())
 	g.Eventually(func(g Gomega) {
 		g.Expect(condition(getWebsite(g, ctx, ns, "site"), websitev1.ReadyCondition).Status).To(Equal(metav1.ConditionTrue))
