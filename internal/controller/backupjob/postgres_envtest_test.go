@@ -193,7 +193,9 @@ func TestPostgresFenceNeverOutlivesItsRun(t *testing.T) {
 	p.g.Expect(k8sClient.Delete(t.Context(), p.get())).To(Succeed())
 	p.reconcile()
 	p.g.Expect(p.cluster().Annotations).NotTo(HaveKey(v1alpha1.PostgresBackupFenceAnnotation))
-	p.g.Eventually(func() error { return k8sClient.Get(t.Context(), client.ObjectKeyFromObject(p.bj), &v1alpha1.BackupJob{}) }).
+	p.g.Eventually(func() error {
+		return k8sClient.Get(t.Context(), client.ObjectKeyFromObject(p.bj), &v1alpha1.BackupJob{})
+	}).
 		Should(Satisfy(func(err error) bool { return client.IgnoreNotFound(err) == nil && err != nil }))
 }
 
