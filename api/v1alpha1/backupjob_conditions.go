@@ -51,6 +51,18 @@ const (
 	// BackupJobLastRunFailedReason (Ready=False): the most recent run failed;
 	// LastRunSucceeded says why. The schedule goes on.
 	BackupJobLastRunFailedReason = "LastRunFailed"
+
+	// BackupJobNoReadyReplicaReason (Ready=False, Degraded=False): a run of a
+	// PostgresCluster with replicas is due but none is ready to be fenced
+	// (the cluster starts or fails over): the run waits, and starts when
+	// one is.
+	BackupJobNoReadyReplicaReason = "NoReadyReplica"
+
+	// BackupJobFenceHeldReason (Ready=False, Degraded=False): a run of a
+	// PostgresCluster is due while another run (of another BackupJob, or an
+	// earlier one of this) fences an instance of it: one run at a time per
+	// cluster, the run waits.
+	BackupJobFenceHeldReason = "FenceHeld"
 )
 
 // Reasons of the LastRunSucceeded condition.
@@ -74,6 +86,12 @@ const (
 	// BackupJobReplacedReason (LastRunSucceeded=False): the run was stopped
 	// because the next one was due and concurrencyPolicy is Replace.
 	BackupJobReplacedReason = "Replaced"
+
+	// BackupJobFenceTimeoutReason (LastRunSucceeded=False): the instance a
+	// run fenced did not report a clean shutdown of PostgreSQL in time (or
+	// stopped being the run's to snapshot: gone, promoted), so no snapshot
+	// was taken; the fence was removed.
+	BackupJobFenceTimeoutReason = "FenceTimeout"
 )
 
 // Reasons of the RetentionApplied condition.
@@ -133,8 +151,8 @@ const (
 	BackupJobUnknownTimeZoneReason = "UnknownTimeZone"
 
 	// BackupJobSourceNotFoundReason (Degraded=True, Ready=False): the claim
-	// named in spec.source does not exist. Runs are not started and count
-	// as missed.
+	// or PostgresCluster named in spec.source does not exist. Runs are not
+	// started and count as missed.
 	BackupJobSourceNotFoundReason = "SourceNotFound"
 
 	// BackupJobSnapshotAPIMissingReason (Degraded=True, Ready=False): the
@@ -151,6 +169,19 @@ const (
 	// name exists and is not the BackupJob's. The operator leaves it
 	// untouched and does not start that run.
 	BackupJobRunConflictReason = "RunConflict"
+
+	// BackupJobPrimaryFencingRefusedReason (Degraded=True, Ready=False): the
+	// PostgresCluster has a single instance, its primary, and
+	// spec.source.allowPrimaryFencing is not set: no run fences it (writes
+	// would stop), runs are skipped and counted as missed, and the cluster
+	// is not touched.
+	BackupJobPrimaryFencingRefusedReason = "PrimaryFencingRefused"
+
+	// BackupJobSourceIsPostgresClusterReason (Degraded=True, Ready=False):
+	// the source claim belongs to a PostgresCluster: a copy of a running
+	// database's files is not a backup. Name the cluster in
+	// spec.source.postgresCluster.
+	BackupJobSourceIsPostgresClusterReason = "SourceIsPostgresCluster"
 
 	// BackupJobTooManyMissedRunsReason (Degraded=True): more than 100
 	// scheduled times passed without a run, which points at a stopped

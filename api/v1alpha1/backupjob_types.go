@@ -26,11 +26,28 @@ const (
 	BackupResultLabel = "example.com/result"
 )
 
+// Annotations on the backups of a PostgresCluster (spec.source.postgresCluster):
+// where the cold snapshot was taken and how far its data reaches.
+const (
+	// BackupSourceClusterAnnotation names the PostgresCluster backed up.
+	BackupSourceClusterAnnotation = "example.com/source-postgrescluster"
+	// BackupSourceInstanceAnnotation names its instance whose claim the
+	// snapshot is of (CLUSTER-N), fenced while the snapshot was cut.
+	BackupSourceInstanceAnnotation = "example.com/source-instance"
+	// BackupTimelineAnnotation is the PostgreSQL timeline of the data.
+	BackupTimelineAnnotation = "example.com/timeline"
+	// BackupCheckpointLSNAnnotation is the WAL position of the checkpoint
+	// that the clean shutdown wrote (pg_controldata's latest checkpoint).
+	BackupCheckpointLSNAnnotation = "example.com/checkpoint-lsn"
+)
+
 // BackupJobSpec is the desired state of a BackupJob: what to back up, when,
 // where the copies go, and how many of them to keep.
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.target) || !has(self.target.volume) || has(self.jobTemplate)",message="jobTemplate is required with a volume target: its Job copies /source into /backup",fieldPath=".jobTemplate",reason=FieldValueRequired
 // +kubebuilder:validation:XValidation:rule="!has(self.target) || !has(self.target.snapshot) || !has(self.jobTemplate)",message="a snapshot target takes no jobTemplate: the snapshot is the copy",fieldPath=".jobTemplate",reason=FieldValueForbidden
+// +kubebuilder:validation:XValidation:rule="!has(self.source.postgresCluster) || (has(self.target) && has(self.target.snapshot))",message="spec.source.postgresCluster needs spec.target.snapshot (a cold snapshot of a fenced replica): a volume target is not supported yet with a PostgresCluster",fieldPath=".target",reason=FieldValueForbidden
+// +kubebuilder:validation:XValidation:rule="!has(self.verify) || !has(self.source.postgresCluster)",message="verify.jobTemplate checks a volume restored from the backup; with spec.source.postgresCluster it is not supported yet: restore into a new PostgresCluster (spec.bootstrap.fromBackup) to check a backup",fieldPath=".verify.jobTemplate",reason=FieldValueForbidden
 type BackupJobSpec struct {
 	// schedule says when runs start: five cron fields (minute, hour, day of
 	// month, month, day of week; names such as MON or JAN allowed), or one of
@@ -95,7 +112,7 @@ type BackupJobSpec struct {
 	// +kubebuilder:validation:MaxLength=64
 	RunNow string `json:"runNow,omitempty"`
 
-	// source is the volume to back up.
+	// source is what to back up: a claim, or a PostgresCluster.
 	// +required
 	Source BackupSource `json:"source"`
 
@@ -134,7 +151,7 @@ type BackupJobSpec struct {
 	// verify, when set, runs a restore drill after every Nth successful
 	// backup: a new claim is made from the backup, the verify Job checks it,
 	// and the result is recorded on the backup and in the Verified
-	// condition.
+	// condition. Not supported yet with spec.source.postgresCluster.
 	// +optional
 	Verify *BackupVerify `json:"verify,omitempty"`
 
@@ -197,15 +214,44 @@ const (
 	DeleteBackups BackupDeletionPolicy = "Delete"
 )
 
-// BackupSource is the volume a BackupJob backs up.
+// BackupSource is what a BackupJob backs up: exactly one of a claim and a
+// PostgresCluster.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.persistentVolumeClaimName) != has(self.postgresCluster)",message="set exactly one of persistentVolumeClaimName and postgresCluster"
+// +kubebuilder:validation:XValidation:rule="!has(self.allowPrimaryFencing) || !self.allowPrimaryFencing || has(self.postgresCluster)",message="allowPrimaryFencing applies to a postgresCluster source only",fieldPath=".allowPrimaryFencing",reason=FieldValueForbidden
 type BackupSource struct {
 	// persistentVolumeClaimName names the claim to back up, in the
-	// BackupJob's namespace.
-	// +required
+	// BackupJob's namespace. A claim of a PostgresCluster (labelled
+	// example.com/postgrescluster) is refused: a copy of a running
+	// database's files is not a backup; name the cluster in postgresCluster
+	// instead.
+	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
-	PersistentVolumeClaimName string `json:"persistentVolumeClaimName"`
+	PersistentVolumeClaimName string `json:"persistentVolumeClaimName,omitempty"`
+
+	// postgresCluster names a PostgresCluster, in the BackupJob's
+	// namespace, to back up consistently: each run fences its most
+	// caught-up ready replica (its PostgreSQL stops cleanly; the primary
+	// and the other replicas go on serving), takes a VolumeSnapshot of that
+	// replica's claim once it reports a clean shutdown, and unfences it
+	// once the snapshot is ready, after which it catches up. One run at a
+	// time fences a cluster. It needs a snapshot target. Restore with a
+	// PostgresCluster's spec.bootstrap.fromBackup.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=50
+	// +kubebuilder:validation:Pattern=`^[a-z]([-a-z0-9]*[a-z0-9])?$`
+	PostgresCluster string `json:"postgresCluster,omitempty"`
+
+	// allowPrimaryFencing lets a run fence the primary of a PostgresCluster
+	// of a single instance, which has no replica: writes stop while
+	// PostgreSQL is stopped and the snapshot is cut. Without it such a run
+	// is refused and the cluster is not touched. A cluster with replicas
+	// never has its primary fenced: its runs wait for a ready replica.
+	// +optional
+	AllowPrimaryFencing bool `json:"allowPrimaryFencing,omitempty"`
 }
 
 // BackupTarget is where each run's copy goes: exactly one of volume and
@@ -598,8 +644,9 @@ type BackupJobStatus struct {
 	Backups []Backup `json:"backups,omitempty"`
 }
 
-// BackupJob backs up a PersistentVolumeClaim on a schedule, like a CronJob
-// whose every run makes a new volume (or snapshot), and deletes the backups
+// BackupJob backs up a PersistentVolumeClaim, or consistently a
+// PostgresCluster, on a schedule, like a CronJob whose every run makes a new
+// volume (or snapshot), and deletes the backups
 // that its retention policy no longer keeps, never the newest successful
 // one. Its schedule state lives in status, so that a restart or a failover
 // neither loses nor repeats a run.

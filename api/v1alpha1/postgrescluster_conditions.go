@@ -42,6 +42,11 @@ const (
 	PostgresAsExpectedReason       = "AsExpected"
 	PostgresNoReplicasReason       = "NoReplicas"
 	PostgresBackupNotFoundReason   = "BackupNotFound"
+	// PostgresBackupFencedReason (ReplicasReady=False): a BackupJob's run
+	// fenced an instance for a cold snapshot (annotation
+	// example.com/backup-fence; status.instances[].fenced): it catches up
+	// once unfenced.
+	PostgresBackupFencedReason = "BackupFenced"
 )
 
 // GetConditions returns the status's conditions.

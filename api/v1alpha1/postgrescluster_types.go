@@ -43,9 +43,17 @@ const (
 	// instance that a BackupJob's run fences for a cold snapshot: its
 	// PostgreSQL stops cleanly, it is never promoted, and it starts again
 	// when the annotation goes. PostgresBackupFenceByAnnotation names the
-	// run.
-	PostgresBackupFenceAnnotation   = "example.com/backup-fence"
-	PostgresBackupFenceByAnnotation = "example.com/backup-fence-by"
+	// run (BACKUPJOB-UNIXTIME, also its VolumeSnapshot's name),
+	// PostgresBackupFenceSinceAnnotation when the fence was set (RFC 3339),
+	// from which the run's deadline counts, and
+	// PostgresBackupFenceRunNowAnnotation the BackupJob's spec.runNow value
+	// that asked for the run, if one did. The BackupJob controller sets and
+	// removes them; status.instances[] tells where the fence stands
+	// (fenced, backupFence, cleanShutdown).
+	PostgresBackupFenceAnnotation       = "example.com/backup-fence"
+	PostgresBackupFenceByAnnotation     = "example.com/backup-fence-by"
+	PostgresBackupFenceSinceAnnotation  = "example.com/backup-fence-since"
+	PostgresBackupFenceRunNowAnnotation = "example.com/backup-fence-run-now"
 )
 
 // Roles of an instance.
@@ -270,10 +278,29 @@ type PostgresInstanceStatus struct {
 	Ready bool `json:"ready,omitempty"`
 
 	// fenced is true when the instance's PostgreSQL is stopped on purpose
-	// (spec.fencedInstances, or the instance fenced itself cut off from the
-	// others).
+	// (spec.fencedInstances, a BackupJob's run, or the instance fenced
+	// itself cut off from the others).
 	// +optional
 	Fenced bool `json:"fenced,omitempty"`
+
+	// backupFence is the BackupJob's run (annotation
+	// example.com/backup-fence-by) that the instance has stopped its
+	// PostgreSQL for; cleanShutdown and checkpointLSN are then that stop's.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	BackupFence string `json:"backupFence,omitempty"`
+
+	// cleanShutdown is true when the instance, fenced, reports that its
+	// PostgreSQL stopped cleanly: its claim holds a consistent copy of the
+	// database, which a snapshot may take.
+	// +optional
+	CleanShutdown bool `json:"cleanShutdown,omitempty"`
+
+	// checkpointLSN is, with cleanShutdown, the position of the checkpoint
+	// of that clean shutdown.
+	// +optional
+	// +kubebuilder:validation:MaxLength=32
+	CheckpointLSN string `json:"checkpointLSN,omitempty"`
 
 	// timeline is the PostgreSQL timeline the instance is on.
 	// +optional
@@ -509,6 +536,10 @@ type PostgresInstanceReport struct {
 	// backup; checkpointLSN is the position it stopped at.
 	CleanShutdown bool   `json:"cleanShutdown,omitempty"`
 	CheckpointLSN string `json:"checkpointLSN,omitempty"`
+	// backupFence is the run (example.com/backup-fence-by) the instance
+	// is fenced for, once it stopped PostgreSQL for it: cleanShutdown is
+	// then this run's, not a stale one of an earlier fence.
+	BackupFence string `json:"backupFence,omitempty"`
 	// message says what the instance is doing, or why it is not ready.
 	Message string `json:"message,omitempty"`
 }

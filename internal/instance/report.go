@@ -53,6 +53,11 @@ func (m *Manager) report(ctx context.Context, pg *v1alpha1.PostgresCluster, s in
 		if cd, err := m.pg.ControlData(ctx); err == nil {
 			r.CleanShutdown = cd.CleanShutdown()
 			r.CheckpointLSN = lsnText(cd.CheckpointLSN)
+			if pg.Annotations[v1alpha1.PostgresBackupFenceAnnotation] == m.opts.PodName {
+				// Ties the clean shutdown to the run that asked for it: a
+				// report of an earlier run's fence is not this one's.
+				r.BackupFence = pg.Annotations[v1alpha1.PostgresBackupFenceByAnnotation]
+			}
 			r.Timeline = int64(cd.TimelineID)
 			r.SystemID = strconv.FormatUint(cd.SystemIdentifier, 10)
 		}

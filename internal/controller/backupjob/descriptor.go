@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -30,7 +31,7 @@ func Descriptor() controller.Descriptor {
 		Name:         "backupjob",
 		Resource:     v1alpha1.GroupVersion.WithResource("backupjobs"),
 		Subresources: []string{"status"},
-		OptionalAPIs: []schema.GroupVersionResource{SnapshotAPI},
+		OptionalAPIs: []schema.GroupVersionResource{SnapshotAPI, PostgresClusterAPI},
 		AddToScheme:  AddToScheme,
 		Cache:        CacheByObject,
 		Setup: func(_ context.Context, mgr ctrl.Manager, opts controller.SetupOptions) error {
@@ -71,7 +72,29 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error
 	if r.SnapshotsServed {
 		watches = append(watches, kit.Mapped(&snapshotv1.VolumeSnapshot{}, backupJobOf))
 	}
+	if r.PostgresClustersServed {
+		watches = append(watches, kit.Mapped(&v1alpha1.PostgresCluster{}, r.backupJobsOfCluster))
+	}
 	return r.loop.Setup(mgr, maxConcurrent, watches...)
+}
+
+// backupJobsOfCluster maps a PostgresCluster to the BackupJobs of its
+// namespace that back it up or whose run fences it: its fence and its
+// instances' reports are what their runs wait on.
+func (r *Reconciler) backupJobsOfCluster(ctx context.Context, obj client.Object) []reconcile.Request {
+	list := &v1alpha1.BackupJobList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(obj.GetNamespace())); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "List the BackupJobs of a PostgresCluster's namespace", "postgrescluster", klog.KObj(obj))
+		return nil
+	}
+	pg, _ := obj.(*v1alpha1.PostgresCluster)
+	var out []reconcile.Request
+	for _, bj := range list.Items {
+		if bj.Spec.Source.PostgresCluster == obj.GetName() || (pg != nil && fenceOf(bj.Name, pg) != nil) {
+			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: bj.Namespace, Name: bj.Name}})
+		}
+	}
+	return out
 }
 
 // backupJobOf maps a backup or drill claim, or a snapshot, to its

@@ -125,6 +125,11 @@ func accessModes(source *corev1.PersistentVolumeClaim) []corev1.PersistentVolume
 // desiredSnapshot is the VolumeSnapshot of a run with a snapshot target.
 // Like a backup claim it has no owner reference.
 func desiredSnapshot(bj *v1alpha1.BackupJob, r run) *snapshotv1.VolumeSnapshot {
+	return desiredSnapshotOf(bj, r, bj.Spec.Source.PersistentVolumeClaimName)
+}
+
+// desiredSnapshotOf is the VolumeSnapshot of run r of claim.
+func desiredSnapshotOf(bj *v1alpha1.BackupJob, r run, claim string) *snapshotv1.VolumeSnapshot {
 	s := &snapshotv1.VolumeSnapshot{
 		TypeMeta: metav1.TypeMeta{APIVersion: snapshotv1.SchemeGroupVersion.String(), Kind: "VolumeSnapshot"},
 		ObjectMeta: metav1.ObjectMeta{
@@ -134,7 +139,7 @@ func desiredSnapshot(bj *v1alpha1.BackupJob, r run) *snapshotv1.VolumeSnapshot {
 			Annotations: backupAnnotations(bj, r),
 		},
 		Spec: snapshotv1.VolumeSnapshotSpec{
-			Source: snapshotv1.VolumeSnapshotSource{PersistentVolumeClaimName: ptr.To(bj.Spec.Source.PersistentVolumeClaimName)},
+			Source: snapshotv1.VolumeSnapshotSource{PersistentVolumeClaimName: ptr.To(claim)},
 		},
 	}
 	if t := snapshotTarget(bj); t != nil && t.VolumeSnapshotClassName != "" {

@@ -21,20 +21,25 @@ const deletionPollInterval = 5 * time.Second
 // Finalizer is the BackupJob's: see NeedsFinalizer.
 func (r *Reconciler) Finalizer() string { return Finalizer }
 
-// NeedsFinalizer is true exactly while bj's deletionPolicy is Delete: with
-// Retain (the default) deleting it needs nothing of the operator — its Jobs
-// go with it through their owner references and its backups, which have
-// none, stay.
+// NeedsFinalizer is true exactly while bj's deletionPolicy is Delete, or
+// its source is a PostgresCluster: a run of it may hold a fence on the
+// cluster, which nothing but the operator removes. Otherwise deleting it
+// needs nothing of the operator — its Jobs go with it through their owner
+// references and its backups, which have none, stay.
 func (r *Reconciler) NeedsFinalizer(bj *v1alpha1.BackupJob) bool {
-	return bj.Spec.DeletionPolicy == v1alpha1.DeleteBackups
+	return bj.Spec.DeletionPolicy == v1alpha1.DeleteBackups || bj.Spec.Source.PostgresCluster != ""
 }
 
 // Finalize runs when a BackupJob with the operator's finalizer is being
 // deleted. With deletionPolicy Delete it deletes every backup that is not
 // pinned and waits for them to go, at most DeletionGracePeriod (a backup
 // someone else's finalizer holds must not keep the BackupJob for ever);
-// then it releases the BackupJob. Pinned backups stay, labelled.
+// then it releases the BackupJob. Pinned backups stay, labelled. First, it
+// removes every fence a run of the BackupJob holds on a PostgresCluster.
 func (r *Reconciler) Finalize(ctx context.Context, bj *v1alpha1.BackupJob) (kit.Outcome[v1alpha1.BackupJobStatus], bool) {
+	if err := r.releaseAllFences(ctx, bj); err != nil {
+		return kit.Outcome[v1alpha1.BackupJobStatus]{Err: err}, false
+	}
 	if bj.Spec.DeletionPolicy == v1alpha1.DeleteBackups {
 		obs, err := r.observe(ctx, bj, r.Clock.Now())
 		if err != nil {

@@ -28,8 +28,17 @@ import (
 type observation struct {
 	// source is spec.source's claim, nil when it does not exist.
 	source *corev1.PersistentVolumeClaim
-	// snapshotsServed tells whether the cluster serves VolumeSnapshots.
-	snapshotsServed bool
+	// snapshotsServed tells whether the cluster serves VolumeSnapshots,
+	// postgresServed whether it serves PostgresClusters.
+	snapshotsServed, postgresServed bool
+	// cluster is spec.source's PostgresCluster, nil when there is none.
+	cluster *v1alpha1.PostgresCluster
+	// fences are the fences runs of the BackupJob hold, on any
+	// PostgresCluster of its namespace.
+	fences []*fence
+	// waiting is why a due run of a PostgresCluster waits, nil when none
+	// does.
+	waiting *cause
 	// backups are the claims or snapshots that runs made, newest first.
 	backups []*backup
 	// inherited names the backups labelled for the BackupJob's name that an
@@ -82,17 +91,23 @@ func (b *backup) deleting() bool { return b.object.GetDeletionTimestamp() != nil
 func (r *Reconciler) observe(ctx context.Context, bj *v1alpha1.BackupJob, now time.Time) (*observation, error) {
 	obs := &observation{
 		snapshotsServed: r.SnapshotsServed,
+		postgresServed:  r.PostgresClustersServed,
 		runJobs:         map[string]*batchv1.Job{},
 		drillJobs:       map[string]*batchv1.Job{},
 		drillClaims:     map[string]*corev1.PersistentVolumeClaim{},
 	}
-	source := &corev1.PersistentVolumeClaim{}
-	err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: bj.Namespace, Name: bj.Spec.Source.PersistentVolumeClaimName}, source)
-	switch {
-	case err == nil:
-		obs.source = source
-	case !apierrors.IsNotFound(err):
-		return nil, fmt.Errorf("get the source claim %s: %w", bj.Spec.Source.PersistentVolumeClaimName, err)
+	if name := bj.Spec.Source.PersistentVolumeClaimName; name != "" {
+		source := &corev1.PersistentVolumeClaim{}
+		err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: bj.Namespace, Name: name}, source)
+		switch {
+		case err == nil:
+			obs.source = source
+		case !apierrors.IsNotFound(err):
+			return nil, fmt.Errorf("get the source claim %s: %w", name, err)
+		}
+	}
+	if err := r.observePostgres(ctx, bj, obs); err != nil {
+		return nil, err
 	}
 
 	selector := client.MatchingLabelsSelector{Selector: objectsOf(bj.Name)}

@@ -77,7 +77,9 @@ func (r *Reconciler) applyRetention(ctx context.Context, bj *v1alpha1.BackupJob,
 	for _, v := range Retain(candidates, PolicyFrom(bj.Spec.Retention), loc) {
 		res.verdicts[v.Name] = v
 		b := obs.backupNamed(v.Name)
-		if !v.Delete || b == nil || b.pinned || obs.drillClaims[b.name] != nil {
+		// A backup whose run still holds a fence is deleted once the fence
+		// is gone: else the run would cut its snapshot again.
+		if !v.Delete || b == nil || b.pinned || obs.drillClaims[b.name] != nil || obs.fenceOfRun(b.name) != nil {
 			continue
 		}
 		deleted, err := r.deleteBackup(ctx, bj, b)

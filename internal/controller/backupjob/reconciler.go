@@ -35,6 +35,9 @@ type Reconciler struct {
 	kit.Base
 	// SnapshotsServed tells whether the cluster serves VolumeSnapshots.
 	SnapshotsServed bool
+	// PostgresClustersServed tells whether the cluster serves
+	// PostgresClusters, which a postgresCluster source needs.
+	PostgresClustersServed bool
 	// PodSecurityVersion is the version of the Pod Security Standards the
 	// runs' and drills' pods are judged by: the API server's.
 	PodSecurityVersion podsecurity.Version
@@ -52,11 +55,12 @@ type Reconciler struct {
 // with c: the manager's client, or another one in tests.
 func NewReconciler(mgr ctrl.Manager, c client.Client, opts controller.SetupOptions) *Reconciler {
 	r := &Reconciler{
-		Base:                kit.NewBase(mgr, c, "BackupJob", opts.Clock),
-		SnapshotsServed:     opts.ServedOptionalAPIs[SnapshotAPI],
-		PodSecurityVersion:  opts.PodSecurityVersion,
-		RecheckInterval:     defaultRecheckInterval,
-		DeletionGracePeriod: defaultDeletionGracePeriod,
+		Base:                   kit.NewBase(mgr, c, "BackupJob", opts.Clock),
+		SnapshotsServed:        opts.ServedOptionalAPIs[SnapshotAPI],
+		PostgresClustersServed: opts.ServedOptionalAPIs[PostgresClusterAPI],
+		PodSecurityVersion:     opts.PodSecurityVersion,
+		RecheckInterval:        defaultRecheckInterval,
+		DeletionGracePeriod:    defaultDeletionGracePeriod,
 	}
 	r.loop = r.newLoop()
 	return r
@@ -82,6 +86,7 @@ func (r *Reconciler) newLoop() *kit.Loop[v1alpha1.BackupJob, *v1alpha1.BackupJob
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=snapshot.storage.k8s.io,resources=volumesnapshots,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=example.com,resources=postgresclusters,verbs=get;list;watch;patch
 
 // Reconcile brings one BackupJob's runs, drills and backups to what its
 // spec and schedule ask for at the clock's time, and writes what it
@@ -101,6 +106,7 @@ func (r *Reconciler) Sync(ctx context.Context, bj *v1alpha1.BackupJob) kit.Outco
 	var out outcome
 	r.recordResults(ctx, bj, obs, now, &out)
 	obs.lastFailure = lastFailure(obs, bj.Status.LastFailure)
+	r.advanceFences(ctx, bj, obs, now, &out)
 	sched := r.runSchedule(ctx, bj, obs, now, &out)
 	r.runDrills(ctx, bj, obs, &out)
 	ret := r.applyRetention(ctx, bj, obs, sched.loc, now, &out)
@@ -165,7 +171,11 @@ func (r *Reconciler) requeueAfter(bj *v1alpha1.BackupJob, sched scheduleResult, 
 	if ret.going {
 		soonest(blockedAfter)
 	}
-	if len(ret.blocked) > 0 || obs.source == nil {
+	if d := fenceDeadline(obs); !d.IsZero() {
+		// A fence not acted on by its deadline is removed then.
+		soonest(d.Sub(now) + 50*time.Millisecond)
+	}
+	if len(ret.blocked) > 0 || obs.sourceProblem(bj, r.PostgresClustersServed) != nil || obs.waiting != nil {
 		soonest(wait.Jitter(r.RecheckInterval, 0.2))
 	}
 	return after

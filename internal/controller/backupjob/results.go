@@ -21,6 +21,11 @@ import (
 // gets it back only when it never had one.
 func (r *Reconciler) recordResults(ctx context.Context, bj *v1alpha1.BackupJob, obs *observation, now time.Time, out *outcome) {
 	for _, b := range obs.backups {
+		if b.kind == v1alpha1.SnapshotBackup && b.result == v1alpha1.BackupSucceeded && !b.deleting() &&
+			b.object.GetLabels()[ResultLabel] != string(v1alpha1.BackupSucceeded) {
+			out.add(r.labelSnapshotSucceeded(ctx, b), false)
+			continue
+		}
 		if b.kind != v1alpha1.VolumeBackup || b.result != v1alpha1.BackupRunning || b.deleting() {
 			continue
 		}
@@ -142,5 +147,20 @@ func (r *Reconciler) deleteJob(ctx context.Context, j *batchv1.Job) error {
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("delete Job %s: %w", j.Name, err)
 	}
+	return nil
+}
+
+// labelSnapshotSucceeded labels a ready snapshot Succeeded (ResultLabel),
+// as a finished backup claim is: its status stays its record, the label is
+// what selects it among the backups a PostgresCluster may be restored from
+// (spec.bootstrap.fromBackup). Only success is labelled: a snapshot failed
+// by its deadline may still become ready.
+func (r *Reconciler) labelSnapshotSucceeded(ctx context.Context, b *backup) error {
+	patch := []byte(fmt.Sprintf(`{"metadata":{"labels":{%q:%q}}}`, ResultLabel, v1alpha1.BackupSucceeded))
+	updated := b.object.DeepCopyObject().(client.Object)
+	if err := r.Client.Patch(ctx, updated, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		return fmt.Errorf("label snapshot %s Succeeded: %w", b.name, err)
+	}
+	b.object = updated
 	return nil
 }

@@ -123,6 +123,11 @@ func (r *Reconciler) runNow(ctx context.Context, bj *v1alpha1.BackupJob, obs *ob
 			return bj.Spec.RunNow // started by an earlier attempt
 		}
 	}
+	for _, f := range obs.fences {
+		if f.run.runNow == bj.Spec.RunNow {
+			return bj.Spec.RunNow // a run of a PostgresCluster, fenced by an earlier attempt
+		}
+	}
 	at := now.Truncate(time.Second)
 	for obs.backupNamed(RunName(bj.Name, at)) != nil {
 		// A scheduled run of this very second exists: the request is
@@ -165,13 +170,20 @@ func startingDeadline(bj *v1alpha1.BackupJob) *time.Duration {
 }
 
 // activeRuns are the names of the runs in progress: backups without a
-// result, and unfinished run Jobs (a pending Job counts as running).
+// result, unfinished run Jobs (a pending Job counts as running), and runs
+// that hold a fence on a PostgresCluster.
 func (o *observation) activeRuns() []string {
 	var names []string
 	seen := map[string]bool{}
 	for _, b := range o.running() {
 		names = append(names, b.name)
 		seen[b.name] = true
+	}
+	for _, f := range o.fences {
+		if !seen[f.run.name] {
+			names = append(names, f.run.name)
+			seen[f.run.name] = true
+		}
 	}
 	for name, j := range o.runJobs {
 		if finished, _, _, _ := jobOutcome(j); !finished && !seen[name] && j.DeletionTimestamp == nil {
@@ -186,19 +198,17 @@ func (o *observation) activeRuns() []string {
 // status write, or a second leader) counts as started: names are derived
 // from the scheduled time, so it cannot start twice.
 func (r *Reconciler) startRun(ctx context.Context, bj *v1alpha1.BackupJob, obs *observation, run run, now time.Time, out *outcome) startOutcome {
-	if obs.backupNamed(run.name) != nil || obs.runJobs[run.name] != nil {
+	if obs.backupNamed(run.name) != nil || obs.runJobs[run.name] != nil || obs.fenceOfRun(run.name) != nil {
 		return runStarted
 	}
 	snapshot := snapshotTarget(bj) != nil
-	switch {
-	case snapshot && !obs.snapshotsServed:
+	if snapshot && !obs.snapshotsServed {
 		out.report(v1alpha1.BackupJobSnapshotAPIMissingReason,
 			"spec.target.snapshot needs the VolumeSnapshot API (snapshot.storage.k8s.io/v1), which this cluster does not serve: install the external-snapshotter CRDs and controller, then restart the operator")
 		return runSkipped
-	case obs.source == nil:
-		out.report(v1alpha1.BackupJobSourceNotFoundReason,
-			fmt.Sprintf("spec.source.persistentVolumeClaimName: claim %s not found in namespace %s; runs are skipped and counted as missed until it exists",
-				bj.Spec.Source.PersistentVolumeClaimName, bj.Namespace))
+	}
+	if problem := obs.sourceProblem(bj, r.PostgresClustersServed); problem != nil {
+		out.report(problem.reason, problem.message)
 		return runSkipped
 	}
 
@@ -224,6 +234,9 @@ func (r *Reconciler) startRun(ctx context.Context, bj *v1alpha1.BackupJob, obs *
 		}
 	}
 
+	if bj.Spec.Source.PostgresCluster != "" {
+		return r.startPostgresRun(ctx, bj, obs, run, now, out)
+	}
 	if snapshot {
 		snap := &snapshotv1.VolumeSnapshot{}
 		res := r.Children.Ensure(ctx, bj, children.Typed(desiredSnapshot(bj, run)), snap,

@@ -199,10 +199,8 @@ func degradedCause(bj *v1alpha1.BackupJob, obs *observation, sched scheduleResul
 	case snapshotTarget(bj) != nil && !obs.snapshotsServed:
 		return &cause{reason: v1alpha1.BackupJobSnapshotAPIMissingReason,
 			message: "spec.target.snapshot needs the VolumeSnapshot API (snapshot.storage.k8s.io/v1), which this cluster does not serve: install the external-snapshotter CRDs and controller, then restart the operator"}
-	case obs.source == nil:
-		return &cause{reason: v1alpha1.BackupJobSourceNotFoundReason,
-			message: fmt.Sprintf("spec.source.persistentVolumeClaimName: claim %s not found in namespace %s; runs are skipped and counted as missed until it exists",
-				bj.Spec.Source.PersistentVolumeClaimName, bj.Namespace)}
+	case obs.sourceProblem(bj, obs.postgresServed) != nil:
+		return obs.sourceProblem(bj, obs.postgresServed)
 	case runProblem != nil:
 		return runProblem
 	case len(ret.failed) > 0:
@@ -237,7 +235,8 @@ func blockedMessage(blocked []string) string {
 func blocksReady(c *cause) bool {
 	switch c.reason {
 	case v1alpha1.BackupJobInvalidScheduleReason, v1alpha1.BackupJobUnknownTimeZoneReason, v1alpha1.BackupJobSourceNotFoundReason,
-		v1alpha1.BackupJobSnapshotAPIMissingReason, v1alpha1.BackupJobInvalidSpecReason:
+		v1alpha1.BackupJobSnapshotAPIMissingReason, v1alpha1.BackupJobInvalidSpecReason, v1alpha1.BackupJobPrimaryFencingRefusedReason,
+		v1alpha1.BackupJobSourceIsPostgresClusterReason:
 		return true
 	}
 	return false
@@ -253,8 +252,13 @@ func readyCondition(bj *v1alpha1.BackupJob, obs *observation, sched scheduleResu
 		c.Message = fmt.Sprintf("The most recent run, %s, failed; the schedule goes on", last.name)
 	case ptr.Deref(bj.Spec.Suspend, false):
 		c.Reason, c.Message = v1alpha1.BackupJobSuspendedReason, "spec.suspend is true: no run starts on schedule"
+	case obs.waiting != nil && len(obs.activeRuns()) == 0:
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, obs.waiting.reason, obs.waiting.message
 	case len(obs.activeRuns()) > 0:
 		c.Reason, c.Message = v1alpha1.BackupJobRunningReason, "Running: "+strings.Join(sortedNames(obs.activeRuns()), ", ")
+		for _, m := range fenceMessages(obs) {
+			c.Message += "; " + m
+		}
 		for _, b := range obs.running() {
 			if b.message != "" {
 				c.Message += "; " + b.message

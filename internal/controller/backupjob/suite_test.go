@@ -31,7 +31,7 @@ var (
 
 func TestMain(m *testing.M) {
 	os.Exit(envsuite.Run(m, &suite, envsuite.Options{
-		Components:  []string{"backupjob"},
+		Components:  []string{"backupjob", "postgrescluster"},
 		AddToScheme: []func(*runtime.Scheme) error{backupjob.AddToScheme},
 		Cache:       backupjob.CacheByObject(),
 		Setup: func(s *envsuite.Suite) error {
@@ -47,7 +47,7 @@ func newReconciler(now time.Time, snapshotsServed bool) (*backupjob.Reconciler, 
 	clock := clocktesting.NewFakeClock(now)
 	r := backupjob.NewReconciler(mgr, k8sClient, controller.SetupOptions{
 		Clock:              clock,
-		ServedOptionalAPIs: map[schema.GroupVersionResource]bool{backupjob.SnapshotAPI: snapshotsServed},
+		ServedOptionalAPIs: map[schema.GroupVersionResource]bool{backupjob.SnapshotAPI: snapshotsServed, backupjob.PostgresClusterAPI: true},
 	})
 	r.APIReader = k8sClient
 	return r, clock

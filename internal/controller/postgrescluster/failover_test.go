@@ -257,3 +257,32 @@ func TestParseLSN(t *testing.T) {
 	g.Expect(parseLSN("")).To(BeZero())
 	g.Expect(parseLSN("x/y")).To(BeZero())
 }
+
+// TestFencedOnPurpose: the instance a BackupJob's run fences by annotation
+// counts as fenced for decide, like one spec.fencedInstances names, so that
+// an election never picks it (see the decide case above); any other
+// instance does not.
+func TestFencedOnPurpose(t *testing.T) {
+	pg := func(fence string, spec ...string) *v1alpha1.PostgresCluster {
+		p := &v1alpha1.PostgresCluster{ObjectMeta: metav1.ObjectMeta{Name: "db"}, Spec: v1alpha1.PostgresClusterSpec{FencedInstances: spec}}
+		if fence != "" {
+			p.Annotations = map[string]string{v1alpha1.PostgresBackupFenceAnnotation: fence, v1alpha1.PostgresBackupFenceByAnnotation: "nightly-1700000000"}
+		}
+		return p
+	}
+	for name, tc := range map[string]struct {
+		pg       *v1alpha1.PostgresCluster
+		instance string
+		want     bool
+	}{
+		"fenced by a BackupJob's run":         {pg("db-2"), "db-2", true},
+		"another instance of a fenced one":    {pg("db-2"), "db-3", false},
+		"named by spec.fencedInstances":       {pg("", "db-3"), "db-3", true},
+		"no fence at all":                     {pg(""), "db-2", false},
+		"a backup fence of an empty instance": {pg(""), "", false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			NewWithT(t).Expect(fencedOnPurpose(tc.pg, tc.instance)).To(Equal(tc.want))
+		})
+	}
+}

@@ -148,5 +148,6 @@ func metav1IsControlledBy(obj client.Object, pg *v1alpha1.PostgresCluster) bool 
 // fencedOnPurpose tells whether instance is fenced on purpose: named by
 // spec.fencedInstances, or by a BackupJob's run for a cold snapshot.
 func fencedOnPurpose(pg *v1alpha1.PostgresCluster, instance string) bool {
-	return slices.Contains(pg.Spec.FencedInstances, instance) || pg.Annotations[v1alpha1.PostgresBackupFenceAnnotation] == instance
+	fence := pg.Annotations[v1alpha1.PostgresBackupFenceAnnotation]
+	return slices.Contains(pg.Spec.FencedInstances, instance) || (fence != "" && fence == instance)
 }

@@ -87,6 +87,10 @@ func instanceStatus(m member, primaryLSN uint64) v1alpha1.PostgresInstanceStatus
 	}
 	r := m.report
 	s.Role, s.Timeline, s.Fenced, s.Message = r.Role, r.Timeline, s.Fenced || r.Fenced, kit.TruncateMessage(r.Message)
+	if m.fencedBySpec {
+		// What a BackupJob's run waits for before it snapshots the claim.
+		s.BackupFence, s.CleanShutdown, s.CheckpointLSN = r.BackupFence, r.CleanShutdown, r.CheckpointLSN
+	}
 	switch r.Role {
 	case v1alpha1.PostgresPrimaryRole:
 		s.ReceivedLSN, s.ReplayedLSN = r.CurrentLSN, r.CurrentLSN
@@ -129,6 +133,10 @@ func conditionsFor(pg *v1alpha1.PostgresCluster, obs *observation, e election, p
 		replicas = set(v1alpha1.PostgresReplicasReadyCondition, metav1.ConditionFalse, v1alpha1.PostgresHibernatedReason, e.message)
 	case wantReplicas <= 0:
 		replicas = set(v1alpha1.PostgresReplicasReadyCondition, metav1.ConditionTrue, v1alpha1.PostgresNoReplicasReason, "spec.instances is 1: there is no replica")
+	case len(e.replicas) < wantReplicas && backupFenced(pg, notStreaming, e.primary):
+		replicas = set(v1alpha1.PostgresReplicasReadyCondition, metav1.ConditionFalse, v1alpha1.PostgresBackupFencedReason,
+			fmt.Sprintf("%d of %d replicas stream from the primary; %s is fenced for a cold snapshot by the BackupJob run %s, and catches up once unfenced",
+				len(e.replicas), wantReplicas, pg.Annotations[v1alpha1.PostgresBackupFenceAnnotation], pg.Annotations[v1alpha1.PostgresBackupFenceByAnnotation]))
 	case len(e.replicas) < wantReplicas:
 		replicas = set(v1alpha1.PostgresReplicasReadyCondition, metav1.ConditionFalse, v1alpha1.PostgresReplicasLaggingReason,
 			fmt.Sprintf("%d of %d replicas stream from the primary; not streaming: %s", len(e.replicas), wantReplicas, strings.Join(without(notStreaming, e.primary), ", ")))
@@ -158,6 +166,13 @@ func conditionsFor(pg *v1alpha1.PostgresCluster, obs *observation, e election, p
 			fmt.Sprintf("%d of %d instances ready; primary %s", ready, desired, e.primary))
 	}
 	return []metav1.Condition{readyCond, primary, replicas, degraded}
+}
+
+// backupFenced tells whether the instances not streaming, but for the
+// primary, are just the one a BackupJob's run fenced.
+func backupFenced(pg *v1alpha1.PostgresCluster, notStreaming []string, primary string) bool {
+	rest := without(notStreaming, primary)
+	return len(rest) == 1 && rest[0] == pg.Annotations[v1alpha1.PostgresBackupFenceAnnotation]
 }
 
 func anyResizing(obs *observation) bool {
@@ -201,7 +216,7 @@ func statusSummary(status *v1alpha1.PostgresClusterStatus) string {
 		}
 	}
 	for _, i := range status.Instances {
-		fmt.Fprintf(&b, "/%s:%s:%t:%t:%d", i.Name, i.Role, i.Ready, i.Fenced, i.Timeline)
+		fmt.Fprintf(&b, "/%s:%s:%t:%t:%d:%s:%t", i.Name, i.Role, i.Ready, i.Fenced, i.Timeline, i.BackupFence, i.CleanShutdown)
 	}
 	return b.String()
 }

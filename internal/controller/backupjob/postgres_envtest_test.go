@@ -1,0 +1,235 @@
+package backupjob_test
+
+import (
+	"context"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	snapshotv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"example.com/platform-operator/api/v1alpha1"
+	"example.com/platform-operator/internal/controller/backupjob"
+)
+
+// pgFixture is a fixture whose BackupJob backs up the PostgresCluster db
+// of the test's namespace with a snapshot target; nothing runs the
+// PostgresCluster: the test writes its status as its instances would
+// report.
+type pgFixture struct {
+	*fixture
+	pg *v1alpha1.PostgresCluster
+}
+
+// snapshotCRD is the VolumeSnapshot CRD, which the suite's API server
+// serves once a test of this file installs it: the other tests run with
+// the API not served.
+const snapshotCRD = "../../localcluster/simulation_crds/snapshot.storage.k8s.io_volumesnapshots.yaml"
+
+var installSnapshots sync.Once
+
+// serveSnapshots installs the VolumeSnapshot CRD and waits until it is
+// served.
+func serveSnapshots(t *testing.T) {
+	t.Helper()
+	g := NewWithT(t)
+	installSnapshots.Do(func() {
+		data, err := os.ReadFile(snapshotCRD)
+		g.Expect(err).NotTo(HaveOccurred())
+		crd := &unstructured.Unstructured{}
+		g.Expect(yaml.Unmarshal(data, &crd.Object)).To(Succeed())
+		g.Expect(client.IgnoreAlreadyExists(k8sClient.Create(context.Background(), crd))).To(Succeed())
+	})
+	g.Eventually(func() error {
+		return k8sClient.List(t.Context(), &snapshotv1.VolumeSnapshotList{}, client.InNamespace("default"))
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+}
+
+func newPostgresFixture(t *testing.T, instances int32, allowPrimary bool) *pgFixture {
+	t.Helper()
+	if !testing.Short() {
+		serveSnapshots(t)
+	}
+	f := newFixture(t, true, func(bj *v1alpha1.BackupJob) {
+		bj.Spec.Source = v1alpha1.BackupSource{PostgresCluster: "db", AllowPrimaryFencing: allowPrimary}
+		bj.Spec.Target = &v1alpha1.BackupTarget{Snapshot: &v1alpha1.BackupSnapshotTarget{}}
+		bj.Spec.JobTemplate = nil
+		bj.Spec.Schedule = "0 0 1 1 *" // in effect, runs by runNow only
+	})
+	pg := &v1alpha1.PostgresCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: f.ns},
+		Spec:       v1alpha1.PostgresClusterSpec{Instances: instances, Storage: v1alpha1.PostgresStorage{Size: resource.MustParse("1Gi")}},
+	}
+	f.g.Expect(k8sClient.Create(t.Context(), pg)).To(Succeed())
+	p := &pgFixture{fixture: f, pg: pg}
+	members := []v1alpha1.PostgresInstanceStatus{{Name: "db-1", Role: v1alpha1.PostgresPrimaryRole, Ready: true, Timeline: 1, ReceivedLSN: "0/9000000"}}
+	if instances > 1 {
+		members = append(members,
+			v1alpha1.PostgresInstanceStatus{Name: "db-2", Role: v1alpha1.PostgresReplicaRole, Ready: true, Timeline: 1, ReceivedLSN: "0/7000000"},
+			v1alpha1.PostgresInstanceStatus{Name: "db-3", Role: v1alpha1.PostgresReplicaRole, Ready: true, Timeline: 1, ReceivedLSN: "0/8000000"})
+	}
+	p.setInstances(members...)
+	return p
+}
+
+// setInstances writes the cluster's status.instances, as its controller
+// would from the instances' reports.
+func (p *pgFixture) setInstances(members ...v1alpha1.PostgresInstanceStatus) {
+	p.t.Helper()
+	pg := p.cluster()
+	pg.Status.CurrentPrimary, pg.Status.TargetPrimary, pg.Status.Instances = "db-1", "db-1", members
+	p.g.Expect(k8sClient.Status().Update(p.t.Context(), pg)).To(Succeed())
+}
+
+func (p *pgFixture) cluster() *v1alpha1.PostgresCluster {
+	p.t.Helper()
+	pg := &v1alpha1.PostgresCluster{}
+	p.g.Expect(k8sClient.Get(p.t.Context(), client.ObjectKeyFromObject(p.pg), pg)).To(Succeed())
+	return pg
+}
+
+func (p *pgFixture) runNow(value string) {
+	p.t.Helper()
+	bj := p.get()
+	bj.Spec.RunNow = value
+	p.g.Expect(k8sClient.Update(p.t.Context(), bj)).To(Succeed())
+}
+
+func (p *pgFixture) snapshots() []snapshotv1.VolumeSnapshot {
+	p.t.Helper()
+	list := &snapshotv1.VolumeSnapshotList{}
+	p.g.Expect(k8sClient.List(p.t.Context(), list, client.InNamespace(p.ns))).To(Succeed())
+	return list.Items
+}
+
+// A run fences the most caught-up replica, cuts the snapshot of its claim
+// only once it reports a clean shutdown for this run, and unfences it once
+// the snapshot is ready; the backup records where its data stands.
+func TestPostgresRunFencesSnapshotsAndUnfences(t *testing.T) {
+	p := newPostgresFixture(t, 3, false)
+	p.runNow("first")
+	p.at(time.Second)
+
+	a := p.cluster().Annotations
+	p.g.Expect(a).To(HaveKeyWithValue(v1alpha1.PostgresBackupFenceAnnotation, "db-3"), "the replica with the most WAL")
+	run := a[v1alpha1.PostgresBackupFenceByAnnotation]
+	p.g.Expect(run).To(Equal(p.runName(time.Second)))
+	p.g.Expect(a).To(HaveKeyWithValue(v1alpha1.PostgresBackupFenceRunNowAnnotation, "first"))
+	p.g.Expect(p.snapshots()).To(BeEmpty(), "no snapshot before the clean shutdown")
+	p.g.Expect(p.get().Status.LastRunNow).To(Equal("first"))
+
+	primary := v1alpha1.PostgresInstanceStatus{Name: "db-1", Role: v1alpha1.PostgresPrimaryRole, Ready: true, Timeline: 1, ReceivedLSN: "0/9000000"}
+	replica := v1alpha1.PostgresInstanceStatus{Name: "db-2", Role: v1alpha1.PostgresReplicaRole, Ready: true, Timeline: 1, ReceivedLSN: "0/9000000"}
+	// Fenced, still stopping; then a clean shutdown reported for another
+	// run (a stale report): neither lets the snapshot be cut.
+	p.setInstances(primary, replica, v1alpha1.PostgresInstanceStatus{Name: "db-3", Fenced: true})
+	p.at(2 * time.Second)
+	p.setInstances(primary, replica, v1alpha1.PostgresInstanceStatus{Name: "db-3", Fenced: true, BackupFence: "nightly-1", CleanShutdown: true, Timeline: 1, CheckpointLSN: "0/7FFFF00"})
+	p.at(3 * time.Second)
+	p.g.Expect(p.snapshots()).To(BeEmpty(), "no snapshot before the clean shutdown of this run")
+	p.g.Expect(p.condition(v1alpha1.BackupJobReadyCondition).Message).To(ContainSubstring("waits for instance db-3"))
+
+	p.setInstances(primary, replica, v1alpha1.PostgresInstanceStatus{Name: "db-3", Fenced: true, BackupFence: run, CleanShutdown: true, Timeline: 1, CheckpointLSN: "0/8000028"})
+	p.at(4 * time.Second)
+	snaps := p.snapshots()
+	p.g.Expect(snaps).To(HaveLen(1))
+	s := snaps[0]
+	p.g.Expect(s.Name).To(Equal(run))
+	p.g.Expect(*s.Spec.Source.PersistentVolumeClaimName).To(Equal("db-3"))
+	p.g.Expect(s.Annotations).To(And(HaveKeyWithValue(v1alpha1.BackupSourceClusterAnnotation, "db"), HaveKeyWithValue(v1alpha1.BackupSourceInstanceAnnotation, "db-3"),
+		HaveKeyWithValue(v1alpha1.BackupTimelineAnnotation, "1"), HaveKeyWithValue(v1alpha1.BackupCheckpointLSNAnnotation, "0/8000028"),
+		HaveKeyWithValue(backupjob.RunNowAnnotation, "first")))
+	p.g.Expect(p.cluster().Annotations).To(HaveKeyWithValue(v1alpha1.PostgresBackupFenceAnnotation, "db-3"), "fenced until the snapshot is ready")
+
+	// A second request while the fence is held waits for it.
+	p.runNow("second")
+	p.at(5 * time.Second)
+	p.g.Expect(p.cluster().Annotations).To(HaveKeyWithValue(v1alpha1.PostgresBackupFenceByAnnotation, run))
+	p.g.Expect(p.snapshots()).To(HaveLen(1))
+
+	s.Status = &snapshotv1.VolumeSnapshotStatus{ReadyToUse: ptr.To(true), CreationTime: ptr.To(metav1.NewTime(p.created.Add(5 * time.Second)))}
+	p.g.Expect(k8sClient.Status().Update(t.Context(), &s)).To(Succeed())
+	p.at(6 * time.Second)
+	// The first run's fence is gone, and the waiting request's run took
+	// the fence at once, on a replica still streaming.
+	a = p.cluster().Annotations
+	p.g.Expect(a).To(HaveKeyWithValue(v1alpha1.PostgresBackupFenceByAnnotation, p.runName(6*time.Second)))
+	p.g.Expect(a).To(HaveKeyWithValue(v1alpha1.PostgresBackupFenceRunNowAnnotation, "second"))
+	p.g.Expect(a).To(HaveKeyWithValue(v1alpha1.PostgresBackupFenceAnnotation, "db-2"))
+	p.g.Expect(p.snapshots()[0].Labels).To(HaveKeyWithValue(v1alpha1.BackupResultLabel, "Succeeded"), "what a restore selects")
+	p.g.Expect(p.condition(v1alpha1.BackupJobLastRunSucceededCondition).Status).To(Equal(metav1.ConditionTrue))
+}
+
+// A run whose instance never reports a clean shutdown fails at the
+// timeout and leaves no fence; so does a fenced run whose BackupJob is
+// deleted.
+func TestPostgresFenceNeverOutlivesItsRun(t *testing.T) {
+	p := newPostgresFixture(t, 3, false)
+	p.runNow("first")
+	p.at(time.Second)
+	p.g.Expect(p.cluster().Annotations).To(HaveKey(v1alpha1.PostgresBackupFenceAnnotation))
+
+	p.at(time.Second + 5*time.Minute)
+	p.g.Expect(p.cluster().Annotations).NotTo(HaveKey(v1alpha1.PostgresBackupFenceAnnotation))
+	p.g.Expect(p.snapshots()).To(BeEmpty())
+	last := p.condition(v1alpha1.BackupJobLastRunSucceededCondition)
+	p.g.Expect(last.Status).To(Equal(metav1.ConditionFalse))
+	p.g.Expect(last.Reason).To(Equal(v1alpha1.BackupJobFenceTimeoutReason))
+
+	// The next run fences again; the BackupJob is deleted meanwhile.
+	p.runNow("second")
+	p.at(6 * time.Minute)
+	p.g.Expect(p.cluster().Annotations).To(HaveKey(v1alpha1.PostgresBackupFenceAnnotation))
+	p.g.Expect(p.get().Finalizers).To(ContainElement(backupjob.Finalizer), "a PostgresCluster source holds the BackupJob until its fences are gone")
+	p.g.Expect(k8sClient.Delete(t.Context(), p.get())).To(Succeed())
+	p.reconcile()
+	p.g.Expect(p.cluster().Annotations).NotTo(HaveKey(v1alpha1.PostgresBackupFenceAnnotation))
+	p.g.Eventually(func() error {
+		return k8sClient.Get(t.Context(), client.ObjectKeyFromObject(p.bj), &v1alpha1.BackupJob{})
+	}).
+		Should(Satisfy(func(err error) bool { return client.IgnoreNotFound(err) == nil && err != nil }))
+}
+
+// A single-instance cluster is not fenced unless the BackupJob allows it:
+// the run is refused and the PostgresCluster not written at all.
+func TestPostgresSingleInstanceRefused(t *testing.T) {
+	p := newPostgresFixture(t, 1, false)
+	before := p.cluster().ResourceVersion
+	p.runNow("first")
+	p.at(time.Second)
+	p.g.Expect(p.cluster().ResourceVersion).To(Equal(before), "the cluster is not touched")
+	p.g.Expect(p.snapshots()).To(BeEmpty())
+	degraded := p.condition(v1alpha1.BackupJobDegradedCondition)
+	p.g.Expect(degraded.Reason).To(Equal(v1alpha1.BackupJobPrimaryFencingRefusedReason))
+	p.g.Expect(degraded.Message).To(ContainSubstring("allowPrimaryFencing"))
+	p.g.Expect(p.condition(v1alpha1.BackupJobReadyCondition).Status).To(Equal(metav1.ConditionFalse))
+
+	allowed := newPostgresFixture(t, 1, true)
+	allowed.runNow("first")
+	allowed.at(time.Second)
+	allowed.g.Expect(allowed.cluster().Annotations).To(HaveKeyWithValue(v1alpha1.PostgresBackupFenceAnnotation, "db-1"))
+}
+
+// A claim of a PostgresCluster named as a claim source is refused with a
+// message that points to source.postgresCluster.
+func TestPostgresClaimAsSourceRefused(t *testing.T) {
+	f := newFixture(t, false)
+	claim := &corev1.PersistentVolumeClaim{}
+	f.g.Expect(k8sClient.Get(t.Context(), client.ObjectKey{Namespace: f.ns, Name: "data"}, claim)).To(Succeed())
+	claim.Labels = map[string]string{v1alpha1.PostgresClusterLabel: "db"}
+	f.g.Expect(k8sClient.Update(t.Context(), claim)).To(Succeed())
+	f.at(10 * time.Second)
+	f.g.Expect(f.jobs()).To(BeEmpty())
+	degraded := f.condition(v1alpha1.BackupJobDegradedCondition)
+	f.g.Expect(degraded.Reason).To(Equal(v1alpha1.BackupJobSourceIsPostgresClusterReason))
+	f.g.Expect(degraded.Message).To(ContainSubstring("spec.source.postgresCluster"))
+}
