@@ -66,6 +66,7 @@ import (
 
 	"example.com/platform-operator/internal/localcluster"
 	"example.com/platform-operator/internal/operator"
+	"example.com/platform-operator/test/bench/benchkit"
 )
 
 var allScenarios = []string{"services", "ceiling", "scripted", "burst", "cost", "restart", "drift"}
@@ -127,7 +128,7 @@ func run() error {
 		Started:     time.Now(),
 		CommandLine: commandLine(cfg.repo),
 		Args:        append([]string{"bench"}, relativeArgs(cfg.repo, os.Args[1:])...),
-		Machine:     describeMachine(),
+		Machine:     benchkit.DescribeMachine(),
 		Operator: operatorInfo{Binary: repoRelative(cfg.repo, cfg.operator), Version: operatorVersion(cfg.operator),
 			Args: cfg.operatorArgs, Client: cfg.operatorClient},
 		Load:        cfg.load,

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
+
+	"example.com/platform-operator/test/bench/benchkit"
 )
 
 const (
@@ -32,9 +34,9 @@ type settleResult struct {
 // services since the counts since, or until limit. It returns the last
 // scrape and whether the writes had stopped; an error when a scrape fails
 // or ctx ends.
-func settleWrites(ctx context.Context, scrape func(context.Context) (requestCounts, error), since requestCounts, every, limit time.Duration) (requestCounts, settleResult, error) {
+func settleWrites(ctx context.Context, scrape func(context.Context) (benchkit.RequestCounts, error), since benchkit.RequestCounts, every, limit time.Duration) (benchkit.RequestCounts, settleResult, error) {
 	start := time.Now()
-	var last requestCounts
+	var last benchkit.RequestCounts
 	lastTotal, quiet := -1.0, 0
 	err := wait.PollUntilContextTimeout(ctx, every, limit, true, func(ctx context.Context) (bool, error) {
 		now, err := scrape(ctx)
@@ -42,7 +44,7 @@ func settleWrites(ctx context.Context, scrape func(context.Context) (requestCoun
 			return false, err
 		}
 		last = now
-		total := attribute(now.writesSince(since)).children()
+		total := attribute(now.WritesSince(since)).children()
 		if total == lastTotal {
 			quiet++
 		} else {
@@ -51,7 +53,7 @@ func settleWrites(ctx context.Context, scrape func(context.Context) (requestCoun
 		lastTotal = total
 		return quiet >= settleQuiet, nil
 	})
-	res := settleResult{Settled: err == nil, Seconds: round3(time.Since(start).Seconds()), Limit: limit.String()}
+	res := settleResult{Settled: err == nil, Seconds: benchkit.Round3(time.Since(start).Seconds()), Limit: limit.String()}
 	switch {
 	case err == nil:
 		return last, res, nil
