@@ -99,5 +99,6 @@ bench: kube-binaries build ## Run the benchmarks (N = 100, 1000) on the local cl
 	KUBE_BIN_DIR=$(KUBE_BIN_DIR) go run ./test/bench -operator bin/platform-operator -out test/bench/results $(BENCH_FLAGS)
 
 .PHONY: fuzz
-fuzz: ## Fuzz the child builders for FUZZTIME (default 2m).
+fuzz: ## Fuzz the child builders and the BackupJob templates' checks for FUZZTIME each (default 2m).
 	go test ./internal/controller/website -run '^$$' -fuzz FuzzChildren -fuzztime $${FUZZTIME:-2m}
+	go test ./internal/controller/backupjob -run '^$$' -fuzz FuzzJobTemplate -fuzztime $${FUZZTIME:-2m}

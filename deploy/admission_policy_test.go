@@ -16,9 +16,10 @@ import (
 )
 
 // unguarded are the writes of the operator that the admission policy leaves
-// alone on purpose: its own custom resources (their status), events about
-// what it does, its leader election Lease and the reviews that guard
-// /metrics. None of them runs anything or holds data of others.
+// alone on purpose: its own custom resources (their status and finalizers),
+// events about what it does, its leader election Lease and the reviews that
+// guard /metrics. None of them runs anything, holds data of others or
+// grants anything.
 var unguarded = map[string]bool{
 	"example.com/*":                             true,
 	"/events":                                   true,
@@ -44,10 +45,10 @@ func readPolicy(t *testing.T) *admissionregistrationv1.ValidatingAdmissionPolicy
 	return policy
 }
 
-// Every resource that a generated role lets the operator write is guarded
-// by the admission policy, unless it is one of the few writes listed in
-// unguarded: a new kind whose controller writes a new resource must add it
-// to the policy.
+// Every resource or subresource that a generated role lets the operator
+// write (token requests among them) is guarded by the admission policy,
+// unless it is one of the few writes listed in unguarded: a new kind whose
+// controller writes a new resource must add it to the policy.
 func TestAdmissionPolicyGuardsEveryWriteTheRolesGrant(t *testing.T) {
 	g := NewWithT(t)
 	policy := readPolicy(t)
@@ -74,7 +75,7 @@ func TestAdmissionPolicyGuardsEveryWriteTheRolesGrant(t *testing.T) {
 			}
 			for _, group := range rule.APIGroups {
 				for _, resource := range rule.Resources {
-					if strings.Contains(resource, "/") || unguarded[group+"/*"] || unguarded[group+"/"+resource] {
+					if unguarded[group+"/*"] || unguarded[group+"/"+resource] {
 						continue
 					}
 					g.Expect(guarded).To(HaveKey(group+"/"+resource),
@@ -86,8 +87,9 @@ func TestAdmissionPolicyGuardsEveryWriteTheRolesGrant(t *testing.T) {
 }
 
 // The policy applies to the operator's ServiceAccount only, and to main
-// resources only, so that the operator can still request tokens, patch the
-// status of its resources and write events.
+// resources, token requests and the ephemeral containers of pods only, so
+// that the operator can still patch the status of its resources and write
+// events.
 func TestAdmissionPolicyAppliesToTheOperatorsMainResourcesOnly(t *testing.T) {
 	g := NewWithT(t)
 	policy := readPolicy(t)
@@ -98,7 +100,8 @@ func TestAdmissionPolicyAppliesToTheOperatorsMainResourcesOnly(t *testing.T) {
 		for _, resource := range rule.Resources {
 			g.Expect(resource).NotTo(ContainSubstring("*"))
 			if strings.Contains(resource, "/") {
-				g.Expect(resource).To(Equal("pods/ephemeralcontainers"), "the only subresource that adds containers")
+				g.Expect(resource).To(BeElementOf("pods/ephemeralcontainers", "serviceaccounts/token"),
+					"the only subresources that add containers or issue tokens")
 			}
 		}
 	}

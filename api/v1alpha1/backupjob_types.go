@@ -20,6 +20,10 @@ const (
 	// PinnedLabel, set to "true" on a backup, keeps it whatever the
 	// retention policy says. Remove the label to let retention delete it.
 	PinnedLabel = "example.com/pinned"
+
+	// BackupResultLabel, on a backup, is how its run ended: Succeeded or
+	// Failed. A backup without it is a run in progress.
+	BackupResultLabel = "example.com/result"
 )
 
 // BackupJobSpec is the desired state of a BackupJob: what to back up, when,
@@ -102,15 +106,20 @@ type BackupJobSpec struct {
 	Target *BackupTarget `json:"target,omitempty"`
 
 	// jobTemplate is the Job that copies the data, for a volume target
-	// (required there; a snapshot target takes none). The operator adds to
-	// its pod the volumes "source" (spec.source, read-only, at /source) and
-	// "backup" (the run's new claim, at /backup), its labels, an owner
-	// reference and the restricted security context defaults. The API
-	// server refuses a template whose pod could leave the BackupJob's
-	// namespace or reach into its node: hostNetwork, hostPID, hostIPC,
-	// hostPath volumes, privileged or Windows host-process containers,
-	// ephemeral containers, a serviceAccountName other than default, or
-	// volumes named source or backup.
+	// (required there; a snapshot target takes none). Creating a BackupJob
+	// is creating pods: the operator runs this template's pods in the
+	// BackupJob's namespace. It adds to the pod the volumes "source"
+	// (spec.source, read-only, at /source) and "backup" (the run's new
+	// claim, at /backup), its labels, an owner reference, the restricted
+	// security context defaults and, unless the template sets it,
+	// automountServiceAccountToken: false. The pod must meet the restricted
+	// Pod Security Standard whatever the namespace enforces: the API server
+	// refuses what the rules of BackupJobTemplate see, and the operator
+	// judges the rest with the upstream Pod Security library at the API
+	// server's version, reporting a refusal as Degraded, reason InvalidSpec.
+	// Labels and annotations the operator reads as its own (example.com/*,
+	// app.kubernetes.io/managed-by, app.kubernetes.io/name=website) are
+	// refused in the template.
 	// +optional
 	JobTemplate *BackupJobTemplate `json:"jobTemplate,omitempty"`
 
@@ -258,8 +267,22 @@ type BackupSnapshotTarget struct {
 // API server refuses a template whose pod could leave the BackupJob's
 // namespace or reach into its node: host network, PID or IPC namespaces,
 // hostPath volumes, privileged or Windows host-process containers,
-// ephemeral containers, or a ServiceAccount other than "default". Volumes
-// named "source" and "backup" are the operator's to add.
+// ephemeral containers, or a ServiceAccount other than "default"; what
+// these rules can afford to see of the restricted Pod Security Standard:
+// running as root, privilege escalation, the pod's seccomp, AppArmor or
+// SELinux confinement lifted, volume types other than configMap, secret,
+// downwardAPI, emptyDir, projected, persistentVolumeClaim, ephemeral and
+// image (inline CSI included); and a pod placed by nodeName,
+// runtimeClassName or a control-plane nodeSelector. The rest of the
+// standard (capabilities, host ports, sysctls, the containers' seccomp,
+// AppArmor, SELinux and /proc settings) and tolerations of control-plane
+// taints are judged by the operator, with the upstream Pod Security
+// library at the API server's version. Volumes named "source" and
+// "backup" are the operator's to add, and so are the labels and
+// annotations it reads as its own, refused in the Job's and the pod's
+// metadata: keys under example.com/ (example.com/drill would make a run
+// pass for a restore drill), app.kubernetes.io/managed-by, and
+// app.kubernetes.io/name=website, which every Website's Service selects.
 //
 // +kubebuilder:validation:XValidation:rule="self.?spec.?template.?spec.hasValue()",message="jobTemplate.spec.template.spec is required: it holds the containers that copy the data",reason=FieldValueRequired
 // +kubebuilder:validation:XValidation:rule="!self.?spec.?template.?spec.?hostNetwork.orValue(false)",message="may not be true: the pod would use the node's network",fieldPath=".spec.template.spec.hostNetwork",reason=FieldValueForbidden
@@ -272,6 +295,23 @@ type BackupSnapshotTarget struct {
 // +kubebuilder:validation:XValidation:rule="!self.?spec.?template.?spec.?initContainers.hasValue() || self.spec.template.spec.initContainers.all(c, !c.?securityContext.?privileged.orValue(false) && !c.?securityContext.?windowsOptions.?hostProcess.orValue(false))",message="may not be privileged or Windows host-process containers: they control the node",fieldPath=".spec.template.spec.initContainers",reason=FieldValueForbidden
 // +kubebuilder:validation:XValidation:rule="!self.?spec.?template.?spec.?securityContext.?windowsOptions.?hostProcess.orValue(false)",message="may not be true: host-process pods control the node",fieldPath=".spec.template.spec.securityContext.windowsOptions.hostProcess",reason=FieldValueForbidden
 // +kubebuilder:validation:XValidation:rule="!self.?spec.?template.?spec.?ephemeralContainers.hasValue()",message="may not be set: ephemeral containers are for debugging running pods",fieldPath=".spec.template.spec.ephemeralContainers",reason=FieldValueForbidden
+// +kubebuilder:validation:XValidation:rule="!self.?spec.?template.?spec.?nodeName.hasValue() || self.spec.template.spec.nodeName.size() == 0",message="may not be set: the pod would bypass the scheduler and run on the node of its choosing",fieldPath=".spec.template.spec.nodeName",reason=FieldValueForbidden
+// +kubebuilder:validation:XValidation:rule="!self.?spec.?template.?spec.?runtimeClassName.hasValue()",message="may not be set: the runtime class chooses how containers are isolated from the node, and the nodes they run on",fieldPath=".spec.template.spec.runtimeClassName",reason=FieldValueForbidden
+// +kubebuilder:validation:XValidation:rule="!self.?spec.?template.?spec.?nodeSelector.hasValue() || !('node-role.kubernetes.io/control-plane' in self.spec.template.spec.nodeSelector || 'node-role.kubernetes.io/master' in self.spec.template.spec.nodeSelector)",message="may not select control-plane nodes",fieldPath=".spec.template.spec.nodeSelector",reason=FieldValueForbidden
+// +kubebuilder:validation:XValidation:rule="self.?spec.?template.?spec.?securityContext.?runAsNonRoot.orValue(true)",message="may not be false: the restricted Pod Security Standard forbids running as root",fieldPath=".spec.template.spec.securityContext.runAsNonRoot",reason=FieldValueForbidden
+// +kubebuilder:validation:XValidation:rule="self.?spec.?template.?spec.?securityContext.?runAsUser.orValue(1) != 0",message="may not be 0: the restricted Pod Security Standard forbids running as root",fieldPath=".spec.template.spec.securityContext.runAsUser",reason=FieldValueForbidden
+// +kubebuilder:validation:XValidation:rule="self.?spec.?template.?spec.?securityContext.?seccompProfile.?type.orValue('RuntimeDefault') != 'Unconfined'",message="may not be Unconfined: the restricted Pod Security Standard requires a seccomp profile",fieldPath=".spec.template.spec.securityContext.seccompProfile.type",reason=FieldValueForbidden
+// +kubebuilder:validation:XValidation:rule="self.?spec.?template.?spec.?securityContext.?appArmorProfile.?type.orValue('RuntimeDefault') != 'Unconfined'",message="may not be Unconfined: the Pod Security Standards forbid lifting AppArmor confinement",fieldPath=".spec.template.spec.securityContext.appArmorProfile.type",reason=FieldValueForbidden
+// +kubebuilder:validation:XValidation:rule="!self.?spec.?template.?spec.?securityContext.?seLinuxOptions.?user.hasValue() && !self.?spec.?template.?spec.?securityContext.?seLinuxOptions.?role.hasValue()",message="may not set user or role: the Pod Security Standards forbid choosing the SELinux user or role",fieldPath=".spec.template.spec.securityContext.seLinuxOptions",reason=FieldValueForbidden
+// +kubebuilder:validation:XValidation:rule="!self.?spec.?template.?spec.?containers.hasValue() || self.spec.template.spec.containers.all(c, c.?securityContext.?runAsNonRoot.orValue(true) && c.?securityContext.?runAsUser.orValue(1) != 0)",message="may not set securityContext.runAsNonRoot to false or securityContext.runAsUser to 0: the restricted Pod Security Standard forbids running as root",fieldPath=".spec.template.spec.containers",reason=FieldValueForbidden
+// +kubebuilder:validation:XValidation:rule="!self.?spec.?template.?spec.?containers.hasValue() || self.spec.template.spec.containers.all(c, !c.?securityContext.?allowPrivilegeEscalation.orValue(false))",message="may not set securityContext.allowPrivilegeEscalation to true: the restricted Pod Security Standard forbids it",fieldPath=".spec.template.spec.containers",reason=FieldValueForbidden
+// +kubebuilder:validation:XValidation:rule="!self.?spec.?template.?spec.?initContainers.hasValue() || self.spec.template.spec.initContainers.all(c, c.?securityContext.?runAsNonRoot.orValue(true) && c.?securityContext.?runAsUser.orValue(1) != 0)",message="may not set securityContext.runAsNonRoot to false or securityContext.runAsUser to 0: the restricted Pod Security Standard forbids running as root",fieldPath=".spec.template.spec.initContainers",reason=FieldValueForbidden
+// +kubebuilder:validation:XValidation:rule="!self.?spec.?template.?spec.?initContainers.hasValue() || self.spec.template.spec.initContainers.all(c, !c.?securityContext.?allowPrivilegeEscalation.orValue(false))",message="may not set securityContext.allowPrivilegeEscalation to true: the restricted Pod Security Standard forbids it",fieldPath=".spec.template.spec.initContainers",reason=FieldValueForbidden
+// +kubebuilder:validation:XValidation:rule="!self.?spec.?template.?spec.?volumes.hasValue() || self.spec.template.spec.volumes.all(v, has(v.configMap) || has(v.secret) || has(v.downwardAPI) || has(v.emptyDir) || has(v.projected) || has(v.persistentVolumeClaim) || has(v.ephemeral) || has(v.image))",message="may hold only configMap, secret, downwardAPI, emptyDir, projected, persistentVolumeClaim, ephemeral and image volumes: the restricted Pod Security Standard forbids the types that reach into the node or the network, and an inline CSI volume is its driver's to decide",fieldPath=".spec.template.spec.volumes",reason=FieldValueForbidden
+// +kubebuilder:validation:XValidation:rule="!self.?metadata.?labels.hasValue() || self.metadata.labels.all(k, !k.startsWith('example.com/') && k != 'app.kubernetes.io/managed-by') && self.metadata.labels[?'app.kubernetes.io/name'].orValue('none') != 'website'",message="may not hold keys under example.com/, app.kubernetes.io/managed-by, nor app.kubernetes.io/name=website: the operator reads them as its own",fieldPath=".metadata.labels",reason=FieldValueForbidden
+// +kubebuilder:validation:XValidation:rule="!self.?metadata.?annotations.hasValue() || self.metadata.annotations.all(k, !k.startsWith('example.com/'))",message="may not hold keys under example.com/: the operator reads them as its own",fieldPath=".metadata.annotations",reason=FieldValueForbidden
+// +kubebuilder:validation:XValidation:rule="!self.?spec.?template.?metadata.?labels.hasValue() || self.spec.template.metadata.labels.all(k, !k.startsWith('example.com/') && k != 'app.kubernetes.io/managed-by') && self.spec.template.metadata.labels[?'app.kubernetes.io/name'].orValue('none') != 'website'",message="may not hold keys under example.com/, app.kubernetes.io/managed-by, nor app.kubernetes.io/name=website: the operator reads them as its own, and every Website's Service selects pods labelled app.kubernetes.io/name=website",fieldPath=".spec.template.metadata.labels",reason=FieldValueForbidden
+// +kubebuilder:validation:XValidation:rule="!self.?spec.?template.?metadata.?annotations.hasValue() || self.spec.template.metadata.annotations.all(k, !k.startsWith('example.com/'))",message="may not hold keys under example.com/: the operator reads them as its own",fieldPath=".spec.template.metadata.annotations",reason=FieldValueForbidden
 type BackupJobTemplate batchv1.JobTemplateSpec
 
 // BackupRetention says which backups to keep. A backup is kept when any

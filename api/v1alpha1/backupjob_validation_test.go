@@ -151,6 +151,15 @@ spec:
   verify:
     jobTemplate: {spec: {template: {spec: {containers: [{name: check, image: busybox}]}}}}`},
 		{"timeZone Etc/GMT+5", backupJobWith("timeZone: Etc/GMT+5")},
+		{"labels and annotations of the user's", strings.Replace(strings.Replace(minimalBackupJob,
+			"  jobTemplate:\n", "  jobTemplate:\n    metadata: {labels: {app.kubernetes.io/name: backup, team: a}, annotations: {owner: team-a}}\n", 1),
+			"      template:\n", "      template:\n        metadata: {labels: {app.kubernetes.io/instance: shop}, annotations: {simulation.example.com/fail: \"true\"}}\n", 1)},
+		{"restricted settings of its own", backupJobWithPod(`
+securityContext: {runAsNonRoot: true, runAsUser: 1000, fsGroup: 1000, seccompProfile: {type: Localhost, localhostProfile: backup.json}, seLinuxOptions: {type: container_t, level: "s0:c1,c2"}}
+nodeSelector: {storage: "true"}
+tolerations: [{key: storage, operator: Exists, effect: NoSchedule}, {key: node.kubernetes.io/not-ready, operator: Exists}]
+initContainers: [{name: init, image: busybox, securityContext: {runAsNonRoot: true, allowPrivilegeEscalation: false, procMount: Default, capabilities: {drop: [ALL], add: [NET_BIND_SERVICE]}}}]
+volumes: [{name: tmp, emptyDir: {}}, {name: creds, secret: {secretName: s3}}, {name: conf, projected: {sources: [{configMap: {name: c}}]}}, {name: info, downwardAPI: {items: []}}, {name: scratch, ephemeral: {volumeClaimTemplate: {spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}}}}, {name: old, persistentVolumeClaim: {claimName: old}}, {name: tools, image: {reference: "busybox:1.36"}}]`)},
 		{"retention adding up to 400", backupJobWith("retention: {keepLast: 100, keepDaily: 100, keepWeekly: 100, keepMonthly: 100, keepFailed: 0}")},
 	}
 	for i, tt := range tests {
@@ -246,6 +255,38 @@ spec:
 		{"another ServiceAccount", backupJobWithPod("serviceAccountName: cluster-admin"), pod + "serviceAccountName"},
 		{"another ServiceAccount, deprecated field", backupJobWithPod("serviceAccount: cluster-admin"), pod + "serviceAccountName"},
 		{"ephemeral containers", backupJobWithPod("ephemeralContainers: [{name: debug, image: busybox}]"), pod + "ephemeralContainers"},
+		// the restricted Pod Security Standard, as far as the rules see it
+		{"nodeName", backupJobWithPod("nodeName: control-plane-1"), pod + "nodeName: Forbidden"},
+		{"runtimeClassName", backupJobWithPod("runtimeClassName: runc"), pod + "runtimeClassName: Forbidden"},
+		{"control-plane nodeSelector", backupJobWithPod(`nodeSelector: {"node-role.kubernetes.io/control-plane": ""}`), pod + "nodeSelector: Forbidden"},
+		{"pod runAsNonRoot false", backupJobWithPod("securityContext: {runAsNonRoot: false}"), pod + "securityContext.runAsNonRoot: Forbidden"},
+		{"pod runAsUser 0", backupJobWithPod("securityContext: {runAsUser: 0}"), pod + "securityContext.runAsUser: Forbidden"},
+		{"pod seccomp Unconfined", backupJobWithPod("securityContext: {seccompProfile: {type: Unconfined}}"), pod + "securityContext.seccompProfile.type: Forbidden"},
+		{"pod AppArmor Unconfined", backupJobWithPod("securityContext: {appArmorProfile: {type: Unconfined}}"), pod + "securityContext.appArmorProfile.type: Forbidden"},
+		{"pod SELinux user", backupJobWithPod("securityContext: {seLinuxOptions: {user: system_u}}"), pod + "securityContext.seLinuxOptions: Forbidden"},
+		{"container as root", strings.Replace(minimalBackupJob, "command:", "securityContext: {runAsUser: 0}, command:", 1), pod + "containers: Forbidden: may not set securityContext.runAsNonRoot to false or securityContext.runAsUser to 0"},
+		{"init container runAsNonRoot false", backupJobWithPod("initContainers: [{name: init, image: busybox, securityContext: {runAsNonRoot: false}}]"), pod + "initContainers: Forbidden: may not set securityContext.runAsNonRoot"},
+		{"privilege escalation", strings.Replace(minimalBackupJob, "command:", "securityContext: {allowPrivilegeEscalation: true}, command:", 1), pod + "containers: Forbidden: may not set securityContext.allowPrivilegeEscalation"},
+		{"nfs volume", backupJobWithPod("volumes: [{name: remote, nfs: {server: 10.0.0.1, path: /}}]"), pod + "volumes: Forbidden: may hold only"},
+		{"iscsi volume", backupJobWithPod("volumes: [{name: remote, iscsi: {targetPortal: 10.0.0.1, iqn: iqn.2001-04.com.example:x, lun: 0}}]"), pod + "volumes: Forbidden: may hold only"},
+		{"rbd volume", backupJobWithPod("volumes: [{name: remote, rbd: {monitors: [10.0.0.1], image: x}}]"), pod + "volumes: Forbidden: may hold only"},
+		{"flexVolume", backupJobWithPod("volumes: [{name: remote, flexVolume: {driver: example/x}}]"), pod + "volumes: Forbidden: may hold only"},
+		{"inline csi volume", backupJobWithPod("volumes: [{name: remote, csi: {driver: nfs.csi.k8s.io}}]"), pod + "volumes: Forbidden: may hold only"},
+		// labels and annotations the operator reads as its own
+		{"drill label on the Job", strings.Replace(minimalBackupJob, "  jobTemplate:\n", "  jobTemplate:\n    metadata: {labels: {example.com/drill: nightly-1}}\n", 1), "spec.jobTemplate.metadata.labels: Forbidden"},
+		{"managed-by label on the Job", strings.Replace(minimalBackupJob, "  jobTemplate:\n", "  jobTemplate:\n    metadata: {labels: {app.kubernetes.io/managed-by: platform-operator}}\n", 1), "spec.jobTemplate.metadata.labels: Forbidden"},
+		{"result annotation on the Job", strings.Replace(minimalBackupJob, "  jobTemplate:\n", "  jobTemplate:\n    metadata: {annotations: {example.com/verified: Passed}}\n", 1), "spec.jobTemplate.metadata.annotations: Forbidden"},
+		{"a Website's labels on the pod", strings.Replace(minimalBackupJob, "      template:\n", "      template:\n        metadata: {labels: {app.kubernetes.io/name: website, app.kubernetes.io/instance: shop}}\n", 1), "spec.jobTemplate.spec.template.metadata.labels: Forbidden"},
+		{"BackupJob label on the pod", strings.Replace(minimalBackupJob, "      template:\n", "      template:\n        metadata: {labels: {example.com/backupjob: other}}\n", 1), "spec.jobTemplate.spec.template.metadata.labels: Forbidden"},
+		{"run annotation on the pod", strings.Replace(minimalBackupJob, "      template:\n", "      template:\n        metadata: {annotations: {example.com/run: x}}\n", 1), "spec.jobTemplate.spec.template.metadata.annotations: Forbidden"},
+		{"verify template as root", backupJobWith(`
+verify:
+  jobTemplate:
+    spec:
+      template:
+        spec:
+          securityContext: {runAsUser: 0}
+          containers: [{name: check, image: busybox}]`), "spec.verify.jobTemplate.spec.template.spec.securityContext.runAsUser"},
 		{"verify template on the host network", backupJobWith(`
 verify:
   jobTemplate:

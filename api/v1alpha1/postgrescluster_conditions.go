@@ -41,6 +41,7 @@ const (
 	PostgresDeletingReason         = "Deleting"
 	PostgresAsExpectedReason       = "AsExpected"
 	PostgresNoReplicasReason       = "NoReplicas"
+	PostgresBackupNotFoundReason   = "BackupNotFound"
 )
 
 // GetConditions returns the status's conditions.

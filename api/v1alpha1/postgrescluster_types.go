@@ -38,6 +38,14 @@ const (
 	// PostgresFinalizer is put on a PostgresCluster whose deletionPolicy is
 	// Delete, so that its deletion deletes its claims first.
 	PostgresFinalizer = "example.com/postgrescluster-claims"
+
+	// PostgresBackupFenceAnnotation, on a PostgresCluster, names the
+	// instance that a BackupJob's run fences for a cold snapshot: its
+	// PostgreSQL stops cleanly, it is never promoted, and it starts again
+	// when the annotation goes. PostgresBackupFenceByAnnotation names the
+	// run.
+	PostgresBackupFenceAnnotation   = "example.com/backup-fence"
+	PostgresBackupFenceByAnnotation = "example.com/backup-fence-by"
 )
 
 // Roles of an instance.
@@ -105,11 +113,39 @@ type PostgresInitDB struct {
 	SecretName string `json:"secretName,omitempty"`
 }
 
-// PostgresBootstrap says how the cluster's first instance gets its data.
+// PostgresFromBackup restores the cluster from a BackupJob's backup of
+// another PostgresCluster.
+type PostgresFromBackup struct {
+	// backupJob names the BackupJob, in the cluster's namespace, whose
+	// backup to restore.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=52
+	BackupJob string `json:"backupJob"`
+
+	// name is the backup's (its VolumeSnapshot's or claim's); unset, the
+	// newest successful backup of the BackupJob.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name,omitempty"`
+}
+
+// PostgresBootstrap says how the cluster's first instance gets its data:
+// initdb or fromBackup, not both.
+//
+// +kubebuilder:validation:XValidation:rule="!(has(self.initdb) && has(self.fromBackup))",message="bootstrap takes initdb or fromBackup, not both"
 type PostgresBootstrap struct {
 	// initdb creates a new, empty database (the default).
 	// +optional
 	InitDB *PostgresInitDB `json:"initdb,omitempty"`
+
+	// fromBackup starts the first instance from a backup of another
+	// PostgresCluster, made by a BackupJob whose source is that cluster;
+	// the other instances clone it. The database keeps the backup's roles
+	// and data; the new cluster's Secrets set the passwords.
+	// +optional
+	FromBackup *PostgresFromBackup `json:"fromBackup,omitempty"`
 }
 
 // PostgresClusterSpec is the desired state of a PostgresCluster.
@@ -468,6 +504,11 @@ type PostgresInstanceReport struct {
 	// passwordVersion is the resourceVersion of the application Secret
 	// whose password a primary set in the database.
 	PasswordVersion string `json:"passwordVersion,omitempty"`
+	// cleanShutdown is true when a fenced instance's PostgreSQL stopped
+	// cleanly: its data directory is consistent, a cold copy of it a
+	// backup; checkpointLSN is the position it stopped at.
+	CleanShutdown bool   `json:"cleanShutdown,omitempty"`
+	CheckpointLSN string `json:"checkpointLSN,omitempty"`
 	// message says what the instance is doing, or why it is not ready.
 	Message string `json:"message,omitempty"`
 }

@@ -30,7 +30,8 @@ func writeComponentKustomization(dir string, c component, resources []string) er
 # ask for (controller-gen); role_binding.yaml grants them to the operator's
 # ServiceAccount.`, c.name, filepath.ToSlash(c.pkg))
 	if len(c.crds) > 0 {
-		comment += "\n# crd.yaml holds the CRDs of the kinds it serves (controller-gen from api/)."
+		comment += "\n# crd.yaml holds the CRDs of the kinds it serves (controller-gen from api/);" +
+			"\n# user_roles.yaml what view, edit and admin grant people of those kinds."
 	}
 	return writeKustomization(filepath.Join(dir, "kustomization.yaml"), comment, k)
 }

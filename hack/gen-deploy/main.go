@@ -6,6 +6,7 @@
 //	deploy/components/<name>/role.yaml          controller-gen: RBAC markers of internal/controller/<name>
 //	deploy/components/<name>/role_binding.yaml  its roles bound to the ServiceAccount
 //	deploy/components/<name>/crd.yaml           controller-gen: the CRDs of the kinds it serves
+//	deploy/components/<name>/user_roles.yaml    ClusterRoles of those kinds for the built-in view, edit and admin
 //	deploy/components/<name>/kustomization.yaml the component
 //	deploy/kustomization.yaml                   the base and every component
 //	deploy/install.yaml                         kustomize build deploy
@@ -98,6 +99,13 @@ func writeComponent(root, crdDir string, c component) error {
 		resources = append([]string{"crd.yaml"}, resources...)
 	} else if err := os.Remove(filepath.Join(dir, "crd.yaml")); err != nil && !os.IsNotExist(err) {
 		return fmt.Errorf("remove the CRDs it no longer serves: %w", err)
+	}
+	wrote, err := writeUserRoles(dir, c)
+	if err != nil {
+		return err
+	}
+	if wrote {
+		resources = append(resources, userRolesFile)
 	}
 	return writeComponentKustomization(dir, c, resources)
 }

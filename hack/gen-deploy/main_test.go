@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
@@ -113,6 +115,13 @@ func TestRenderedInstalls(t *testing.T) {
 	g.Expect(all).To(HaveKey("ClusterRoleBinding//platform-operator-website"))
 	g.Expect(all).To(HaveKey("CustomResourceDefinition//websites.example.com"))
 	g.Expect(all).To(HaveKey("ValidatingAdmissionPolicyBinding//platform-operator-guardrails"))
+	for _, kind := range []string{"website", "backupjob"} {
+		g.Expect(all).To(HaveKey("ClusterRole//platform-operator-"+kind+"-edit"), "edit and admin gain the %s rights knowingly", kind)
+		g.Expect(all["ClusterRole//platform-operator-"+kind+"-edit"].GetLabels()).To(HaveKeyWithValue(aggregateToEdit, "true"))
+	}
+	g.Expect(all["ClusterRole//platform-operator-backupjob-view"].GetLabels()).To(HaveKeyWithValue(aggregateToView, "true"))
+	g.Expect(all).To(HaveKey("ClusterRole//platform-operator-tenant-view"))
+	g.Expect(all).NotTo(HaveKey("ClusterRole//platform-operator-tenant-edit"), "creating Tenants is not edit's")
 	g.Expect(args(t, all)).To(ContainElement("--all-namespaces"))
 	for id, obj := range all {
 		g.Expect(obj.GetLabels()).To(HaveKeyWithValue("app.kubernetes.io/name", "platform-operator"), id)
@@ -167,4 +176,44 @@ func byID(objects []*unstructured.Unstructured) map[string]*unstructured.Unstruc
 		out[obj.GetKind()+"/"+obj.GetNamespace()+"/"+obj.GetName()] = obj
 	}
 	return out
+}
+
+// Each component's kinds get ClusterRoles that the built-in view, edit and
+// admin aggregate: view reads a kind with its status and scale, edit and
+// admin also write the namespaced kinds (never their status); a
+// cluster-scoped kind is only read.
+func TestUserRolesOfTheKinds(t *testing.T) {
+	g := NewWithT(t)
+	subresources := &apiextensionsv1.CustomResourceSubresources{
+		Status: &apiextensionsv1.CustomResourceSubresourceStatus{},
+		Scale:  &apiextensionsv1.CustomResourceSubresourceScale{SpecReplicasPath: ".spec.replicas", StatusReplicasPath: ".status.replicas"},
+	}
+	crd := func(plural string, scope apiextensionsv1.ResourceScope, sub *apiextensionsv1.CustomResourceSubresources) apiextensionsv1.CustomResourceDefinition {
+		return apiextensionsv1.CustomResourceDefinition{Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: "example.com", Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: plural}, Scope: scope,
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1", Subresources: sub}},
+		}}
+	}
+	roles := userRoles("x", []apiextensionsv1.CustomResourceDefinition{
+		crd("widgets", apiextensionsv1.NamespaceScoped, subresources),
+		crd("realms", apiextensionsv1.ClusterScoped, &apiextensionsv1.CustomResourceSubresources{Status: &apiextensionsv1.CustomResourceSubresourceStatus{}}),
+	})
+	g.Expect(roles).To(HaveLen(2))
+	view, edit := roles[0], roles[1]
+	g.Expect(view.Name).To(Equal("platform-operator-x-view"))
+	g.Expect(view.Labels).To(Equal(map[string]string{aggregateToView: "true", aggregateToEdit: "true", aggregateToAdmin: "true"}))
+	g.Expect(view.Rules).To(Equal([]rbacv1.PolicyRule{
+		{APIGroups: []string{"example.com"}, Resources: []string{"widgets", "widgets/status", "widgets/scale"}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{"example.com"}, Resources: []string{"realms", "realms/status"}, Verbs: []string{"get", "list", "watch"}},
+	}))
+	g.Expect(edit.Name).To(Equal("platform-operator-x-edit"))
+	g.Expect(edit.Labels).To(Equal(map[string]string{aggregateToEdit: "true", aggregateToAdmin: "true"}))
+	g.Expect(edit.Rules).To(Equal([]rbacv1.PolicyRule{
+		{APIGroups: []string{"example.com"}, Resources: []string{"widgets"}, Verbs: []string{"create", "update", "patch", "delete", "deletecollection"}},
+		{APIGroups: []string{"example.com"}, Resources: []string{"widgets/scale"}, Verbs: []string{"update", "patch"}},
+	}))
+
+	clusterOnly := userRoles("y", []apiextensionsv1.CustomResourceDefinition{crd("realms", apiextensionsv1.ClusterScoped, nil)})
+	g.Expect(clusterOnly).To(HaveLen(1), "a cluster-scoped kind is not aggregated into edit or admin")
+	g.Expect(userRoles("z", nil)).To(BeEmpty())
 }

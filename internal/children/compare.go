@@ -39,9 +39,10 @@ type differ struct {
 	builtin managedfields.TypeConverter
 	deduced managedfields.TypeConverter
 	// slots bounds the comparisons under way to one per CPU. A comparison
-	// needs only CPU, and allocates about 130 KB of intermediate values (a
-	// Website's Deployment, in a Go benchmark) that it holds until it ends: after a restart, when every worker compares a child,
-	// more of them at once would finish no sooner but hold more memory.
+	// needs only CPU, and allocates intermediate values many times the size
+	// of the child that it holds until it ends: after a restart, when every
+	// worker compares a child, more of them at once would finish no sooner
+	// but hold more memory.
 	slots chan struct{}
 }
 

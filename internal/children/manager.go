@@ -142,6 +142,7 @@ type EnsureOption func(*ensureOptions)
 type ensureOptions struct {
 	ownedBy         func(client.Object) bool
 	adoptIf         func(client.Object) bool
+	judge           func(client.Object) error
 	quietCreate     bool
 	eventsOnRelated bool
 }
@@ -157,6 +158,16 @@ func OwnedBy(ours func(live client.Object) bool) EnsureOption {
 // adopt says so. The object is then applied like any other child.
 func AdoptIf(adopt func(live client.Object) bool) EnsureOption {
 	return func(o *ensureOptions) { o.adoptIf = adopt }
+}
+
+// Judge lets Ensure write the child only when judge accepts the desired
+// state, decoded as a typed object: a check of the operator's own that
+// admission may not make (the cluster may enforce less). It is asked only
+// before a write (create, update, restore or adoption), so a child found as
+// desired costs no decoding. Refused, nothing is written, the child stays
+// as it is, and the Result is Invalid with judge's error.
+func Judge(judge func(desired client.Object) error) EnsureOption {
+	return func(o *ensureOptions) { o.judge = judge }
 }
 
 // WithoutCreateEvent creates the child without a Normal event: for children
@@ -218,6 +229,10 @@ func (m *Manager) create(ctx context.Context, owner client.Object, in *intent, l
 	if err := in.decodeInto(live); err != nil {
 		return failed(err)
 	}
+	if r, judged := m.judge(in, live, o); judged {
+		resetObject(live)
+		return r
+	}
 	if err := m.pending.expect(ctx, in.gvk, live); err != nil {
 		return failed(err)
 	}
@@ -264,7 +279,7 @@ func (m *Manager) claim(ctx context.Context, owner client.Object, in *intent, li
 	case o.ownedBy(live):
 		return m.update(ctx, owner, in, live, o)
 	case o.adoptIf != nil && o.adoptIf(live):
-		return m.adopt(ctx, owner, in, live)
+		return m.adopt(ctx, owner, in, live, o)
 	}
 	return conflict(kind, in.key.Name, live, m.ownerKind)
 }
@@ -321,6 +336,10 @@ func (m *Manager) update(ctx context.Context, owner client.Object, in *intent, l
 		return Result{Action: Unchanged, Exists: true}
 	}
 
+	if r, judged := m.judgeDesired(in, o); judged {
+		r.Exists = true
+		return r
+	}
 	// The conversion is guarded by the resourceVersion it read: a write
 	// in between (the Deployment controller's) makes it read again.
 	if err := retry.RetryOnConflict(retry.DefaultBackoff, func() error { return m.upgradeOwnership(ctx, in, live) }); err != nil {
@@ -346,8 +365,12 @@ func (m *Manager) update(ctx context.Context, owner client.Object, in *intent, l
 }
 
 // adopt takes over an object that the caller allowed to adopt.
-func (m *Manager) adopt(ctx context.Context, owner client.Object, in *intent, live client.Object) Result {
+func (m *Manager) adopt(ctx context.Context, owner client.Object, in *intent, live client.Object, o ensureOptions) Result {
 	kind := in.gvk.Kind
+	if r, judged := m.judgeDesired(in, o); judged {
+		r.Exists = true
+		return r
+	}
 	if err := m.apply(ctx, in, live); err != nil {
 		if apierrors.IsInvalid(err) {
 			return m.refuse(in, err)
@@ -431,6 +454,36 @@ func (m *Manager) applyChangesNothing(ctx context.Context, in *intent, live clie
 	}
 	same, err := m.differ.agree(in, live, u)
 	return err == nil && same
+}
+
+// judge asks the Judge option, if any, about desired, the child as in
+// describes it; judged is true when it refused, with the Result to return.
+func (m *Manager) judge(in *intent, desired client.Object, o ensureOptions) (r Result, judged bool) {
+	if o.judge == nil {
+		return Result{}, false
+	}
+	err := o.judge(desired)
+	if err == nil {
+		return Result{}, false
+	}
+	kind := in.gvk.Kind
+	return Result{
+		Action:  Invalid,
+		Err:     fmt.Errorf("the operator refused %s %s as built from the spec: %w", kind, in.key.Name, err),
+		Message: fmt.Sprintf("The operator refused the %s built from the spec: %v", kind, err),
+	}, true
+}
+
+// judgeDesired is judge on a new typed object of the desired state.
+func (m *Manager) judgeDesired(in *intent, o ensureOptions) (Result, bool) {
+	if o.judge == nil {
+		return Result{}, false
+	}
+	desired, err := in.newObject(m.scheme)
+	if err != nil {
+		return failed(err), true
+	}
+	return m.judge(in, desired, o)
 }
 
 // refuse reports a desired state the API server refused as invalid and

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"example.com/platform-operator/internal/children"
+	"example.com/platform-operator/internal/podsecurity"
 )
 
 // Descriptor is what one kind's controller contributes to the operator: its
@@ -77,4 +78,8 @@ type SetupOptions struct {
 	// ServedOptionalAPIs says, for each of the Descriptor's OptionalAPIs,
 	// whether the cluster serves it.
 	ServedOptionalAPIs map[schema.GroupVersionResource]bool
+	// PodSecurityVersion is the version of the Pod Security Standards that
+	// the API server enforces, by which the pods the operator makes are
+	// judged; the zero value is the latest the library knows.
+	PodSecurityVersion podsecurity.Version
 }

@@ -45,6 +45,9 @@ type view struct {
 	// leaseAvailable: nobody else holds the lease (released, or not
 	// renewed for its duration).
 	leaseAvailable bool
+	// restore: the cluster starts from a backup, which its first instance
+	// finds on its claim; it never makes an empty database.
+	restore bool
 	// handoverLSN: the shutdown position of the former primary during a
 	// switchover, which the target must have received before it promotes;
 	// 0 when none was reported.
@@ -69,6 +72,9 @@ const (
 	stepFence
 	stepRewind
 	stepFollow
+	// stepRestore starts, as the new cluster's first primary, data restored
+	// from a backup of another cluster (a replica's, stopped cleanly).
+	stepRestore
 	stepRun
 )
 
@@ -76,7 +82,7 @@ var stepNames = map[step]string{
 	stepWait: "wait", stepInitDB: "initdb", stepClone: "clone", stepAcquireLease: "acquire the lease",
 	stepStartPrimary: "start as primary", stepStartStandby: "start as standby", stepPromote: "promote",
 	stepStepDown: "step down", stepReleaseLease: "release the lease", stepFence: "fence",
-	stepRewind: "rewind", stepFollow: "follow the primary", stepRun: "run",
+	stepRewind: "rewind", stepFollow: "follow the primary", stepRestore: "start from the restored backup", stepRun: "run",
 }
 
 func (s step) String() string { return stepNames[s] }
@@ -113,6 +119,8 @@ func next(me string, l local, v view, now time.Time) (step, string) {
 
 	if !l.initialized {
 		switch {
+		case v.target == me && v.current == "" && v.restore:
+			return stepWait, "waiting for the backup to be restored onto the claim"
 		case v.target == me && v.current == "":
 			return stepInitDB, "the first instance initializes the database"
 		case v.primaryReady:
@@ -145,6 +153,10 @@ func nextAsTarget(l local, v view) (step, string) {
 		return stepAcquireLease, "taking the primary's lease"
 	}
 	switch {
+	case !l.primaryData && !l.running && v.current == "":
+		// The cluster never had a primary, and this instance holds data:
+		// a backup restored onto its claim.
+		return stepRestore, "starting from the backup restored onto its claim"
 	case l.primaryData && !l.running:
 		return stepStartPrimary, "starting as primary"
 	case l.primaryData:

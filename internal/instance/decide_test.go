@@ -20,10 +20,12 @@ func TestNext(t *testing.T) {
 		want step
 	}{
 		{"the first instance of a new cluster initializes", "db-1", local{}, view{fresh: true, target: "db-1"}, 0, stepInitDB},
+		{"... unless the cluster starts from a backup: it never makes an empty database", "db-1", local{}, view{fresh: true, target: "db-1", restore: true}, 0, stepWait},
 		{"another waits for a primary", "db-2", local{}, view{fresh: true, target: "db-1"}, 0, stepWait},
 		{"and clones it once it is ready", "db-2", local{}, healthy, 0, stepClone},
 		{"an empty instance never initializes a cluster that had a primary", "db-1", local{}, view{fresh: true, target: "db-1", current: "db-3"}, 0, stepWait},
 		{"the target takes the lease before it starts", "db-1", local{initialized: true, primaryData: true}, view{fresh: true, target: "db-1", leaseAvailable: true}, 0, stepAcquireLease},
+		{"a new cluster's first instance with restored data starts from it", "db-1", local{initialized: true, holdsLease: true}, view{fresh: true, target: "db-1"}, 0, stepRestore},
 		{"with the lease, it starts as primary", "db-1", local{initialized: true, primaryData: true, holdsLease: true}, view{fresh: true, target: "db-1"}, 0, stepStartPrimary},
 		{"a target whose lease someone else holds does not start", "db-1", local{initialized: true, primaryData: true}, view{fresh: true, target: "db-1"}, 0, stepWait},
 		{"a running primary that lost its lease to another fences", "db-1", local{initialized: true, primaryData: true, running: true}, view{fresh: true, target: "db-1"}, 0, stepFence},

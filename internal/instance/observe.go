@@ -113,10 +113,11 @@ func (m *Manager) view(ctx context.Context, pg *v1alpha1.PostgresCluster, now ti
 		return view{}
 	}
 	v := view{
-		fresh:        true,
-		target:       pg.Status.TargetPrimary,
-		current:      pg.Status.CurrentPrimary,
-		fencedBySpec: slices.Contains(pg.Spec.FencedInstances, m.opts.PodName),
+		fresh:   true,
+		target:  pg.Status.TargetPrimary,
+		current: pg.Status.CurrentPrimary,
+		fencedBySpec: slices.Contains(pg.Spec.FencedInstances, m.opts.PodName) ||
+			pg.Annotations[v1alpha1.PostgresBackupFenceAnnotation] == m.opts.PodName,
 	}
 	if v.current != "" && v.current == v.target {
 		for _, i := range pg.Status.Instances {

@@ -34,8 +34,10 @@ type reporter struct {
 
 // report builds the instance's report and writes it when it changed.
 func (m *Manager) report(ctx context.Context, pg *v1alpha1.PostgresCluster, s instanceState, message string) {
+	fencedOnPurpose := pg != nil && (containsString(pg.Spec.FencedInstances, m.opts.PodName) ||
+		pg.Annotations[v1alpha1.PostgresBackupFenceAnnotation] == m.opts.PodName)
 	r := &v1alpha1.PostgresInstanceReport{
-		Fenced:  m.selfFenced.Load() || (pg != nil && containsString(pg.Spec.FencedInstances, m.opts.PodName)),
+		Fenced:  m.selfFenced.Load() || fencedOnPurpose,
 		Node:    m.opts.NodeName,
 		Message: message,
 	}
@@ -44,6 +46,16 @@ func (m *Manager) report(ctx context.Context, pg *v1alpha1.PostgresCluster, s in
 	}
 	if m.handedOver > 0 {
 		r.ShutdownLSN = m.handedOver.String()
+	}
+	if fencedOnPurpose && !s.running && s.initialized {
+		// What a cold copy needs to know: the data is consistent, and
+		// where it stands.
+		if cd, err := m.pg.ControlData(ctx); err == nil {
+			r.CleanShutdown = cd.CleanShutdown()
+			r.CheckpointLSN = lsnText(cd.CheckpointLSN)
+			r.Timeline = int64(cd.TimelineID)
+			r.SystemID = strconv.FormatUint(cd.SystemIdentifier, 10)
+		}
 	}
 	if s.ready {
 		st := s.state

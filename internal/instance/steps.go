@@ -133,7 +133,10 @@ func (m *Manager) do(ctx context.Context, s step, pg *v1alpha1.PostgresCluster, 
 		m.markAPI()
 		m.selfFenced.Store(false)
 		return nil
-	case stepStartPrimary:
+	case stepStartPrimary, stepRestore:
+		// A restored standby's data starts as a primary once its
+		// standby.signal and primary_conninfo are gone: PostgreSQL replays
+		// what the copy holds and opens.
 		if _, err := m.pg.ConfigurePrimary(); err != nil {
 			return err
 		}

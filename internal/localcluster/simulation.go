@@ -104,10 +104,11 @@ func (c *Cluster) startSimulations(ctx context.Context) error {
 		volumesDir = s.postgres.volumes
 	}
 	provision := func(ctx context.Context, cl client.Client) { provisionVolumes(ctx, cl, volumesDir) }
+	snapshots := func(ctx context.Context, cl client.Client) { simulateSnapshots(ctx, cl, volumesDir) }
 
 	runCtx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
-	for _, loop := range []func(context.Context, client.Client){provision, simulateSnapshots} {
+	for _, loop := range []func(context.Context, client.Client){provision, snapshots} {
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()

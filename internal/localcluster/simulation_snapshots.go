@@ -9,6 +9,7 @@ import (
 	"embed"
 	"fmt"
 	"io"
+	"os"
 
 	snapshotv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -66,10 +67,11 @@ func installSnapshotCRDs(ctx context.Context, cl client.Client) error {
 // simulateSnapshots takes each new VolumeSnapshot of a bound claim: it makes
 // a VolumeSnapshotContent for it and marks it ready to use, with the
 // claim's capacity as restore size, as the external-snapshotter's
-// controller and a CSI driver would. A snapshot annotated
+// controller and a CSI driver would; where the volume holds data (a real
+// process used it), the snapshot holds a copy of it (simulation_data.go). A snapshot annotated
 // simulation.example.com/fail: "true" gets an error instead. Contents whose
 // snapshot is gone are deleted (their deletionPolicy is Delete).
-func simulateSnapshots(ctx context.Context, cl client.Client) {
+func simulateSnapshots(ctx context.Context, cl client.Client, volumesDir string) {
 	snapshots := &snapshotv1.VolumeSnapshotList{}
 	if err := cl.List(ctx, snapshots); err != nil {
 		return
@@ -81,7 +83,7 @@ func simulateSnapshots(ctx context.Context, cl client.Client) {
 		if s.DeletionTimestamp != nil || (s.Status != nil && (s.Status.ReadyToUse != nil || s.Status.Error != nil)) {
 			continue
 		}
-		takeSnapshot(ctx, cl, s)
+		takeSnapshot(ctx, cl, s, volumesDir)
 	}
 
 	contents := &snapshotv1.VolumeSnapshotContentList{}
@@ -91,12 +93,15 @@ func simulateSnapshots(ctx context.Context, cl client.Client) {
 	for i := range contents.Items {
 		content := &contents.Items[i]
 		if content.Spec.Driver == SimulationDriver && !exists[content.Spec.VolumeSnapshotRef.UID] && content.DeletionTimestamp == nil {
+			if volumesDir != "" && content.Spec.Source.SnapshotHandle != nil {
+				_ = os.RemoveAll(snapshotDir(volumesDir, *content.Spec.Source.SnapshotHandle))
+			}
 			_ = cl.Delete(ctx, content, client.Preconditions{UID: &content.UID})
 		}
 	}
 }
 
-func takeSnapshot(ctx context.Context, cl client.Client, s *snapshotv1.VolumeSnapshot) {
+func takeSnapshot(ctx context.Context, cl client.Client, s *snapshotv1.VolumeSnapshot, volumesDir string) {
 	now := metav1.Now()
 	if s.Annotations[SimulationFailAnnotation] == "true" {
 		s.Status = &snapshotv1.VolumeSnapshotStatus{
@@ -117,6 +122,13 @@ func takeSnapshot(ctx context.Context, cl client.Client, s *snapshotv1.VolumeSna
 	size := claim.Status.Capacity[corev1.ResourceStorage]
 	if size.IsZero() {
 		size = resource.MustParse("1Gi")
+	}
+	if volumesDir != "" && claim.Spec.VolumeName != "" {
+		// The volume's data, when a real process used it; taken before
+		// the snapshot says it is ready, as a storage system's would be.
+		if err := copyTree(volumeDir(volumesDir, claim.Spec.VolumeName), snapshotDir(volumesDir, string(s.UID))); err != nil {
+			return // tried again at the next round
+		}
 	}
 	content := &snapshotv1.VolumeSnapshotContent{
 		ObjectMeta: metav1.ObjectMeta{Name: "snapcontent-" + string(s.UID)},

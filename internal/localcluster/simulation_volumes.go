@@ -9,11 +9,13 @@ import (
 	"os"
 	"slices"
 
+	snapshotv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -51,8 +53,8 @@ func installStorageSimulation(ctx context.Context, cl client.Client) error {
 }
 
 // provisionVolumes binds each Pending claim of the class "local" to a new
-// volume of its size, restores included (the dataSource is not read: only
-// the PostgreSQL simulation puts data on volumes), expands the volumes of
+// volume of its size, restores included (a restore starts as a copy of its
+// source's data, when the source holds any: simulation_data.go), expands the volumes of
 // bound claims that ask for more, and deletes the volumes it made once
 // their claim is gone, as a CSI provisioner does for its reclaim policy
 // Delete, with their host folder in volumesDir (if not empty).
@@ -68,7 +70,13 @@ func provisionVolumes(ctx context.Context, cl client.Client, volumesDir string) 
 		}
 		switch {
 		case claim.Status.Phase == corev1.ClaimPending && claim.Spec.VolumeName == "":
-			_ = cl.Create(ctx, simulatedVolume(claim)) // AlreadyExists: made in an earlier round
+			pv := simulatedVolume(claim)
+			if volumesDir != "" {
+				if err := restoreData(ctx, cl, claim, volumesDir, pv.Name); err != nil {
+					continue // tried again at the next round
+				}
+			}
+			_ = cl.Create(ctx, pv) // AlreadyExists: made in an earlier round
 		case claim.Status.Phase == corev1.ClaimBound:
 			expandVolume(ctx, cl, claim)
 		}
@@ -155,4 +163,41 @@ func simulatedVolume(claim *corev1.PersistentVolumeClaim) *corev1.PersistentVolu
 			},
 		},
 	}
+}
+
+// restoreData gives the new volume pvName of claim the data of the claim's
+// dataSource (a VolumeSnapshot or a claim to clone), if that holds any.
+func restoreData(ctx context.Context, cl client.Client, claim *corev1.PersistentVolumeClaim, volumesDir, pvName string) error {
+	source := claim.Spec.DataSourceRef
+	if source == nil && claim.Spec.DataSource != nil {
+		source = &corev1.TypedObjectReference{APIGroup: claim.Spec.DataSource.APIGroup, Kind: claim.Spec.DataSource.Kind, Name: claim.Spec.DataSource.Name}
+	}
+	dst := volumeDir(volumesDir, pvName)
+	if source == nil {
+		return nil
+	}
+	if _, err := os.Stat(dst); err == nil {
+		return nil // copied in an earlier round
+	}
+	switch source.Kind {
+	case "VolumeSnapshot":
+		snap := &snapshotv1.VolumeSnapshot{}
+		if err := cl.Get(ctx, types.NamespacedName{Namespace: claim.Namespace, Name: source.Name}, snap); err != nil {
+			return err
+		}
+		if snap.Status == nil || snap.Status.ReadyToUse == nil || !*snap.Status.ReadyToUse {
+			return fmt.Errorf("snapshot %s is not ready", source.Name)
+		}
+		return copyTree(snapshotDir(volumesDir, string(snap.UID)), dst)
+	case "PersistentVolumeClaim":
+		src := &corev1.PersistentVolumeClaim{}
+		if err := cl.Get(ctx, types.NamespacedName{Namespace: claim.Namespace, Name: source.Name}, src); err != nil {
+			return err
+		}
+		if src.Spec.VolumeName == "" {
+			return fmt.Errorf("claim %s is not bound", source.Name)
+		}
+		return copyTree(volumeDir(volumesDir, src.Spec.VolumeName), dst)
+	}
+	return nil
 }

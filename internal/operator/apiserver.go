@@ -12,6 +12,7 @@ import (
 	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/client-go/discovery"
 	"k8s.io/utils/clock"
 )
@@ -30,24 +31,24 @@ var (
 )
 
 // waitForAPIServer asks the API server for its version until it answers,
-// and tells status why it waits. An API server that is down, restarting or
-// not yet up is waited for, however long: the process stays alive and
-// answers /healthz, so that neither a liveness probe nor a crash loop
-// delays the moment it can work. Only credentials that the API server
+// returns it, and tells status why it waits. An API server that is down,
+// restarting or not yet up is waited for, however long: the process stays
+// alive and answers /healthz, so that neither a liveness probe nor a crash
+// loop delays the moment it can work. Only credentials that the API server
 // keeps rejecting for rejectionGrace end the wait, since retrying cannot
 // cure them. It returns ctx.Err() when ctx ends first.
 func waitForAPIServer(ctx context.Context, client discovery.ServerVersionInterfaceWithContext, host string,
-	clk clock.Clock, status func(reason string), log logr.Logger) error {
+	clk clock.Clock, status func(reason string), log logr.Logger) (*version.Info, error) {
 	backoff := apiServerBackoff
 	var lastLog, rejectedSince time.Time
 	for {
-		_, err := client.ServerVersionWithContext(ctx)
+		info, err := client.ServerVersionWithContext(ctx)
 		var rejection error
 		switch {
 		case err == nil:
-			return nil
+			return info, nil
 		case ctx.Err() != nil:
-			return ctx.Err()
+			return nil, ctx.Err()
 		case apierrors.IsUnauthorized(err):
 			rejection = fmt.Errorf("the API server at %s rejected the operator's credentials (401 Unauthorized): check the token or certificate of the kubeconfig", host)
 		case apierrors.IsForbidden(err):
@@ -59,7 +60,7 @@ func waitForAPIServer(ctx context.Context, client discovery.ServerVersionInterfa
 				rejectedSince = clk.Now()
 			}
 			if clk.Since(rejectedSince) >= rejectionGrace {
-				return rejection
+				return nil, rejection
 			}
 			problem = rejection.Error() + " (retrying: an API server that has just started may not recognize them yet)"
 		} else {
@@ -75,7 +76,7 @@ func waitForAPIServer(ctx context.Context, client discovery.ServerVersionInterfa
 		select {
 		case <-ctx.Done():
 			timer.Stop()
-			return ctx.Err()
+			return nil, ctx.Err()
 		case <-timer.C():
 		}
 	}

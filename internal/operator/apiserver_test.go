@@ -59,11 +59,12 @@ func runWait(t *testing.T, ctx context.Context, client *fakeVersion) (reasons, l
 	}, funcr.Options{})
 	done := make(chan error, 1)
 	go func() {
-		done <- waitForAPIServer(ctx, client, "https://10.0.0.1:6443", client.clock, func(reason string) {
+		_, err := waitForAPIServer(ctx, client, "https://10.0.0.1:6443", client.clock, func(reason string) {
 			mu.Lock()
 			reasons = append(reasons, reason)
 			mu.Unlock()
 		}, log)
+		done <- err
 	}()
 	for {
 		select {

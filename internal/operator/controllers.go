@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"example.com/platform-operator/internal/controller"
+	"example.com/platform-operator/internal/podsecurity"
 )
 
 // selection is what --controllers asks for: the controllers to try, in
@@ -82,6 +83,9 @@ type plan struct {
 	// servedOptional says, per controller name, which of its OptionalAPIs
 	// the API server serves.
 	servedOptional map[string]map[schema.GroupVersionResource]bool
+	// podSecurity is the version of the Pod Security Standards the API
+	// server enforces.
+	podSecurity podsecurity.Version
 }
 
 type skippedController struct {

@@ -11,8 +11,7 @@ import (
 // controller-runtime gives every reconcile a logger with its controller,
 // object and reconcile ID, and zap encodes such fields as they are added:
 // each of the thousands of reconciles of a burst, which log nothing, paid
-// for an encoder's copy and a buffer (a few KB each, in heap profiles of a
-// burst). zap's own WithLazy defers only until the next With, which
+// for an encoder's copy and a buffer. zap's own WithLazy defers only until the next With, which
 // controller-runtime makes at once.
 //
 // A field's value is read when the entry is written, not when it is added;

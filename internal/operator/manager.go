@@ -92,6 +92,7 @@ func newManager(ctx context.Context, config *rest.Config, opts Options, leaseNS 
 			ClusterDomain:           opts.ClusterDomain,
 			Clock:                   clock.RealClock{},
 			ServedOptionalAPIs:      p.servedOptional[d.Name],
+			PodSecurityVersion:      p.podSecurity,
 		})
 		if err != nil {
 			stop()
@@ -177,11 +178,10 @@ func watchedObjects(mapper meta.RESTMapper, scheme *runtime.Scheme, p plan) ([]c
 }
 
 // uncompressedMetrics serves /metrics without compression, even to a
-// scraper that accepts gzip. The operator's metrics are tens of KiB (about
-// 70 in the end-to-end tests), read over the cluster's network every scrape
-// interval; compressing them would keep a compressor of about 0.8 MiB (in a
-// heap profile after a scrape) in the operator's memory, pooled between
-// scrapes.
+// scraper that accepts gzip. The operator's metrics are tens of KiB, read
+// over the cluster's network every scrape interval; compressing them would
+// keep a compressor, larger than the page it compresses, in the operator's
+// memory, pooled between scrapes.
 func uncompressedMetrics(opts *promhttp.HandlerOpts) {
 	opts.DisableCompression = true
 }

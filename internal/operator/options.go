@@ -57,13 +57,12 @@ type Options struct {
 	ShowVersion bool
 }
 
-// Defaults of the request budget, chosen from the benchmark (test/bench,
-// README "Performance"). With 4 workers and 50 requests/s the operator's
-// workers spent the burst of N = 1000 Websites waiting on their requests
-// (5 per Website, one after the other) and the operator used a tenth of a
-// CPU, so the control plane did less than it could; with 16 workers and no
-// client-side limit the same binary had every child 1.36× sooner on the
-// same cluster, and the control plane's CPU, not the operator, bounds it.
+// Defaults of the request budget, chosen from the benchmark (test/bench;
+// the figures are in docs/performance.md). With few workers and a
+// client-side rate limit the operator's workers spend a burst waiting on
+// their requests, one after the other, and the control plane does less
+// than it could; with 16 workers and no client-side limit the control
+// plane's CPU, not the operator, bounds a burst.
 // API Priority and Fairness (on by default since Kubernetes 1.20, GA in
 // 1.29) protects the API server, which answers 429 with Retry-After when
 // it is busy; controller-runtime's own configuration turns the client-side

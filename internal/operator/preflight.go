@@ -11,6 +11,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"example.com/platform-operator/deploy"
+	"example.com/platform-operator/internal/podsecurity"
 )
 
 // preflight makes the start-up checks in the order a person fixes what
@@ -23,7 +24,8 @@ import (
 func preflight(ctx context.Context, opts Options, host string, discoveryClient discovery.DiscoveryInterfaceWithContext,
 	reviewer accessReviewer, probes *probes, log logr.Logger) (plan, string, error) {
 	probes.starting("waiting for the API server at " + host)
-	if err := waitForAPIServer(ctx, discoveryClient, host, clock.RealClock{}, probes.starting, log); err != nil {
+	serverVersion, err := waitForAPIServer(ctx, discoveryClient, host, clock.RealClock{}, probes.starting, log)
+	if err != nil {
 		return plan{}, "", err
 	}
 
@@ -40,6 +42,9 @@ func preflight(ctx context.Context, opts Options, host string, discoveryClient d
 	if err != nil {
 		return plan{}, "", err
 	}
+	p.podSecurity = podsecurity.VersionOf(serverVersion.GitVersion)
+	log.V(1).Info("Pods the operator makes are judged by the restricted Pod Security Standard",
+		"apiServerVersion", serverVersion.GitVersion, "podSecurityVersion", p.podSecurity.String())
 	for _, s := range p.skipped {
 		log.Info("Skipping controller", "controller", s.name, "reason", s.reason)
 	}

@@ -2,15 +2,13 @@ package operator
 
 import (
 	"context"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
-	"github.com/go-logr/logr/funcr"
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/version"
 	fakediscovery "k8s.io/client-go/discovery/fake"
 	clienttesting "k8s.io/client-go/testing"
 
@@ -47,17 +45,23 @@ var websiteCRD = &metav1.APIResourceList{GroupVersion: "example.com/v1", APIReso
 func TestPreflight(t *testing.T) {
 	shortDiscoveryGrace(t)
 	tests := []struct {
-		name     string
-		args     []string
-		cluster  *fakediscovery.FakeDiscovery
-		denied   []string
-		wantErr  string
-		wantLogs []string
+		name    string
+		args    []string
+		cluster *fakediscovery.FakeDiscovery
+		denied  []string
+		wantErr string
+		// wantSkipped are the controllers of the registry that the plan
+		// leaves out, with why.
+		wantSkipped []skippedController
 	}{
 		{
-			name:     "only the Website component installed: the others are skipped, saying why",
-			cluster:  fakeCluster(websiteCRD),
-			wantLogs: []string{`"msg"="Skipping controller" "controller"="tenant" "reason"="tenants (example.com/v1alpha1) is not installed in this cluster`},
+			name:    "only the Website component installed: the others are skipped, saying why",
+			cluster: fakeCluster(websiteCRD),
+			wantSkipped: []skippedController{
+				{name: "tenant", reason: "tenants (example.com/v1alpha1) is not installed in this cluster: apply the tenant component of deploy/ (deploy/components/tenant) first"},
+				{name: "backupjob", reason: "backupjobs (example.com/v1alpha1) is not installed in this cluster: apply the backupjob component of deploy/ (deploy/components/backupjob) first"},
+				{name: "postgrescluster", reason: "postgresclusters (example.com/v1alpha1) is not installed in this cluster: apply the postgrescluster component of deploy/ (deploy/components/postgrescluster) first"},
+			},
 		},
 		{
 			name:    "a controller asked for by name cannot run",
@@ -83,27 +87,18 @@ func TestPreflight(t *testing.T) {
 			g := NewWithT(t)
 			opts, err := ParseOptions(tt.args, env(nil), nil)
 			g.Expect(err).NotTo(HaveOccurred())
-			var mu sync.Mutex
-			var logs []string
-			log := funcr.New(func(_, args string) {
-				mu.Lock()
-				defer mu.Unlock()
-				logs = append(logs, args)
-			}, funcr.Options{})
 			reviewer := &fakeReviewer{denied: tt.denied}
 			probes := &probes{}
 
-			p, _, err := preflight(context.Background(), opts, "https://10.0.0.1:6443", tt.cluster, reviewer, probes, log)
+			p, _, err := preflight(context.Background(), opts, "https://10.0.0.1:6443", tt.cluster, reviewer, probes, logr.Discard())
 			if tt.wantErr != "" {
 				g.Expect(err).To(MatchError(ContainSubstring(tt.wantErr)))
 				return
 			}
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(controllerNames(p.run)).To(Equal([]string{website.Descriptor().Name}))
+			g.Expect(p.skipped).To(ConsistOf(tt.wantSkipped))
 			g.Expect(reviewer.reviews).To(BeNumerically(">", 0))
-			for _, want := range tt.wantLogs {
-				g.Expect(strings.Join(logs, "\n")).To(ContainSubstring(want))
-			}
 			g.Expect(probes.notReady(nil)).To(Equal("checking permissions"), "the last stage it went through")
 		})
 	}
@@ -161,4 +156,18 @@ func TestPreflightWaitsForAPIsBeingRegistered(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(controllerNames(p.run)).To(Equal([]string{website.Descriptor().Name}))
 	g.Expect(cluster.answers).To(Equal(1), "the Website CRD is listed: no wait for the Tenant and BackupJob CRDs")
+}
+
+// The pods the controllers make are judged by the Pod Security Standards of
+// the API server's version, as it tells it when the start waits for it.
+func TestPreflightTakesThePodSecurityVersionOfTheAPIServer(t *testing.T) {
+	shortDiscoveryGrace(t)
+	g := NewWithT(t)
+	opts, err := ParseOptions([]string{"--controllers=website"}, env(nil), nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	cluster := fakeCluster(websiteCRD)
+	cluster.FakedServerVersion = &version.Info{Major: "1", Minor: "33", GitVersion: "v1.33.1-eks.2"}
+	p, _, err := preflight(context.Background(), opts, "https://10.0.0.1:6443", cluster, &fakeReviewer{}, &probes{}, logr.Discard())
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(p.podSecurity.String()).To(Equal("v1.33"))
 }

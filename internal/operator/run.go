@@ -65,8 +65,8 @@ func RESTConfig(opts Options) (*rest.Config, error) {
 	config.Burst = opts.KubeAPIBurst
 	// In a cluster the API server is a fast link away: gzip would cost the
 	// API server and the operator CPU on every watch event for traffic
-	// that does not need saving (1.6% of kube-apiserver's CPU during the
-	// benchmark's burst went to compressing watch streams).
+	// that does not need saving (kube-apiserver's profiles of a burst show
+	// it compressing watch streams).
 	config.DisableCompression = !opts.KubeAPICompression
 	config.UserAgent = platform.Name + "/" + Version
 	return config, nil

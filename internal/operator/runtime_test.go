@@ -1,26 +1,39 @@
 package operator
 
 import (
+	"os"
 	"runtime"
-	"runtime/debug"
 	"testing"
 )
 
-func TestTuneRuntimeSetsTheGCTargetUnlessGOGCIsSet(t *testing.T) {
-	previous := debug.SetGCPercent(100)
-	defer debug.SetGCPercent(previous)
-
-	TuneRuntime(Options{}, func(string) string { return "" })
-	if got := debug.SetGCPercent(100); got != defaultGCPercent {
-		t.Errorf("without GOGC: the runtime's target is %d, want %d", got, defaultGCPercent)
-	}
-
-	// GOGC=200 as the runtime read it at start: left alone.
-	debug.SetGCPercent(200)
-	env := map[string]string{"GOGC": "200"}
-	TuneRuntime(Options{}, func(k string) string { return env[k] })
-	if got := debug.SetGCPercent(100); got != 200 {
-		t.Errorf("with GOGC=200: the runtime's target is %d, want 200", got)
+// The memory limit is the container's, read from its cgroup: a limit in
+// bytes, none for "max" or v1's "unlimited" number, none without a cgroup
+// file.
+func TestContainerMemoryLimit(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		files map[string]string
+		want  int64
+		ok    bool
+	}{
+		{"cgroup v2 with a limit", map[string]string{cgroupMemoryMax: "268435456\n"}, 268435456, true},
+		{"cgroup v2 without", map[string]string{cgroupMemoryMax: "max\n"}, 0, false},
+		{"cgroup v1 with a limit", map[string]string{cgroupV1Limit: "134217728"}, 134217728, true},
+		{"cgroup v1 without", map[string]string{cgroupV1Limit: "9223372036854771712"}, 0, false},
+		{"no cgroup", nil, 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			read := func(name string) ([]byte, error) {
+				if data, ok := tc.files[name]; ok {
+					return []byte(data), nil
+				}
+				return nil, os.ErrNotExist
+			}
+			got, ok := containerMemoryLimit(read)
+			if got != tc.want || ok != tc.ok {
+				t.Errorf("containerMemoryLimit = %d, %v; want %d, %v", got, ok, tc.want, tc.ok)
+			}
+		})
 	}
 }
 

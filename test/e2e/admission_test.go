@@ -1,13 +1,17 @@
 package e2e
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
@@ -100,6 +104,14 @@ func TestAdmissionPolicyLimitsTheOperator(t *testing.T) {
 	g.Eventually(func() error {
 		return operator.Create(ctx, testDeployment(ns, "probe", unlabelled), client.DryRunAll)
 	}).WithTimeout(30*time.Second).Should(MatchError(ContainSubstring(policyName)), "the policy is in force")
+	// Every expression type-checks against the schemas of what it matches
+	// (the controller-manager writes the result).
+	g.Eventually(func(g Gomega) {
+		policy := &admissionregistrationv1.ValidatingAdmissionPolicy{}
+		g.Expect(shared.Client.Get(ctx, client.ObjectKey{Name: policyName}, policy)).To(Succeed())
+		g.Expect(policy.Status.TypeChecking).NotTo(BeNil())
+		g.Expect(policy.Status.TypeChecking.ExpressionWarnings).To(BeEmpty())
+	}).WithTimeout(30 * time.Second).Should(Succeed())
 
 	// The admin may create what the operator may not.
 	g.Expect(shared.Client.Create(ctx, testDeployment(ns, "admin-probe", privileged), client.DryRunAll)).To(Succeed())
@@ -182,4 +194,53 @@ func TestAdmissionPolicyLimitsTheOperator(t *testing.T) {
 		}
 		g.Expect(err).To(MatchError(ContainSubstring("rule managed-by-label")), tt.name)
 	}
+}
+
+// The path a stolen token of the operator would take, on the cluster as
+// installed from deploy/: its roles let it request tokens, bind admin and
+// write Secrets anywhere; the policy keeps all three to namespaces held by
+// a Tenant. (deploy/admission_policy_envtest_test.go tries every rule.)
+func TestAdmissionPolicyKeepsAStolenTokenOutOfKubeSystem(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	operator := asOperator(t)
+	managed := map[string]string{platform.ManagedByLabel: platform.Name, "example.com/tenant": "team-a"}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", GenerateName: "stolen-token-"}}
+	g.Expect(shared.Client.Create(ctx, secret)).To(Succeed())
+	t.Cleanup(func() { _ = shared.Client.Delete(context.Background(), secret) })
+
+	// A token of a ServiceAccount of kube-system, bound to a Secret there.
+	request := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
+		ExpirationSeconds: ptr.To(int64(3600)),
+		BoundObjectRef:    &authenticationv1.BoundObjectReference{Kind: "Secret", APIVersion: "v1", Name: secret.Name, UID: secret.UID},
+	}}
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", GenerateName: "stolen-token-"}}
+	g.Expect(shared.Client.Create(ctx, sa)).To(Succeed())
+	t.Cleanup(func() { _ = shared.Client.Delete(context.Background(), sa) })
+	err := operator.SubResource("token").Create(ctx, sa, request)
+	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "%v", err)
+	g.Expect(err).To(MatchError(ContainSubstring("rule no-system-namespaces")))
+	g.Expect(request.Status.Token).To(BeEmpty())
+
+	// admin bound in kube-system.
+	binding := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "tenant-admin", Labels: managed},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "admin"},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: "mallory"}},
+	}
+	err = operator.Create(ctx, binding, client.DryRunAll)
+	g.Expect(err).To(MatchError(ContainSubstring("rule no-system-namespaces")))
+
+	// A service-account-token Secret, which the token controller would fill.
+	steal := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "steal", Labels: managed,
+			Annotations: map[string]string{corev1.ServiceAccountNameKey: "default"}},
+		Type: corev1.SecretTypeServiceAccountToken,
+	}
+	err = operator.Create(ctx, steal, client.DryRunAll)
+	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "%v", err)
+	g.Expect(err).To(MatchError(ContainSubstring(policyName)))
+	steal.Namespace = shared.newNamespace(t, managed)
+	err = operator.Create(ctx, steal, client.DryRunAll)
+	g.Expect(err).To(MatchError(ContainSubstring("rule opaque-secrets")))
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -169,6 +170,7 @@ func testBackupRunsAndRetention(t *testing.T, e *environment) {
 	g := NewWithT(t)
 	ctx := t.Context()
 	ns := backupNamespace(t, e)
+	claims := watchDeletedClaims(t, e, ns)
 	bj := newBackupJob(t, e, ns, func(bj *v1alpha1.BackupJob) {
 		bj.Spec.Retention = &v1alpha1.BackupRetention{KeepLast: ptr.To(int32(2)), KeepFailed: ptr.To(int32(1))}
 	})
@@ -206,7 +208,17 @@ func testBackupRunsAndRetention(t *testing.T, e *environment) {
 			}
 		}
 		g.Expect(succeeded).To(HaveLen(2))
-		g.Expect(deletedBackupEvents(g, ctx, e, ns)).To(BeNumerically(">=", 2))
+		// Each backup deleted has its event, naming it, and no other
+		// backup has one.
+		deleted, err := claims.result()
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(len(deleted)).To(BeNumerically(">=", 2), "four runs or more, two kept")
+		var named []string
+		for _, note := range backupJobEvents(g, ctx, e, bj)["BackupDeleted"] {
+			name, _, _ := strings.Cut(strings.TrimPrefix(note, "PersistentVolumeClaim "), " ")
+			named = append(named, name)
+		}
+		g.Expect(named).To(ConsistOf(deleted), "the BackupDeleted events, one per deleted backup")
 		var finished []string
 		for name, c := range backupClaims(g, ctx, e, ns) {
 			if c.Labels[backupjob.ResultLabel] != "" {
@@ -220,16 +232,47 @@ func testBackupRunsAndRetention(t *testing.T, e *environment) {
 	}).WithTimeout(2 * backupTimeout).WithPolling(time.Second).Should(Succeed())
 }
 
-func deletedBackupEvents(g Gomega, ctx context.Context, e *environment, ns string) int {
-	list := &eventsv1.EventList{}
-	g.Expect(e.Client.List(ctx, list, client.InNamespace(ns))).To(Succeed())
-	n := 0
-	for _, ev := range list.Items {
-		if ev.Reason == "BackupDeleted" {
-			n++
-		}
+// claimWatch follows a namespace's backup claims from before they exist,
+// and records those whose deletion started, once each.
+type claimWatch struct {
+	mu      sync.Mutex
+	deleted []string
+	err     error
+}
+
+func watchDeletedClaims(t *testing.T, e *environment, ns string) *claimWatch {
+	t.Helper()
+	w, err := e.Clientset.CoreV1().PersistentVolumeClaims(ns).Watch(t.Context(), metav1.ListOptions{LabelSelector: backupjob.RunLabel})
+	if err != nil {
+		t.Fatal(err)
 	}
-	return n
+	t.Cleanup(w.Stop)
+	cw := &claimWatch{}
+	go func() {
+		for ev := range w.ResultChan() {
+			cw.mu.Lock()
+			claim, ok := ev.Object.(*corev1.PersistentVolumeClaim)
+			switch {
+			case ev.Type == watch.Error || !ok:
+				cw.err = fmt.Errorf("watch of claims: %v", apierrors.FromObject(ev.Object))
+			case (ev.Type == watch.Deleted || claim.DeletionTimestamp != nil) && !slices.Contains(cw.deleted, claim.Name):
+				cw.deleted = append(cw.deleted, claim.Name)
+			}
+			cw.mu.Unlock()
+		}
+		cw.mu.Lock()
+		if cw.err == nil && t.Context().Err() == nil {
+			cw.err = errors.New("the watch of claims ended early")
+		}
+		cw.mu.Unlock()
+	}()
+	return cw
+}
+
+func (cw *claimWatch) result() ([]string, error) {
+	cw.mu.Lock()
+	defer cw.mu.Unlock()
+	return slices.Clone(cw.deleted), cw.err
 }
 
 // A failed run keeps its volume (keepFailed 1) and sets LastRunSucceeded
@@ -350,9 +393,12 @@ func testRestoreDrill(t *testing.T, e *environment) {
 // The operator stopped across several scheduled times starts exactly one
 // catch-up run when it is back, for the most recent of them, and counts
 // the others in status.missedRuns, with a MissedRuns event: the README's
-// example, @every 10s, the operator stopped 5 s after a run for 35 s, so
-// that 4 scheduled times pass: one catch-up run, 3 missed.
+// example, @every 10s, the operator stopped after a run and down while at
+// least three more scheduled times pass. How many pass depends on how fast
+// the stop and the start are on the machine: the test reads it from the
+// times, and asserts the order of what happened rather than a deadline.
 func testCatchUpAfterOperatorStopped(t *testing.T, e *environment) {
+	const period = 10 * time.Second
 	g := NewWithT(t)
 	ctx := t.Context()
 	ns := backupNamespace(t, e)
@@ -363,23 +409,18 @@ func testCatchUpAfterOperatorStopped(t *testing.T, e *environment) {
 		bj.Spec.Retention = &v1alpha1.BackupRetention{KeepLast: ptr.To(int32(20))}
 	})
 
-	// A run that has finished, seen early enough to stop the operator
-	// 5 s after its scheduled time.
-	var last time.Time
+	// A run that has finished.
 	g.Eventually(func(g Gomega) {
 		got := getBackupJob(g, ctx, e, bj)
 		g.Expect(got.Status.LastScheduleTime).NotTo(BeNil())
-		last = got.Status.LastScheduleTime.Time
 		g.Expect(got.Status.MissedRuns).To(BeZero())
 		g.Expect(got.Status.Backups).NotTo(BeEmpty())
-		g.Expect(got.Status.Backups[0].Name).To(Equal(backupjob.RunName(bj.Name, last)))
+		g.Expect(got.Status.Backups[0].Name).To(Equal(backupjob.RunName(bj.Name, got.Status.LastScheduleTime.Time)))
 		g.Expect(got.Status.Backups[0].Result).To(Equal(v1alpha1.BackupSucceeded))
-		g.Expect(time.Now()).To(BeTemporally("<", last.Add(4*time.Second)), "seen in time to stop the operator 5 s after the run")
-	}).WithTimeout(backupTimeout).WithPolling(200 * time.Millisecond).Should(Succeed())
+	}).WithTimeout(backupTimeout).WithPolling(time.Second).Should(Succeed())
 
-	time.Sleep(time.Until(last.Add(5 * time.Second)))
-	stopped := time.Now()
 	g.Expect(e.operator().Stop(20 * time.Second)).To(Succeed())
+	stopped := time.Now()
 	restarted := false
 	defer func() {
 		// The other cases need an operator, whatever happened here.
@@ -391,47 +432,82 @@ func testCatchUpAfterOperatorStopped(t *testing.T, e *environment) {
 			}
 		}
 	}()
-	// The outage itself, not a wait for a result.
-	time.Sleep(time.Until(stopped.Add(35 * time.Second)))
+	// The last run the operator started before it stopped: the status may
+	// have been read before it.
+	last := getBackupJob(g, ctx, e, bj).Status.LastScheduleTime.Time
+	for _, at := range runTimes(g, ctx, e, ns) {
+		if at.After(last) {
+			last = at
+		}
+	}
+	// The outage itself, not a wait for a result: the times last+10 s,
+	// +20 s and +30 s pass while the operator is down.
+	time.Sleep(time.Until(last.Add(35 * time.Second)))
+	starting := time.Now()
 	_, err := e.StartOperator(ctx, backupOperatorArgs...)
 	restarted = true
 	g.Expect(err).NotTo(HaveOccurred())
-	catchUp := last.Add(40 * time.Second)
-	t.Logf("Operator stopped at %s (5 s after the run of %s), started again at %s, ready at %s",
-		stamp(stopped), stamp(last), stamp(stopped.Add(35*time.Second)), stamp(time.Now()))
-	g.Expect(time.Now()).To(BeTemporally("<", catchUp.Add(10*time.Second)),
-		"the operator is ready again before the scheduled time after the catch-up run's (else 5 times passed, not 4)")
+	// The most recent scheduled time when the operator started: a run it
+	// starts later is for this time or a later one.
+	latestAtStart := last.Add(starting.Sub(last).Truncate(period))
+	t.Logf("Operator stopped at %s (last run %s), starting again at %s, ready at %s",
+		stamp(stopped), stamp(last), stamp(starting), stamp(time.Now()))
 
-	// The catch-up run, for the most recent of the 4 times; the 3 before
-	// it missed.
+	// The catch-up run: the first run after last, listed in status.
+	var catchUp time.Time
 	g.Eventually(func(g Gomega) {
-		got := getBackupJob(g, ctx, e, bj)
-		names := make([]string, 0, len(got.Status.Backups))
-		for _, b := range got.Status.Backups {
+		catchUp = time.Time{}
+		for _, at := range runTimes(g, ctx, e, ns) {
+			if at.After(last) && (catchUp.IsZero() || at.Before(catchUp)) {
+				catchUp = at
+			}
+		}
+		g.Expect(catchUp.IsZero()).To(BeFalse(), "a run after %s", stamp(last))
+		names := []string{}
+		for _, b := range getBackupJob(g, ctx, e, bj).Status.Backups {
 			names = append(names, b.Name)
 		}
 		g.Expect(names).To(ContainElement(backupjob.RunName(bj.Name, catchUp)))
-		g.Expect(got.Status.MissedRuns).To(Equal(int64(3)))
 	}).WithTimeout(backupTimeout).WithPolling(time.Second).Should(Succeed())
 
-	// Exactly one run started for the times that passed while the
-	// operator was down, by what exists and by the events.
-	var between []string
-	for name, c := range backupClaims(g, ctx, e, ns) {
-		at, err := time.Parse(time.RFC3339, c.Annotations[backupjob.ScheduledTimeAnnotation])
-		g.Expect(err).NotTo(HaveOccurred(), "claim %s", name)
-		if at.After(last) && at.Before(last.Add(50*time.Second)) {
-			between = append(between, name)
-		}
-	}
-	g.Expect(between).To(ConsistOf(backupjob.RunName(bj.Name, catchUp)))
+	// For the most recent of the times that passed, and the times before it
+	// missed: at least the three of the outage.
+	g.Expect(catchUp).To(BeTemporally(">=", latestAtStart), "the catch-up run is for the most recent scheduled time")
+	g.Expect(catchUp.Sub(last)%period).To(BeZero(), "a scheduled time")
+	missed := int64(catchUp.Sub(last)/period) - 1
+	g.Expect(missed).To(BeNumerically(">=", 2), "the outage spanned at least 3 scheduled times")
 	events := backupJobEvents(g, ctx, e, bj)
-	for _, missed := range []time.Duration{10 * time.Second, 20 * time.Second, 30 * time.Second} {
-		g.Expect(events["RunStarted"]).NotTo(ContainElement(ContainSubstring(backupjob.RunName(bj.Name, last.Add(missed))+" ")),
+	for at := last.Add(period); at.Before(catchUp); at = at.Add(period) {
+		g.Expect(events["RunStarted"]).NotTo(ContainElement(ContainSubstring(backupjob.RunName(bj.Name, at)+" ")),
 			"no run for a missed time")
 	}
 	g.Expect(events["RunStarted"]).To(ContainElement(ContainSubstring(backupjob.RunName(bj.Name, catchUp) + " ")))
-	g.Expect(events["MissedRuns"]).To(ConsistOf(MatchRegexp(`^3 scheduled run\(s\) missed, the latest due at %s`, stamp(last.Add(30*time.Second)))))
+	g.Expect(events["MissedRuns"]).To(ContainElement(HavePrefix(fmt.Sprintf("%d scheduled run(s) missed, the latest due at %s ",
+		missed, stamp(catchUp.Add(-period))))), "the MissedRuns event of the catch-up")
+	// Counted in status: what the MissedRuns events told, the catch-up's
+	// and any that a busy machine made the operator miss since.
+	g.Eventually(func(g Gomega) {
+		var told int64
+		for _, note := range backupJobEvents(g, ctx, e, bj)["MissedRuns"] {
+			var n int64
+			_, err := fmt.Sscanf(note, "%d scheduled run(s) missed", &n)
+			g.Expect(err).NotTo(HaveOccurred(), note)
+			told += n
+		}
+		g.Expect(getBackupJob(g, ctx, e, bj).Status.MissedRuns).To(Equal(told))
+	}).WithTimeout(backupTimeout).WithPolling(time.Second).Should(Succeed())
+}
+
+// runTimes are the scheduled times of the runs whose backup claims exist in
+// ns.
+func runTimes(g Gomega, ctx context.Context, e *environment, ns string) []time.Time {
+	var out []time.Time
+	for name, c := range backupClaims(g, ctx, e, ns) {
+		at, err := time.Parse(time.RFC3339, c.Annotations[backupjob.ScheduledTimeAnnotation])
+		g.Expect(err).NotTo(HaveOccurred(), "claim %s", name)
+		out = append(out, at)
+	}
+	return out
 }
 
 // backupJobEvents are the notes of the events about bj, by reason.

@@ -130,6 +130,20 @@ func (e *environment) connectService(ctx context.Context, g Gomega, ns, service,
 	return postgres.Connect(ctx, postgres.ConnInfo{Host: host, Port: port, User: "app", Password: password, DBName: "app"})
 }
 
+// connectWhenRouted connects through a Service once it routes to a ready
+// endpoint: as for any client of a Service, the cluster may turn Ready a
+// moment before its EndpointSlices say so.
+func (e *environment) connectWhenRouted(t *testing.T, ns, service, password string) *pgx.Conn {
+	t.Helper()
+	var conn *pgx.Conn
+	NewWithT(t).Eventually(func(g Gomega) {
+		c, err := e.connectService(t.Context(), g, ns, service, password)
+		g.Expect(err).NotTo(HaveOccurred())
+		conn = c
+	}).WithTimeout(30 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
+	return conn
+}
+
 // pgWriter inserts a row every 50 ms through CLUSTER-rw, recording each row
 // whose commit returned, with the timeline it was written on.
 type pgWriter struct {
@@ -309,9 +323,8 @@ func TestPostgresClusterFailoverLosesNoCommittedRow(t *testing.T) {
 	g.Expect(pg.Status.CurrentPrimary).To(Equal("db-1"))
 	password := env.appSecret(g, ns, "db")["password"]
 
-	conn, err := env.connectService(t.Context(), g, ns, "db-rw", password)
-	g.Expect(err).NotTo(HaveOccurred())
-	_, err = conn.Exec(t.Context(), "CREATE TABLE writes (id bigint PRIMARY KEY, timeline int)")
+	conn := env.connectWhenRouted(t, ns, "db-rw", password)
+	_, err := conn.Exec(t.Context(), "CREATE TABLE writes (id bigint PRIMARY KEY, timeline int)")
 	g.Expect(err).NotTo(HaveOccurred())
 	conn.Close(t.Context())
 	stopWatch := env.watchPrimaries(t, ns, "db", 3, password)
@@ -407,9 +420,8 @@ func TestPostgresClusterOperations(t *testing.T) {
 	env.newPostgresCluster(t, ns, "ops", 2, 0, nil)
 	env.waitPostgresReady(t, ns, "ops", 2)
 	password := env.appSecret(g, ns, "ops")["password"]
-	conn, err := env.connectService(t.Context(), g, ns, "ops-rw", password)
-	g.Expect(err).NotTo(HaveOccurred())
-	_, err = conn.Exec(t.Context(), "CREATE TABLE kept (v text); INSERT INTO kept VALUES ('before')")
+	conn := env.connectWhenRouted(t, ns, "ops-rw", password)
+	_, err := conn.Exec(t.Context(), "CREATE TABLE kept (v text); INSERT INTO kept VALUES ('before')")
 	g.Expect(err).NotTo(HaveOccurred())
 	conn.Close(t.Context())
 

@@ -171,8 +171,11 @@ func TestImageThatCannotBePulledIsReported(t *testing.T) {
 	}).WithTimeout(timeout).Should(Succeed())
 }
 
-// A child changed behind the operator's back is put back within a second.
-func TestDriftIsRepairedQuickly(t *testing.T) {
+// A child changed behind the operator's back is put back: a Service deleted
+// is made again, a Deployment's image set by hand is set back. How fast is
+// the product's target (p99 under 1 s), measured by the drift scenario of
+// test/bench; here the bound is what a busy two-core machine meets.
+func TestDriftIsRepaired(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
 	e := shared
@@ -186,20 +189,30 @@ func TestDriftIsRepairedQuickly(t *testing.T) {
 
 	out, err := e.Kubectl(ctx, "delete", "-n", ns, "service/site")
 	g.Expect(err).NotTo(HaveOccurred(), out)
+	deleted := time.Now()
 	g.Eventually(func(g Gomega) {
 		restored := &corev1.Service{}
 		g.Expect(e.Client.Get(ctx, key, restored)).To(Succeed())
 		g.Expect(restored.UID).NotTo(Equal(original.UID), "a new Service, not the deleted one")
-	}).WithTimeout(time.Second).WithPolling(20 * time.Millisecond).Should(Succeed())
+		g.Expect(metav1.IsControlledBy(restored, e.website(g, ctx, ns, "site"))).To(BeTrue(), "the Website's")
+	}).WithTimeout(driftTimeout).WithPolling(20 * time.Millisecond).Should(Succeed())
+	t.Logf("Service made again %s after its deletion was acknowledged", time.Since(deleted).Round(time.Millisecond))
 
 	out, err = e.Kubectl(ctx, "set", "image", "-n", ns, "deployment/site", "website=nginx:latest")
 	g.Expect(err).NotTo(HaveOccurred(), out)
+	changed := time.Now()
 	g.Eventually(func(g Gomega) {
 		d := &appsv1.Deployment{}
 		g.Expect(e.Client.Get(ctx, key, d)).To(Succeed())
 		g.Expect(d.Spec.Template.Spec.Containers[0].Image).To(Equal("nginx:1.25"))
-	}).WithTimeout(time.Second).WithPolling(20 * time.Millisecond).Should(Succeed())
+	}).WithTimeout(driftTimeout).WithPolling(20 * time.Millisecond).Should(Succeed())
+	t.Logf("image set back %s after kubectl set image returned", time.Since(changed).Round(time.Millisecond))
 }
+
+// driftTimeout bounds a repair in TestDriftIsRepaired: the watch event, a
+// reconcile and a write, on a machine busy with the rest of the suite. The
+// bench's drift scenario waits as long before it counts a timeout.
+const driftTimeout = 30 * time.Second
 
 // The operator's endpoints: /metrics needs a token that may get /metrics,
 // /healthz and /readyz answer.

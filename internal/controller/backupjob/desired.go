@@ -233,6 +233,11 @@ func jobFromTemplate(bj *v1alpha1.BackupJob, template *v1alpha1.BackupJobTemplat
 	for i := range pod.Spec.Containers {
 		pod.Spec.Containers[i].VolumeMounts = append(pod.Spec.Containers[i].VolumeMounts, mounts...)
 	}
+	if pod.Spec.AutomountServiceAccountToken == nil {
+		// A copy needs no credentials for the Kubernetes API; a template
+		// that does says so.
+		pod.Spec.AutomountServiceAccountToken = ptr.To(false)
+	}
 	restrictPod(&pod.Spec)
 
 	return &batchv1.Job{
@@ -251,8 +256,8 @@ func jobFromTemplate(bj *v1alpha1.BackupJob, template *v1alpha1.BackupJobTemplat
 // restrictPod fills in, where the template leaves them unset, the settings
 // that the restricted Pod Security Standard requires: a non-root user,
 // the runtime's default seccomp profile, no privilege escalation and no
-// capabilities. What the template sets is kept; the API server refuses a
-// template that breaks the standard where the namespace enforces it.
+// capabilities. What the template sets is kept; the operator refuses to run
+// a pod that still breaks the standard (templateProblems).
 func restrictPod(spec *corev1.PodSpec) {
 	if spec.SecurityContext == nil {
 		spec.SecurityContext = &corev1.PodSecurityContext{}

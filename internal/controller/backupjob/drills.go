@@ -107,13 +107,17 @@ func (r *Reconciler) startDrill(ctx context.Context, bj *v1alpha1.BackupJob, obs
 			b.requested = obs.source.Spec.Resources.Requests[corev1.ResourceStorage]
 		}
 	}
+	desired := desiredDrillJob(bj, b)
+	if r.refuseTemplate(bj, verifyTemplatePath, &bj.Spec.Verify.JobTemplate, desired, out) {
+		return
+	}
 	claim := &corev1.PersistentVolumeClaim{}
 	if res := r.Children.Ensure(ctx, bj, children.Typed(desiredDrillClaim(bj, b)), claim, children.WithoutCreateEvent()); r.judgeCreate(res, out) != runStarted {
 		return
 	}
 	obs.drillClaims[b.name] = claim
 	job := &batchv1.Job{}
-	if res := r.Children.Ensure(ctx, bj, children.Typed(desiredDrillJob(bj, b)), job, children.WithoutCreateEvent()); r.judgeCreate(res, out) != runStarted {
+	if res := r.Children.Ensure(ctx, bj, children.Typed(desired), job, children.WithoutCreateEvent()); r.judgeCreate(res, out) != runStarted {
 		return
 	}
 	obs.drillJobs[b.name] = job

@@ -25,7 +25,7 @@ const (
 	// ResultLabel, on a backup, is how its run ended (Succeeded or Failed),
 	// written once the run's Job finished so that the result survives the
 	// Job. A backup without it is a run in progress.
-	ResultLabel = "example.com/result"
+	ResultLabel = v1alpha1.BackupResultLabel
 
 	// ScheduledTimeAnnotation, on a run's objects, is the run's scheduled
 	// time (RFC 3339), by which retention buckets the backup.

@@ -1,10 +1,12 @@
 package backupjob
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
 	snapshotv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
@@ -16,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"example.com/platform-operator/api/v1alpha1"
+	"example.com/platform-operator/internal/platform"
 )
 
 // observation is what one reconcile saw of a BackupJob's world, and, once
@@ -114,7 +117,7 @@ func (r *Reconciler) observe(ctx context.Context, bj *v1alpha1.BackupJob, now ti
 		c := &claims.Items[i]
 		if name := c.Labels[DrillLabel]; name != "" {
 			obs.drillClaims[name] = c
-		} else if isBackup(c) {
+		} else if isBackup(bj.Name, c) {
 			obs.addBackup(bj, c, claimBackup(c))
 		}
 	}
@@ -125,7 +128,7 @@ func (r *Reconciler) observe(ctx context.Context, bj *v1alpha1.BackupJob, now ti
 			return nil, fmt.Errorf("list the backup snapshots: %w", err)
 		}
 		for i := range snapshots.Items {
-			if s := &snapshots.Items[i]; isBackup(s) {
+			if s := &snapshots.Items[i]; isBackup(bj.Name, s) {
 				obs.addBackup(bj, s, snapshotBackup(s, now))
 			}
 		}
@@ -134,12 +137,15 @@ func (r *Reconciler) observe(ctx context.Context, bj *v1alpha1.BackupJob, now ti
 	return obs, nil
 }
 
-// isBackup tells whether obj, labelled for a BackupJob, is a run's backup:
-// named after its run. A claim made from a copy of a backup's manifest
-// keeps the labels, not the name.
-func isBackup(obj client.Object) bool {
-	run := obj.GetLabels()[RunLabel]
-	return run != "" && run == obj.GetName()
+// isBackup tells whether obj, labelled for BackupJob backupJob, is a run's
+// backup: named after its run, with a name only a run of backupJob has. A
+// claim made from a copy of a backup's manifest keeps the labels, not the
+// name; and labels put by hand on a claim of another name never make it a
+// backup, so that retention never deletes it: labels are written by
+// whoever may patch the claim, its name by whoever created it.
+func isBackup(backupJob string, obj client.Object) bool {
+	name := obj.GetName()
+	return obj.GetLabels()[RunLabel] == name && isRunName(backupJob, name)
 }
 
 // addBackup adds b, made from obj, to the backups of bj, or to the ones it
@@ -153,14 +159,28 @@ func (o *observation) addBackup(bj *v1alpha1.BackupJob, obj client.Object, b *ba
 }
 
 // madeBy tells whether bj made obj, one of the backups labelled for its
-// name. One made before MadeByAnnotation was written is bj's when it was
-// made no earlier than bj (to the second): an earlier BackupJob of the name
-// was gone before bj was created.
+// name: every run records bj's UID in MadeByAnnotation. One without it was
+// made before runs recorded it, and is bj's only when the operator's own
+// field manager wrote its run label, at its creation, no earlier than bj
+// (to the second): an earlier BackupJob of the name was gone before bj was
+// created. An object labelled by hand later is not.
 func madeBy(bj *v1alpha1.BackupJob, obj client.Object) bool {
 	if uid, ok := obj.GetAnnotations()[MadeByAnnotation]; ok {
 		return types.UID(uid) == bj.UID
 	}
-	return !obj.GetCreationTimestamp().Time.Before(bj.CreationTimestamp.Time)
+	return labelledByOperator(obj, RunLabel) && !obj.GetCreationTimestamp().Time.Before(bj.CreationTimestamp.Time)
+}
+
+// labelledByOperator tells whether the operator's field manager owns obj's
+// label key: it wrote it, and nobody has written it since.
+func labelledByOperator(obj client.Object, key string) bool {
+	field := []byte(strconv.Quote("f:" + key))
+	for _, m := range obj.GetManagedFields() {
+		if m.Manager == platform.Name && m.FieldsV1 != nil && bytes.Contains(m.FieldsV1.Raw, field) {
+			return true
+		}
+	}
+	return false
 }
 
 // sortBackups orders backups newest first, as retention does.

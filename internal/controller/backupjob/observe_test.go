@@ -1,6 +1,7 @@
 package backupjob
 
 import (
+	"strconv"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"example.com/platform-operator/api/v1alpha1"
+	"example.com/platform-operator/internal/platform"
 )
 
 // An error in a VolumeSnapshot's status is one the snapshot controller
@@ -65,12 +67,17 @@ func TestSnapshotBackupFailsOnlyAtItsDeadline(t *testing.T) {
 
 // A backup labelled for a BackupJob's name is its own when that
 // BackupJob's run made it: by the UID it records, or, for one made before
-// the UID was recorded, by being made no earlier than the BackupJob.
+// the UID was recorded, by being made no earlier than the BackupJob with
+// the run label written by the operator.
 func TestMadeBy(t *testing.T) {
 	created := time.Date(2026, 12, 1, 2, 0, 0, 0, time.UTC)
 	bj := &v1alpha1.BackupJob{ObjectMeta: metav1.ObjectMeta{Name: "db", UID: "bj-2", CreationTimestamp: metav1.NewTime(created)}}
-	claim := func(madeBy string, at time.Time) *corev1.PersistentVolumeClaim {
-		c := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "db-1", CreationTimestamp: metav1.NewTime(at)}}
+	byOperator := metav1.ManagedFieldsEntry{Manager: platform.Name, Operation: metav1.ManagedFieldsOperationUpdate,
+		FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:labels":{".":{},"f:` + RunLabel + `":{}}}}`)}}
+	byHand := metav1.ManagedFieldsEntry{Manager: "kubectl-label", Operation: metav1.ManagedFieldsOperationUpdate,
+		FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:labels":{"f:` + RunLabel + `":{}}}}`)}}
+	claim := func(madeBy string, at time.Time, managers ...metav1.ManagedFieldsEntry) *corev1.PersistentVolumeClaim {
+		c := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "db-1", CreationTimestamp: metav1.NewTime(at), ManagedFields: managers}}
 		if madeBy != "" {
 			c.Annotations = map[string]string{MadeByAnnotation: madeBy}
 		}
@@ -84,9 +91,11 @@ func TestMadeBy(t *testing.T) {
 		{"made by this BackupJob", claim("bj-2", created.Add(time.Hour)), true},
 		{"made by an earlier BackupJob of the name", claim("bj-1", created.Add(-time.Hour)), false},
 		{"handed over: made earlier, annotated with this BackupJob's UID", claim("bj-2", created.Add(-time.Hour)), true},
-		{"no record, made after this BackupJob", claim("", created.Add(time.Hour)), true},
-		{"no record, made in the second this BackupJob was", claim("", created), true},
-		{"no record, made before this BackupJob", claim("", created.Add(-time.Second)), false},
+		{"no record, made by the operator after this BackupJob", claim("", created.Add(time.Hour), byOperator), true},
+		{"no record, made by the operator in the second this BackupJob was", claim("", created, byOperator), true},
+		{"no record, made by the operator before this BackupJob", claim("", created.Add(-time.Second), byOperator), false},
+		{"no record, labelled by hand after this BackupJob", claim("", created.Add(time.Hour), byHand), false},
+		{"no record, no managed fields", claim("", created.Add(time.Hour)), false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -95,14 +104,36 @@ func TestMadeBy(t *testing.T) {
 	}
 }
 
-// A claim made from a copy of a backup's manifest keeps its labels, not its
-// name: it is no backup.
+// A backup is named by its run. A claim made from a copy of a backup's
+// manifest keeps its labels, not its name: it is no backup; nor is a claim
+// of any other name labelled by hand as a backup, which retention would
+// otherwise delete for someone who may only patch it.
 func TestIsBackup(t *testing.T) {
-	g := NewWithT(t)
-	backup := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "db-1", Labels: map[string]string{RunLabel: "db-1"}}}
-	g.Expect(isBackup(backup)).To(BeTrue())
-	restored := backup.DeepCopy()
-	restored.Name = "db-restored"
-	g.Expect(isBackup(restored)).To(BeFalse())
-	g.Expect(isBackup(&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "db-1"}})).To(BeFalse())
+	labelled := func(name string) *corev1.PersistentVolumeClaim {
+		return &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{RunLabel: name}}}
+	}
+	scheduled := time.Date(2026, 12, 1, 2, 0, 0, 0, time.UTC)
+	long := "a-backupjob-with-a-name-of-fifty-two-characters-abcd"
+	tests := []struct {
+		name string
+		obj  *corev1.PersistentVolumeClaim
+		want bool
+	}{
+		{"a run's backup", labelled(RunName("db", scheduled)), true},
+		{"a copy of a backup under another name", func() *corev1.PersistentVolumeClaim {
+			c := labelled(RunName("db", scheduled))
+			c.Name = "db-restored"
+			return c
+		}(), false},
+		{"no run label", &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: RunName("db", scheduled)}}, false},
+		{"a user's claim labelled as a run of its own name", labelled("data"), false},
+		{"another BackupJob's run name", labelled(RunName("db-other", scheduled)), false},
+		{"a run name with a leading zero", labelled("db-0" + strconv.FormatInt(scheduled.Unix(), 10)), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			NewWithT(t).Expect(isBackup("db", tt.obj)).To(Equal(tt.want))
+		})
+	}
+	NewWithT(t).Expect(isBackup(long, labelled(RunName(long, scheduled)))).To(BeTrue(), "a run's backup of a long name")
 }

@@ -13,6 +13,7 @@ import (
 	"example.com/platform-operator/internal/controller"
 	"example.com/platform-operator/internal/controller/kit"
 	"example.com/platform-operator/internal/platform"
+	"example.com/platform-operator/internal/podsecurity"
 )
 
 const (
@@ -34,6 +35,9 @@ type Reconciler struct {
 	kit.Base
 	// SnapshotsServed tells whether the cluster serves VolumeSnapshots.
 	SnapshotsServed bool
+	// PodSecurityVersion is the version of the Pod Security Standards the
+	// runs' and drills' pods are judged by: the API server's.
+	PodSecurityVersion podsecurity.Version
 	// RecheckInterval is how often a BackupJob waiting on something no
 	// watch reports looks again (default 30 s, with 20% jitter).
 	RecheckInterval time.Duration
@@ -50,6 +54,7 @@ func NewReconciler(mgr ctrl.Manager, c client.Client, opts controller.SetupOptio
 	r := &Reconciler{
 		Base:                kit.NewBase(mgr, c, "BackupJob", opts.Clock),
 		SnapshotsServed:     opts.ServedOptionalAPIs[SnapshotAPI],
+		PodSecurityVersion:  opts.PodSecurityVersion,
 		RecheckInterval:     defaultRecheckInterval,
 		DeletionGracePeriod: defaultDeletionGracePeriod,
 	}

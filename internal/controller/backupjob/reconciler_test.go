@@ -25,6 +25,7 @@ import (
 
 	"example.com/platform-operator/api/v1alpha1"
 	"example.com/platform-operator/internal/controller/backupjob"
+	"example.com/platform-operator/internal/platform"
 	"example.com/platform-operator/internal/testgen"
 )
 
@@ -372,6 +373,83 @@ func TestRetentionDeletesExactlyTheDroppedBackups(t *testing.T) {
 	f.g.Expect(f.liveClaims()).To(ConsistOf(runs[0], runs[3], runs[4]))
 	// The failed run stays visible through its Job.
 	f.g.Expect(f.condition(v1alpha1.BackupJobLastRunSucceededCondition).Status).To(Equal(metav1.ConditionFalse))
+}
+
+// Retention deletes only what runs made. Someone who may patch claims but
+// not delete them labels two claims as this BackupJob's old successful
+// backups: one of a name of their own, one named as a run would be, made
+// after the BackupJob without the UID a run records. Neither is counted
+// or deleted, however many newer backups there are.
+func TestRetentionNeverDeletesAClaimLabelledByHand(t *testing.T) {
+	f := newFixture(t, false, func(bj *v1alpha1.BackupJob) {
+		bj.Spec.Retention = &v1alpha1.BackupRetention{KeepLast: ptr.To(int32(1)), KeepFailed: ptr.To(int32(0))}
+	})
+	longAgo := f.created.Add(-24 * time.Hour)
+	labelledByHand := func(name string) {
+		claim := &corev1.PersistentVolumeClaim{}
+		f.g.Expect(k8sClient.Get(t.Context(), types.NamespacedName{Namespace: f.ns, Name: name}, claim)).To(Succeed())
+		patch := client.MergeFrom(claim.DeepCopy())
+		claim.Labels = map[string]string{
+			v1alpha1.BackupJobLabel: f.bj.Name, backupjob.RunLabel: name, backupjob.ResultLabel: string(v1alpha1.BackupSucceeded),
+			platform.ManagedByLabel: platform.Name,
+		}
+		claim.Annotations = map[string]string{backupjob.ScheduledTimeAnnotation: stamp(longAgo)}
+		f.g.Expect(k8sClient.Patch(t.Context(), claim, patch)).To(Succeed())
+	}
+	runNamed := backupjob.RunName(f.bj.Name, longAgo)
+	f.g.Expect(k8sClient.Create(t.Context(), &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: runNamed, Namespace: f.ns},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+		},
+	})).To(Succeed())
+	labelledByHand("data")
+	labelledByHand(runNamed)
+
+	var last string
+	for i := 1; i <= 3; i++ {
+		d := time.Duration(i) * 10 * time.Second
+		f.at(d)
+		last = f.runName(d)
+		f.finishJob(last, true)
+	}
+	f.at(35 * time.Second)
+	f.g.Expect(f.liveClaims()).To(ConsistOf("data", runNamed, last), "the runs' older backups are deleted, the claims labelled by hand are not")
+	for _, b := range f.get().Status.Backups {
+		f.g.Expect(b.Name).NotTo(BeElementOf("data", runNamed), "a claim labelled by hand is no backup of this BackupJob")
+	}
+}
+
+// Someone who may create claims takes the name of the next run first, even
+// labelled as the run's: the run does not start, the BackupJob says which
+// name is taken, no Job copies into that claim, and the claim is left as
+// it was. The run after it starts as usual.
+func TestASquattedRunNameIsReportedAndLeftAlone(t *testing.T) {
+	f := newFixture(t, false)
+	squatted := f.runName(10 * time.Second)
+	f.g.Expect(k8sClient.Create(t.Context(), &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: squatted, Namespace: f.ns, Labels: map[string]string{
+			v1alpha1.BackupJobLabel: f.bj.Name, backupjob.RunLabel: squatted, platform.ManagedByLabel: platform.Name,
+		}},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+		},
+	})).To(Succeed())
+	before := f.claims()[squatted]
+
+	f.at(10 * time.Second)
+	degraded := f.condition(v1alpha1.BackupJobDegradedCondition)
+	f.g.Expect(degraded).NotTo(BeNil())
+	f.g.Expect(degraded.Reason).To(Equal(v1alpha1.BackupJobRunConflictReason))
+	f.g.Expect(degraded.Message).To(ContainSubstring(squatted))
+	f.g.Expect(f.jobs()).To(BeEmpty(), "no Job copies into a claim that is not the run's")
+	after := f.claims()[squatted]
+	f.g.Expect(after.ResourceVersion).To(Equal(before.ResourceVersion), "the claim is left as it was")
+
+	f.at(20 * time.Second)
+	f.g.Expect(f.jobs()).To(ConsistOf(HaveField("Name", f.runName(20*time.Second))))
 }
 
 // A run's Job removed before its result was recorded (a TTL controller

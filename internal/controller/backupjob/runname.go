@@ -26,6 +26,16 @@ func RunName(backupJob string, scheduled time.Time) string {
 	return fitName(backupJob, "-"+strconv.FormatInt(scheduled.Unix(), 10))
 }
 
+// isRunName tells whether name is RunName(backupJob, t) for some t.
+func isRunName(backupJob, name string) bool {
+	i := strings.LastIndexByte(name, '-')
+	if i < 0 {
+		return false
+	}
+	seconds, err := strconv.ParseInt(name[i+1:], 10, 64)
+	return err == nil && RunName(backupJob, time.Unix(seconds, 0)) == name
+}
+
 // DrillName is the name of the restore drill of the backup made by the run
 // scheduled at scheduled: of the drill's claim and Job.
 func DrillName(backupJob string, scheduled time.Time) string {

@@ -238,6 +238,9 @@ func (r *Reconciler) startRun(ctx context.Context, bj *v1alpha1.BackupJob, obs *
 		return runStarted
 	}
 
+	if r.refuseTemplate(bj, jobTemplatePath, bj.Spec.JobTemplate, desiredRunJob(bj, run), out) {
+		return runFailed
+	}
 	claim := &corev1.PersistentVolumeClaim{}
 	res := r.Children.Ensure(ctx, bj, children.Typed(desiredBackupClaim(bj, run, obs.source)), claim,
 		children.OwnedBy(isRunOf(bj, run.name)), children.WithoutCreateEvent())
@@ -257,8 +260,12 @@ func (r *Reconciler) startRun(ctx context.Context, bj *v1alpha1.BackupJob, obs *
 // ensureRunJob creates the Job of a run whose backup claim exists, and
 // marks the claim with the Job's UID (JobStartedAnnotation).
 func (r *Reconciler) ensureRunJob(ctx context.Context, bj *v1alpha1.BackupJob, obs *observation, run run, out *outcome) startOutcome {
+	desired := desiredRunJob(bj, run)
+	if r.refuseTemplate(bj, jobTemplatePath, bj.Spec.JobTemplate, desired, out) {
+		return runFailed
+	}
 	job := &batchv1.Job{}
-	res := r.Children.Ensure(ctx, bj, children.Typed(desiredRunJob(bj, run)), job, children.WithoutCreateEvent())
+	res := r.Children.Ensure(ctx, bj, children.Typed(desired), job, children.WithoutCreateEvent())
 	if o := r.judgeCreate(res, out); o != runStarted {
 		return o
 	}

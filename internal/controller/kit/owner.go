@@ -16,8 +16,8 @@ import (
 // the object of kind owner that is the child's controller, as
 // controller-runtime's EnqueueRequestForOwner with OnlyControllerOwner
 // does. That handler asks the REST mapper for the owner's scope at every
-// event, and the lookup allocates: a tenth of all the operator allocated
-// while it built 1000 Websites. The operator knows the scope of its own
+// event, and the lookup allocates, at every event of every child of a
+// burst. The operator knows the scope of its own
 // kinds, which is part of their API; scope is meta.RESTScopeNameNamespace
 // or meta.RESTScopeNameRoot.
 func EnqueueControllingOwner(owner schema.GroupKind, scope meta.RESTScopeName) handler.EventHandler {

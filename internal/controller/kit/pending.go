@@ -21,9 +21,9 @@ import (
 // behind every change it sees later: they are checks of what a previous
 // process already did. But the initial list also holds what changed while
 // no operator ran (a rolling update of the operator), and what was created
-// between the operator's caches syncing and its controllers starting: a
-// Website created then waited for the check of every other Website (4 s
-// with 5000 of them). Such objects are work, not checks.
+// between the operator's caches syncing and its controllers starting: an
+// object created then would wait for the check of every other object. Such
+// objects are work, not checks.
 func PendingFirst[T client.Object](observedGeneration func(T) int64) handler.EventHandler {
 	return pendingFirstHandler{inner: &handler.EnqueueRequestForObject{}, pending: func(o client.Object) bool {
 		t, ok := o.(T)

@@ -65,9 +65,9 @@ func (o *outcome) record(res children.Result) {
 // ensureShared ensures what the instances share: the instance managers'
 // access, the Services, the disruption budgets and the primary's Lease.
 func (r *Reconciler) ensureShared(ctx context.Context, pg *v1alpha1.PostgresCluster, out *outcome) {
-	out.record(r.Children.Ensure(ctx, pg, desiredAccount(pg), &corev1.ServiceAccount{}, children.WithoutCreateEvent()))
-	out.record(r.Children.Ensure(ctx, pg, desiredRole(pg), &rbacv1.Role{}, children.WithoutCreateEvent()))
-	out.record(r.Children.Ensure(ctx, pg, desiredRoleBinding(pg), &rbacv1.RoleBinding{}, children.WithoutCreateEvent()))
+	out.record(r.Children.Ensure(ctx, pg, DesiredAccount(pg), &corev1.ServiceAccount{}, children.WithoutCreateEvent()))
+	out.record(r.Children.Ensure(ctx, pg, DesiredRole(pg), &rbacv1.Role{}, children.WithoutCreateEvent()))
+	out.record(r.Children.Ensure(ctx, pg, DesiredRoleBinding(pg), &rbacv1.RoleBinding{}, children.WithoutCreateEvent()))
 	out.record(r.Children.Ensure(ctx, pg, desiredHeadlessService(pg), &corev1.Service{}, children.WithoutCreateEvent()))
 	out.record(r.Children.Ensure(ctx, pg, desiredRoleService(pg, writeService(pg), v1alpha1.PostgresPrimaryRole), &corev1.Service{}, children.WithoutCreateEvent()))
 	out.record(r.Children.Ensure(ctx, pg, desiredRoleService(pg, readService(pg), v1alpha1.PostgresReplicaRole), &corev1.Service{}, children.WithoutCreateEvent()))
@@ -95,7 +95,7 @@ func (r *Reconciler) ensureSecrets(ctx context.Context, pg *v1alpha1.PostgresClu
 		func(p string) *corev1.Secret { return desiredReplicationSecret(pg, p) },
 	}
 	if creds.appSecret == generatedAppSecret(pg) {
-		generated = append(generated, func(p string) *corev1.Secret { return desiredAppSecret(pg, p, r.ClusterDomain) })
+		generated = append(generated, func(p string) *corev1.Secret { return DesiredAppSecret(pg, p, r.ClusterDomain) })
 	}
 	for _, build := range generated {
 		live, err := r.createSecretOnce(ctx, pg, build)
@@ -175,13 +175,23 @@ func (r *Reconciler) checkUserSecret(ctx context.Context, pg *v1alpha1.PostgresC
 func (r *Reconciler) ensureClaims(ctx context.Context, pg *v1alpha1.PostgresCluster, out *outcome) map[string]*corev1.PersistentVolumeClaim {
 	claims := map[string]*corev1.PersistentVolumeClaim{}
 	for n := 1; n <= int(pg.Spec.Instances); n++ {
-		desired := desiredClaim(pg, n)
+		desired := DesiredClaim(pg, n)
 		live := &corev1.PersistentVolumeClaim{}
 		err := r.Client.Get(ctx, client.ObjectKeyFromObject(desired), live)
 		switch {
 		case apierrors.IsNotFound(err):
 			if pg.Spec.Hibernate {
 				continue
+			}
+			if n == 1 && restoring(pg) {
+				// The first instance starts from the backup; the others
+				// clone it once it runs.
+				source, err := r.restoreSource(ctx, pg)
+				if err != nil {
+					out.report(v1alpha1.PostgresBackupNotFoundReason, err.Error())
+					continue
+				}
+				desired.Spec.DataSourceRef = source
 			}
 			if err := r.Client.Create(ctx, desired); err != nil {
 				if apierrors.IsAlreadyExists(err) {
@@ -228,6 +238,12 @@ func (r *Reconciler) growClaim(ctx context.Context, pg *v1alpha1.PostgresCluster
 	}
 	children.CountWrite(kind, "PersistentVolumeClaim", "update")
 	r.Recorder.Eventf(pg, claim, corev1.EventTypeNormal, "StorageResizing", "Resize", "PersistentVolumeClaim %s grows to %s", claim.Name, want.String())
+}
+
+// restoring tells whether pg starts from a backup and has not started yet:
+// only the first instance's first claim is made from it.
+func restoring(pg *v1alpha1.PostgresCluster) bool {
+	return pg.Spec.Bootstrap != nil && pg.Spec.Bootstrap.FromBackup != nil && pg.Status.CurrentPrimary == ""
 }
 
 // resizing tells whether a claim waits for its volume to grow to its

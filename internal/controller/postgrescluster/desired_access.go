@@ -11,19 +11,19 @@ import (
 // maxInstances bounds spec.instances, and so the names of a cluster's pods.
 const maxInstances = 9
 
-// desiredAccount is the ServiceAccount of the cluster's instance managers.
-func desiredAccount(pg *v1alpha1.PostgresCluster) *corev1ac.ServiceAccountApplyConfiguration {
+// DesiredAccount is the ServiceAccount of the cluster's instance managers.
+func DesiredAccount(pg *v1alpha1.PostgresCluster) *corev1ac.ServiceAccountApplyConfiguration {
 	return corev1ac.ServiceAccount(instanceAccount(pg), pg.Namespace).
 		WithLabels(clusterLabels(pg)).
 		WithOwnerReferences(ownerReference(pg))
 }
 
-// desiredRole is what the instance managers of pg may do, each right
+// DesiredRole is what the instance managers of pg may do, each right
 // limited to the objects of pg by name: read their cluster and its
 // Secrets, write their reports on their pods, and hold the primary's
 // Lease. The operator holds every right it grants here (RBAC refuses to let
 // anyone grant more than they hold).
-func desiredRole(pg *v1alpha1.PostgresCluster) *rbacv1ac.RoleApplyConfiguration {
+func DesiredRole(pg *v1alpha1.PostgresCluster) *rbacv1ac.RoleApplyConfiguration {
 	pods := make([]string, 0, maxInstances)
 	for n := 1; n <= maxInstances; n++ {
 		pods = append(pods, instanceName(pg.Name, n))
@@ -43,8 +43,8 @@ func desiredRole(pg *v1alpha1.PostgresCluster) *rbacv1ac.RoleApplyConfiguration 
 		)
 }
 
-// desiredRoleBinding binds desiredRole to desiredAccount.
-func desiredRoleBinding(pg *v1alpha1.PostgresCluster) *rbacv1ac.RoleBindingApplyConfiguration {
+// DesiredRoleBinding binds DesiredRole to DesiredAccount.
+func DesiredRoleBinding(pg *v1alpha1.PostgresCluster) *rbacv1ac.RoleBindingApplyConfiguration {
 	return rbacv1ac.RoleBinding(instanceAccount(pg), pg.Namespace).
 		WithLabels(clusterLabels(pg)).
 		WithOwnerReferences(ownerReference(pg)).

@@ -47,18 +47,18 @@ const (
 	EnvSocketDir     = "PG_SOCKET_DIR"
 )
 
-// podOptions are what the pod needs besides the cluster's spec.
-type podOptions struct {
-	// instanceImage is the operator's image, whose binary the init
+// PodOptions are what the pod needs besides the cluster's spec.
+type PodOptions struct {
+	// InstanceImage is the operator's image, whose binary the init
 	// container copies into the pod.
-	instanceImage string
-	clusterDomain string
+	InstanceImage string
+	ClusterDomain string
 }
 
-// desiredPod is the pod of the instance of ordinal n: a pet, named and
+// DesiredPod is the pod of the instance of ordinal n: a pet, named and
 // reachable as CLUSTER-n, whose first process is the instance manager.
 // The role label is not part of it: the operator sets it as it routes.
-func desiredPod(pg *v1alpha1.PostgresCluster, n int, opts podOptions) *corev1.Pod {
+func DesiredPod(pg *v1alpha1.PostgresCluster, n int, opts PodOptions) *corev1.Pod {
 	name := instanceName(pg.Name, n)
 	pod := &corev1.Pod{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
@@ -94,7 +94,7 @@ func desiredPod(pg *v1alpha1.PostgresCluster, n int, opts podOptions) *corev1.Po
 			}},
 			InitContainers: []corev1.Container{{
 				Name:            "bootstrap",
-				Image:           opts.instanceImage,
+				Image:           opts.InstanceImage,
 				Command:         []string{"/platform-operator", "instance", "install", managerPath},
 				SecurityContext: restrictedContainer(),
 				VolumeMounts:    []corev1.VolumeMount{{Name: "controller", MountPath: controllerDir}},
@@ -112,7 +112,7 @@ func desiredPod(pg *v1alpha1.PostgresCluster, n int, opts podOptions) *corev1.Po
 					{Name: EnvPodNamespace, ValueFrom: fieldRef("metadata.namespace")},
 					{Name: EnvNodeName, ValueFrom: fieldRef("spec.nodeName")},
 					{Name: EnvClusterName, Value: pg.Name},
-					{Name: EnvClusterDomain, Value: opts.clusterDomain},
+					{Name: EnvClusterDomain, Value: opts.ClusterDomain},
 					{Name: EnvPGData, Value: pgData},
 					{Name: EnvPGBinDir, Value: pgBinDir},
 					{Name: EnvSocketDir, Value: socketDir},
@@ -190,10 +190,10 @@ func resourcesOf(pg *v1alpha1.PostgresCluster) corev1.ResourceRequirements {
 	return *pg.Spec.Resources.DeepCopy()
 }
 
-// desiredClaim is the claim of the instance of ordinal n. It carries no
+// DesiredClaim is the claim of the instance of ordinal n. It carries no
 // owner reference: deleting the PostgresCluster keeps it unless the
 // deletion policy says otherwise.
-func desiredClaim(pg *v1alpha1.PostgresCluster, n int) *corev1.PersistentVolumeClaim {
+func DesiredClaim(pg *v1alpha1.PostgresCluster, n int) *corev1.PersistentVolumeClaim {
 	name := instanceName(pg.Name, n)
 	return &corev1.PersistentVolumeClaim{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolumeClaim"},

@@ -55,9 +55,9 @@ func writeHost(pg *v1alpha1.PostgresCluster, clusterDomain string) string {
 	return fmt.Sprintf("%s.%s.svc.%s", writeService(pg), pg.Namespace, clusterDomain)
 }
 
-// desiredAppSecret is the generated Secret of the application's owner,
+// DesiredAppSecret is the generated Secret of the application's owner,
 // with password, and what a client needs to connect through CLUSTER-rw.
-func desiredAppSecret(pg *v1alpha1.PostgresCluster, password, clusterDomain string) *corev1.Secret {
+func DesiredAppSecret(pg *v1alpha1.PostgresCluster, password, clusterDomain string) *corev1.Secret {
 	db := initDB(pg)
 	return credentialsSecret(pg, generatedAppSecret(pg), connectionKeys(db.Owner, password, writeHost(pg, clusterDomain), db.Database))
 }

@@ -25,14 +25,14 @@ func testCluster() *v1alpha1.PostgresCluster {
 	}
 }
 
-var testPodOptions = podOptions{instanceImage: "example.com/platform-operator:v1", clusterDomain: "cluster.local"}
+var testPodOptions = PodOptions{InstanceImage: "example.com/platform-operator:v1", ClusterDomain: "cluster.local"}
 
 // A pet: named CLUSTER-N, reachable through the headless Service by its
 // hostname, on its own claim, run by the instance manager as PID 1, with the
 // restricted Pod Security Standard as the API server's own code judges it.
 func TestInstancePod(t *testing.T) {
 	g := NewWithT(t)
-	pod := desiredPod(testCluster(), 2, testPodOptions)
+	pod := DesiredPod(testCluster(), 2, testPodOptions)
 	g.Expect(pod.Name).To(Equal("db-2"))
 	g.Expect(pod.Spec.Hostname).To(Equal("db-2"))
 	g.Expect(pod.Spec.Subdomain).To(Equal("db"))
@@ -58,19 +58,19 @@ func TestInstancePod(t *testing.T) {
 func TestPodHashFollowsTheSpec(t *testing.T) {
 	g := NewWithT(t)
 	pg := testCluster()
-	before := desiredPod(pg, 1, testPodOptions).Annotations[SpecHashAnnotation]
-	g.Expect(desiredPod(pg, 1, testPodOptions).Annotations[SpecHashAnnotation]).To(Equal(before), "stable")
+	before := DesiredPod(pg, 1, testPodOptions).Annotations[SpecHashAnnotation]
+	g.Expect(DesiredPod(pg, 1, testPodOptions).Annotations[SpecHashAnnotation]).To(Equal(before), "stable")
 	pg.Spec.Image = "postgres:15.9"
-	g.Expect(desiredPod(pg, 1, testPodOptions).Annotations[SpecHashAnnotation]).NotTo(Equal(before))
+	g.Expect(DesiredPod(pg, 1, testPodOptions).Annotations[SpecHashAnnotation]).NotTo(Equal(before))
 	pg.Spec.Image = "postgres:15"
 	pg.Spec.Instances = 5
-	g.Expect(desiredPod(pg, 1, testPodOptions).Annotations[SpecHashAnnotation]).To(Equal(before), "the number of instances is no change of a pod")
+	g.Expect(DesiredPod(pg, 1, testPodOptions).Annotations[SpecHashAnnotation]).To(Equal(before), "the number of instances is no change of a pod")
 }
 
 // The claim holds the data: no owner reference, so no cascade deletes it.
 func TestClaimIsLabelledNotOwned(t *testing.T) {
 	g := NewWithT(t)
-	claim := desiredClaim(testCluster(), 3)
+	claim := DesiredClaim(testCluster(), 3)
 	g.Expect(claim.Name).To(Equal("db-3"))
 	g.Expect(claim.OwnerReferences).To(BeEmpty())
 	g.Expect(claim.Labels).To(HaveKeyWithValue(v1alpha1.PostgresClusterLabel, "db"))
@@ -81,7 +81,7 @@ func TestClaimIsLabelledNotOwned(t *testing.T) {
 // escaped where a URI needs it.
 func TestApplicationSecret(t *testing.T) {
 	g := NewWithT(t)
-	s := desiredAppSecret(testCluster(), "pa55word", "cluster.local")
+	s := DesiredAppSecret(testCluster(), "pa55word", "cluster.local")
 	g.Expect(s.Name).To(Equal("db-app"))
 	g.Expect(s.Type).To(Equal(corev1.SecretTypeBasicAuth))
 	g.Expect(s.StringData).To(Equal(map[string]string{
@@ -111,7 +111,7 @@ func TestGeneratedPasswordsDiffer(t *testing.T) {
 // name.
 func TestInstanceRoleIsLimitedByName(t *testing.T) {
 	g := NewWithT(t)
-	data, err := json.Marshal(desiredRole(testCluster()))
+	data, err := json.Marshal(DesiredRole(testCluster()))
 	g.Expect(err).NotTo(HaveOccurred())
 	role := &rbacv1.Role{}
 	g.Expect(json.Unmarshal(data, role)).To(Succeed())

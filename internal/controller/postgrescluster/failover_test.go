@@ -196,7 +196,7 @@ func TestDecide(t *testing.T) {
 			wantReplicas: []string{"db-3"},
 		},
 		{
-			name: "a replica that stopped streaming because its primary is cut off is still promoted",
+			name:   "a replica that stopped streaming because its primary is cut off is still promoted",
 			status: healthyStatus(),
 			member: []member{up("db-1", primaryReport("0/3000000")),
 				up("db-2", &v1alpha1.PostgresInstanceReport{Role: "replica", SystemID: "42", Epoch: 1, Timeline: 1, ReceivedLSN: "0/3000000"})},

@@ -61,7 +61,7 @@ func (r *Reconciler) observe(ctx context.Context, pg *v1alpha1.PostgresCluster, 
 
 	for n := 1; n <= highest; n++ {
 		name := instanceName(pg.Name, n)
-		m := member{name: name, fencedBySpec: slices.Contains(pg.Spec.FencedInstances, name)}
+		m := member{name: name, fencedBySpec: fencedOnPurpose(pg, name)}
 		if pod := obs.pods[name]; pod != nil && pod.DeletionTimestamp.IsZero() {
 			m.exists = true
 			m.report = reportOf(pod)
@@ -139,4 +139,10 @@ func metav1IsControlledBy(obj client.Object, pg *v1alpha1.PostgresCluster) bool 
 		}
 	}
 	return false
+}
+
+// fencedOnPurpose tells whether instance is fenced on purpose: named by
+// spec.fencedInstances, or by a BackupJob's run for a cold snapshot.
+func fencedOnPurpose(pg *v1alpha1.PostgresCluster, instance string) bool {
+	return slices.Contains(pg.Spec.FencedInstances, instance) || pg.Annotations[v1alpha1.PostgresBackupFenceAnnotation] == instance
 }

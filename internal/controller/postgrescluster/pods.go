@@ -13,6 +13,7 @@ import (
 
 	"example.com/platform-operator/api/v1alpha1"
 	"example.com/platform-operator/internal/children"
+	"example.com/platform-operator/internal/podsecurity"
 )
 
 // ensurePods makes the pods match the spec and the election: a pod for
@@ -21,7 +22,7 @@ import (
 // replaced one at a time (replicas first; decide hands the primary over
 // before its turn), and the role labels that route CLUSTER-rw and
 // CLUSTER-ro.
-func (r *Reconciler) ensurePods(ctx context.Context, pg *v1alpha1.PostgresCluster, obs *observation, e election, opts podOptions, out *outcome) {
+func (r *Reconciler) ensurePods(ctx context.Context, pg *v1alpha1.PostgresCluster, obs *observation, e election, opts PodOptions, out *outcome) {
 	if pg.Spec.Hibernate {
 		for _, pod := range obs.pods {
 			r.deletePod(ctx, pg, pod, "the cluster hibernates", out)
@@ -33,7 +34,15 @@ func (r *Reconciler) ensurePods(ctx context.Context, pg *v1alpha1.PostgresCluste
 		if obs.pods[name] != nil || obs.claims[name] == nil {
 			continue
 		}
-		pod := desiredPod(pg, n, opts)
+		pod := DesiredPod(pg, n, opts)
+		// Every pod the operator makes meets the restricted standard,
+		// judged as the API server would, whatever the namespace enforces:
+		// spec.resources is the user's part of it.
+		if reason := podsecurity.Restricted(r.PodSecurityVersion, &pod.ObjectMeta, &pod.Spec); reason != "" {
+			out.add(fmt.Errorf("pod %s: %s", name, reason), true)
+			out.report(v1alpha1.PostgresInvalidSpecReason, fmt.Sprintf("Pod %s would not meet the restricted Pod Security Standard: %s", name, reason))
+			continue
+		}
 		if err := r.Client.Create(ctx, pod); err != nil {
 			if apierrors.IsAlreadyExists(err) {
 				out.conflict = true
@@ -129,9 +138,12 @@ func (r *Reconciler) routePods(ctx context.Context, obs *observation, e election
 		if role := want(name); role != "" {
 			value = role
 		}
+		// Without a resourceVersion: the instance managers' reports change
+		// the pods every second under load, and setting one label needs
+		// no lock; a label that the next report makes wrong, the next
+		// reconcile puts right.
 		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
-			"resourceVersion": pod.ResourceVersion,
-			"labels":          map[string]any{v1alpha1.PostgresRoleLabel: value},
+			"labels": map[string]any{v1alpha1.PostgresRoleLabel: value},
 		}})
 		if err != nil {
 			out.add(err, false)

@@ -22,6 +22,7 @@ import (
 	"example.com/platform-operator/internal/controller/kit"
 	"example.com/platform-operator/internal/instance/postgres"
 	"example.com/platform-operator/internal/platform"
+	"example.com/platform-operator/internal/podsecurity"
 )
 
 // kind is the name of the kind this package reconciles.
@@ -44,9 +45,9 @@ type Reconciler struct {
 	// InstanceImage is the operator's image, which the pods' init
 	// container copies the instance manager from.
 	InstanceImage string
-	// DeletionGracePeriod bounds how long a PostgresCluster deleted with a
-	// confirmed Delete policy waits for its pods to stop before it goes.
-	DeletionGracePeriod time.Duration
+	// PodSecurityVersion is the version of the Pod Security Standards the
+	// instances' pods are judged by: the API server's.
+	PodSecurityVersion podsecurity.Version
 
 	loop *kit.Loop[v1alpha1.PostgresCluster, *v1alpha1.PostgresCluster, v1alpha1.PostgresClusterStatus, *v1alpha1.PostgresClusterStatus]
 }
@@ -55,10 +56,10 @@ type Reconciler struct {
 // writing with c: the manager's client, or a wrapper of it in tests.
 func NewReconciler(mgr ctrl.Manager, c client.Client, opts controller.SetupOptions) *Reconciler {
 	r := &Reconciler{
-		Base:                kit.NewBase(mgr, c, kind, opts.Clock),
-		ClusterDomain:       opts.ClusterDomain,
-		InstanceImage:       defaultInstanceImage(),
-		DeletionGracePeriod: time.Minute,
+		Base:               kit.NewBase(mgr, c, kind, opts.Clock),
+		ClusterDomain:      opts.ClusterDomain,
+		InstanceImage:      defaultInstanceImage(),
+		PodSecurityVersion: opts.PodSecurityVersion,
 	}
 	r.loop = kit.NewLoop(&r.Base, r, func(pg *v1alpha1.PostgresCluster) *v1alpha1.PostgresClusterStatus { return &pg.Status },
 		kit.LoopOptions[v1alpha1.PostgresClusterStatus]{
@@ -89,6 +90,7 @@ func NewReconciler(mgr ctrl.Manager, c client.Client, opts controller.SetupOptio
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles;rolebindings,verbs=get;list;watch;create;update;patch
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch
+// +kubebuilder:rbac:groups=snapshot.storage.k8s.io,resources=volumesnapshots,verbs=get;list
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile brings one PostgresCluster to what its spec asks for and writes
@@ -113,10 +115,10 @@ func (r *Reconciler) Sync(ctx context.Context, pg *v1alpha1.PostgresCluster) kit
 		return kit.Outcome[v1alpha1.PostgresClusterStatus]{Err: out.err}
 	}
 
-	opts := podOptions{instanceImage: r.InstanceImage, clusterDomain: r.ClusterDomain}
+	opts := PodOptions{InstanceImage: r.InstanceImage, ClusterDomain: r.ClusterDomain}
 	hashes := map[string]string{}
 	for n := 1; n <= maxInstances; n++ {
-		hashes[instanceName(pg.Name, n)] = desiredPod(pg, n, opts).Annotations[SpecHashAnnotation]
+		hashes[instanceName(pg.Name, n)] = DesiredPod(pg, n, opts).Annotations[SpecHashAnnotation]
 	}
 	obs, err := r.observe(ctx, pg, hashes)
 	if err != nil {

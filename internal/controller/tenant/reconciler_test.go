@@ -247,16 +247,45 @@ func TestTenantBecomesReadyWithAllItsChildren(t *testing.T) {
 	// Tenant's status, the Secret nor the ServiceAccount is written.
 	tn = settled(t, tn.Name)
 	secretVersion := credentialsSecret(g, ctx, home).ResourceVersion
+	mark := calls.mark()
 	sa.Labels["touched-by"] = "someone"
 	g.Expect(k8sClient.Update(ctx, sa)).To(Succeed())
 	touched := sa.ResourceVersion
-	NewWithT(t).Consistently(func(g Gomega) {
-		g.Expect(credentialsSecret(g, ctx, home).ResourceVersion).To(Equal(secretVersion))
-		g.Expect(getTenant(g, ctx, tn.Name).ResourceVersion).To(Equal(tn.ResourceVersion))
-		current := &corev1.ServiceAccount{}
-		g.Expect(k8sClient.Get(ctx, key(home, "tenant"), current)).To(Succeed())
-		g.Expect(current.ResourceVersion).To(Equal(touched))
-	}).WithTimeout(2 * time.Second).Should(Succeed())
+	brought := nextReconcile(t, tn.Name, mark, "")
+	// It has ended once the next reconcile starts: an annotation brings one.
+	g.Expect(k8sClient.Patch(ctx, &tenantv1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: tn.Name}},
+		client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"test.example.com/next":"1"}}}`)))).To(Succeed())
+	nextReconcile(t, tn.Name, mark, brought)
+	var written []call
+	for _, c := range calls.since(mark) {
+		if c.reconcile == brought && c.verb != "get" {
+			written = append(written, c)
+		}
+	}
+	g.Expect(written).To(BeEmpty(), "the writes of the reconcile that the ServiceAccount's label brought")
+	g.Expect(credentialsSecret(g, ctx, home).ResourceVersion).To(Equal(secretVersion))
+	g.Expect(getTenant(g, ctx, tn.Name).Status).To(Equal(tn.Status))
+	current := &corev1.ServiceAccount{}
+	g.Expect(k8sClient.Get(ctx, key(home, "tenant"), current)).To(Succeed())
+	g.Expect(current.ResourceVersion).To(Equal(touched))
+}
+
+// nextReconcile waits for a reconcile of the Tenant name, other than
+// after, that started after mark (it reads the Tenant first), and returns
+// its ID.
+func nextReconcile(t *testing.T, name string, mark int, after types.UID) types.UID {
+	t.Helper()
+	var id types.UID
+	NewWithT(t).Eventually(func(g Gomega) {
+		for _, c := range calls.since(mark) {
+			if c.verb == "get" && c.kind == "Tenant" && c.key.Name == name && c.reconcile != "" && c.reconcile != after {
+				id = c.reconcile
+				return
+			}
+		}
+		g.Expect(id).NotTo(BeEmpty(), "a reconcile of Tenant %s", name)
+	}).WithTimeout(timeout).Should(Succeed())
+	return id
 }
 
 // The owner may do what the owner role allows in the tenant's namespaces,

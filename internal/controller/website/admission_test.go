@@ -12,13 +12,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"example.com/platform-operator/internal/controller"
-	"example.com/platform-operator/internal/controller/website"
 	"example.com/platform-operator/internal/controller/website/websitetest"
 )
 
@@ -45,34 +41,17 @@ func TestImageRewrittenByAdmissionIsNotFoughtOver(t *testing.T) {
 		d := getDeployment(g, ctx, ns, "site")
 		g.Expect(d.Spec.Template.Spec.Containers[0].Image).To(Equal(mirror + "nginx:1.25"))
 	}).WithTimeout(timeout).Should(Succeed())
-	time.Sleep(time.Second) // the events of the last writes reach the cache
-	key := ctrl.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: "site"}}
+	caughtUp(t, ns, "site")
+	key := types.NamespacedName{Namespace: ns, Name: "site"}
 
-	before := writes.count(ns)
-	for range 3 {
-		_, err := reconciler.Reconcile(ctx, key)
-		g.Expect(err).NotTo(HaveOccurred())
-	}
-	g.Expect(writes.count(ns)-before).To(BeZero(), "writes while the operator runs")
+	g.Expect(reconcileWrites(g, ctx, reconciler, key, 3)).To(BeEmpty(), "writes while the operator runs")
 
 	// A restarted operator: what it verified is gone, the cache is the same.
-	restarted := website.NewReconciler(manager, writes.wrap(asWithWatch(manager.GetClient())), controller.SetupOptions{
-		ClusterDomain: "cluster.local",
-		Clock:         clock.RealClock{},
-	})
+	restarted, _ := restartedReconciler()
 	version := getDeployment(g, ctx, ns, "site").ResourceVersion
-	before = writes.count(ns)
-	_, err := restarted.Reconcile(ctx, key)
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(writes.count(ns)-before).To(BeZero(), "writes after a restart")
+	g.Expect(reconcileWrites(g, ctx, restarted, key, 1)).To(BeEmpty(), "writes after a restart")
 	g.Expect(getDeployment(g, ctx, ns, "site").ResourceVersion).To(Equal(version))
-
-	before = writes.count(ns)
-	for range 3 {
-		_, err := restarted.Reconcile(ctx, key)
-		g.Expect(err).NotTo(HaveOccurred())
-	}
-	g.Expect(writes.count(ns)-before).To(BeZero(), "writes after the restart's first reconcile")
+	g.Expect(reconcileWrites(g, ctx, restarted, key, 3)).To(BeEmpty(), "writes after the restart's first reconcile")
 	g.Consistently(func(g Gomega) {
 		g.Expect(eventReasons(g, ctx, ns, "site")).To(ConsistOf("DeploymentCreated"))
 	}).WithTimeout(2*time.Second).Should(Succeed(), "no event claims a restore or an update")
@@ -92,19 +71,13 @@ func TestImageRewrittenByAdmissionIsNotFoughtOver(t *testing.T) {
 	// and the dry run tells the policy's rewrite from drift again.
 	g.Eventually(func(g Gomega) {
 		cached := &appsv1.Deployment{}
-		g.Expect(manager.GetClient().Get(ctx, key.NamespacedName, cached)).To(Succeed())
+		g.Expect(manager.GetClient().Get(ctx, key, cached)).To(Succeed())
 		g.Expect(cached.Generation).To(Equal(getDeployment(g, ctx, ns, "site").Generation))
 	}).WithTimeout(timeout).Should(Succeed())
-	time.Sleep(time.Second)
-	restartedAgain := website.NewReconciler(manager, writes.wrap(asWithWatch(manager.GetClient())), controller.SetupOptions{
-		ClusterDomain: "cluster.local",
-		Clock:         clock.RealClock{},
-	})
-	reads, before := childReads(g, "Deployment"), writes.count(ns)
-	_, err = restartedAgain.Reconcile(ctx, key)
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(childReads(g, "Deployment")-reads).To(Equal(1.0), "compared")
-	g.Expect(writes.count(ns)-before).To(BeZero(), "writes after the second restart")
+	caughtUp(t, ns, "site")
+	restartedAgain, reads := restartedReconciler()
+	g.Expect(reconcileWrites(g, ctx, restartedAgain, key, 1)).To(BeEmpty(), "writes after the second restart")
+	g.Expect(reads.count("Deployment")).To(Equal(1), "compared")
 }
 
 // rewriteImagesInto installs, for the Deployments of namespace ns, a

@@ -57,7 +57,7 @@ func (r *Reconciler) reconcileChildren(ctx context.Context, w *websitev1.Website
 	desired, opts, err := r.deploymentIntent(ctx, w)
 	result := children.Result{Action: children.Failed, Err: err}
 	if err == nil {
-		result = r.Children.Ensure(ctx, w, desired, deployment, opts...)
+		result = r.Children.Ensure(ctx, w, desired, deployment, append(opts, children.Judge(judgePod(r.PodSecurityVersion)))...)
 	} else {
 		result.Message = err.Error()
 	}

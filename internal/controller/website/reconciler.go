@@ -25,6 +25,7 @@ import (
 	"example.com/platform-operator/internal/controller"
 	"example.com/platform-operator/internal/controller/kit"
 	"example.com/platform-operator/internal/platform"
+	"example.com/platform-operator/internal/podsecurity"
 )
 
 // defaultConflictRecheckInterval is how often a Website blocked by an object
@@ -46,6 +47,9 @@ type Reconciler struct {
 	// AdoptTutorial lets every Website take over what the tutorial's
 	// operator made for it, as the example.com/adopt annotation does for one.
 	AdoptTutorial bool
+	// PodSecurityVersion is the version of the Pod Security Standards the
+	// Websites' pods are judged by: the API server's.
+	PodSecurityVersion podsecurity.Version
 
 	loop *kit.Loop[websitev1.Website, *websitev1.Website, websitev1.WebsiteStatus, *websitev1.WebsiteStatus]
 }
@@ -57,6 +61,7 @@ func NewReconciler(mgr ctrl.Manager, c client.Client, opts controller.SetupOptio
 		Base:                    kit.NewBase(mgr, c, "Website", opts.Clock),
 		ClusterDomain:           opts.ClusterDomain,
 		ConflictRecheckInterval: defaultConflictRecheckInterval,
+		PodSecurityVersion:      opts.PodSecurityVersion,
 	}
 	r.loop = kit.NewLoop(&r.Base, r, func(w *websitev1.Website) *websitev1.WebsiteStatus { return &w.Status }, kit.LoopOptions[websitev1.WebsiteStatus]{
 		Name:              "website",
