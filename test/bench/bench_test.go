@@ -20,6 +20,8 @@ func TestParseScenarios(t *testing.T) {
 	}{
 		{name: "all, in the order they run", list: "drift,restart,cost,burst,scripted,ceiling,services", want: []string{"services", "ceiling", "scripted", "burst", "cost", "restart", "drift"}},
 		{name: "the ceiling alone", list: "ceiling", want: []string{"ceiling"}},
+		{name: "scale chooses the three of package scale", list: "scale,postgres", want: []string{"postgres", "backup-schedule", "tenant-onboarding", "platform-restart"}},
+		{name: "one of package scale", list: "tenant-onboarding", want: []string{"tenant-onboarding"}},
 		{name: "the burst alone", list: " burst ,burst", want: []string{"burst"}},
 		{name: "cost needs the burst's Websites", list: "ceiling,cost", wantErr: "cost works on the Websites that the burst scenario creates"},
 		{name: "footprint is no scenario: it is always measured", list: "footprint", wantErr: `unknown scenario "footprint"`},

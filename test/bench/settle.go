@@ -4,8 +4,6 @@ import (
 	"context"
 	"time"
 
-	"k8s.io/apimachinery/pkg/util/wait"
-
 	"example.com/platform-operator/test/bench/benchkit"
 )
 
@@ -20,14 +18,7 @@ const (
 
 // settleResult says how a window that ends when the operator's writes stop
 // ended.
-type settleResult struct {
-	// Settled is false when the writes were still coming when the wait
-	// reached its limit: the window's counts are then a lower bound.
-	Settled bool `json:"settled"`
-	// Seconds is how long the wait took; Limit how long it could.
-	Seconds float64 `json:"seconds"`
-	Limit   string  `json:"limit"`
-}
+type settleResult = benchkit.SettleResult
 
 // settleWrites scrapes the API server's counters every interval until
 // settleQuiet scrapes in a row see no new write to websites, deployments or
@@ -35,36 +26,7 @@ type settleResult struct {
 // scrape and whether the writes had stopped; an error when a scrape fails
 // or ctx ends.
 func settleWrites(ctx context.Context, scrape func(context.Context) (benchkit.RequestCounts, error), since benchkit.RequestCounts, every, limit time.Duration) (benchkit.RequestCounts, settleResult, error) {
-	start := time.Now()
-	var last benchkit.RequestCounts
-	lastTotal, quiet := -1.0, 0
-	err := wait.PollUntilContextTimeout(ctx, every, limit, true, func(ctx context.Context) (bool, error) {
-		now, err := scrape(ctx)
-		if err != nil {
-			return false, err
-		}
-		last = now
-		total := attribute(now.WritesSince(since)).children()
-		if total == lastTotal {
-			quiet++
-		} else {
-			quiet = 0
-		}
-		lastTotal = total
-		return quiet >= settleQuiet, nil
-	})
-	res := settleResult{Settled: err == nil, Seconds: benchkit.Round3(time.Since(start).Seconds()), Limit: limit.String()}
-	switch {
-	case err == nil:
-		return last, res, nil
-	case ctx.Err() != nil:
-		return last, res, ctx.Err()
-	case wait.Interrupted(err) && last != nil:
-		// The limit: the writes go on, and the window ends anyway.
-		return last, res, nil
-	default:
-		return last, res, err
-	}
+	return benchkit.SettleWrites(ctx, scrape, since, every, limit, settleQuiet, func(c benchkit.RequestCounts) float64 { return attribute(c).children() })
 }
 
 // unsettledMet withholds a "yes" when the window it judges ended before

@@ -13,6 +13,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -382,4 +383,55 @@ func SnapshotCPU(pids []int) CPUSnapshot {
 	}
 	snap[WallName] = float64(time.Now().UnixNano()) / 1e9
 	return snap
+}
+
+// ConditionReady tells whether an object's Ready condition is True for
+// its current generation: status.observedGeneration, and the condition's
+// own when set, equal metadata.generation.
+func ConditionReady(u *unstructured.Unstructured) bool {
+	gen := u.GetGeneration()
+	if observed, found, _ := unstructured.NestedInt64(u.Object, "status", "observedGeneration"); !found || observed != gen {
+		return false
+	}
+	conditions, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conditions {
+		m, ok := c.(map[string]any)
+		if !ok || m["type"] != "Ready" {
+			continue
+		}
+		if og, ok := m["observedGeneration"].(int64); ok && og != 0 && og != gen {
+			return false
+		}
+		return m["status"] == "True"
+	}
+	return false
+}
+
+// EventWrites counts the writes of the events in namespace (every
+// namespace when empty): one per event and one per series, by the
+// controller that reported them and the kind they regard,
+// "controller/Kind".
+func EventWrites(ctx context.Context, cs kubernetes.Interface, namespace string) (map[string]int, error) {
+	out := map[string]int{}
+	cont := ""
+	for {
+		list, err := cs.EventsV1().Events(namespace).List(ctx, metav1.ListOptions{Limit: 500, Continue: cont})
+		if err != nil {
+			return out, err
+		}
+		for _, ev := range list.Items {
+			controller := ev.ReportingController
+			if controller == "" {
+				controller = ev.DeprecatedSource.Component
+			}
+			key := controller + "/" + ev.Regarding.Kind
+			out[key]++
+			if ev.Series != nil {
+				out[key]++
+			}
+		}
+		if cont = list.Continue; cont == "" {
+			return out, nil
+		}
+	}
 }
