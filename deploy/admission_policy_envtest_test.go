@@ -20,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -347,6 +348,16 @@ func testOperatorsWorkIsAllowed(t *testing.T, e *policyEnv) {
 	g.Expect(e.operator.Create(ctx, postgrescluster.DesiredAppSecret(pg, "pa55word", "cluster.local"), client.DryRunAll)).To(Succeed(), "its credentials")
 	pod := postgrescluster.DesiredPod(pg, 2, postgrescluster.PodOptions{InstanceImage: "example.com/platform-operator:v1", ClusterDomain: "cluster.local"})
 	g.Expect(e.operator.Create(ctx, pod, client.DryRunAll)).To(Succeed(), "a pet, as its instance account")
+	// Routing: the role label on a pet that the scheduler placed, whose
+	// nodeName the operator did not write.
+	placed := postgrescluster.DesiredPod(pg, 1, postgrescluster.PodOptions{InstanceImage: "example.com/platform-operator:v1", ClusterDomain: "cluster.local"})
+	placed.Spec.NodeName = "node-1"
+	if name := placed.Spec.ServiceAccountName; name != "" {
+		g.Expect(client.IgnoreAlreadyExists(e.admin.Create(ctx, &corev1.ServiceAccount{ObjectMeta: meta(plainNS, name, nil)}))).To(Succeed())
+	}
+	g.Expect(e.admin.Create(ctx, placed)).To(Succeed())
+	g.Expect(e.operator.Patch(ctx, placed, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"`+tenantv1.PostgresRoleLabel+`":"primary"}}}`)))).
+		To(Succeed(), "the role label on a scheduled pet")
 	restored := postgrescluster.DesiredClaim(pg, 1)
 	restored.Spec.DataSourceRef = &corev1.TypedObjectReference{APIGroup: ptr.To("snapshot.storage.k8s.io"), Kind: "VolumeSnapshot", Name: "nightly-1700000000"}
 	g.Expect(e.operator.Create(ctx, restored, client.DryRunAll)).To(Succeed(), "its first claim, restored")
