@@ -104,8 +104,9 @@ func (p *phase) runRestart(ctx context.Context, res *Restart) error {
 		return fmt.Errorf("%d of %d objects Ready", res.Ready.Reached, 3*p.n)
 	}
 
-	// The operator is down across across: a minute at least after every
-	// BackupJob was scheduled, so that the minute before is a normal run.
+	// The operator is down across the scheduled time across, a minute at
+	// least after every BackupJob was scheduled, so that the minute before
+	// is a normal run.
 	across := nextMinute(time.Now(), 70*time.Second)
 	times := []time.Time{across.Add(-time.Minute), across, across.Add(time.Minute)}
 	res.AcrossMinute = across.UTC().Format(time.RFC3339)
