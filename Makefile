@@ -98,6 +98,14 @@ image: ## Build a multi-arch (amd64, arm64) OCI image without Docker into bin/im
 bench: kube-binaries build ## Run the benchmarks (N = 100, 1000) on the local cluster against the raw-client ceiling; writes test/bench/results/.
 	KUBE_BIN_DIR=$(KUBE_BIN_DIR) go run ./test/bench -operator bin/platform-operator -out test/bench/results $(BENCH_FLAGS)
 
+# BENCH_FLAGS here: -pg-tries the PostgresCluster's tries, -scale-n and
+# -scale-large the Ns of the scale scenarios, -scale-window their schedule
+# window, -rounds and -idle the Tenants' rounds and idle window, -scenarios
+# one of them (see test/bench).
+.PHONY: bench-scale
+bench-scale: kube-binaries postgres build ## Run the PostgresCluster (issue 29) and platform-scale (Tenants, BackupJobs; issue 31) benchmarks; writes test/bench/results/{postgres,scale}/.
+	KUBE_BIN_DIR=$(KUBE_BIN_DIR) POSTGRES_BIN_DIR=$(POSTGRES_BIN_DIR) go run ./test/bench -operator bin/platform-operator -out test/bench/results -scenarios postgres,scale $(BENCH_FLAGS)
+
 .PHONY: fuzz
 fuzz: ## Fuzz the child builders and the BackupJob templates' checks for FUZZTIME each (default 2m).
 	go test ./internal/controller/website -run '^$$' -fuzz FuzzChildren -fuzztime $${FUZZTIME:-2m}

@@ -2,14 +2,14 @@ package main
 
 import (
 	"context"
-	"errors"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
+
+	"example.com/platform-operator/test/bench/benchkit"
 )
 
 func TestParseScenarios(t *testing.T) {
@@ -20,6 +20,8 @@ func TestParseScenarios(t *testing.T) {
 	}{
 		{name: "all, in the order they run", list: "drift,restart,cost,burst,scripted,ceiling,services", want: []string{"services", "ceiling", "scripted", "burst", "cost", "restart", "drift"}},
 		{name: "the ceiling alone", list: "ceiling", want: []string{"ceiling"}},
+		{name: "scale chooses the three of package scale", list: "scale,postgres", want: []string{"postgres", "backup-schedule", "tenant-onboarding", "platform-restart"}},
+		{name: "one of package scale", list: "tenant-onboarding", want: []string{"tenant-onboarding"}},
 		{name: "the burst alone", list: " burst ,burst", want: []string{"burst"}},
 		{name: "cost needs the burst's Websites", list: "ceiling,cost", wantErr: "cost works on the Websites that the burst scenario creates"},
 		{name: "footprint is no scenario: it is always measured", list: "footprint", wantErr: `unknown scenario "footprint"`},
@@ -71,19 +73,19 @@ some_histogram_bucket{le="+Inf"} 1
 some_histogram_sum 0.5
 some_histogram_count 1
 `
-	samples, err := parseMetrics(text, "apiserver_request_total")
+	samples, err := benchkit.ParseMetrics(text, "apiserver_request_total")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(samples).To(HaveLen(3))
-	counts := requestCounts{}
+	counts := benchkit.RequestCounts{}
 	for _, s := range samples {
-		counts[requestKey(s.labels["verb"], s.labels["group"], s.labels["resource"], s.labels["subresource"])] += s.value
+		counts[benchkit.RequestKey(s.Labels["verb"], s.Labels["group"], s.Labels["resource"], s.Labels["subresource"])] += s.Value
 	}
-	g.Expect(counts).To(Equal(requestCounts{"POST apps/deployments": 1000, "POST services": 3, "PATCH example.com/websites/status": 2000}))
-	all, err := parseMetrics(text)
+	g.Expect(counts).To(Equal(benchkit.RequestCounts{"POST apps/deployments": 1000, "POST services": 3, "PATCH example.com/websites/status": 2000}))
+	all, err := benchkit.ParseMetrics(text)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(summarizeOperator(all).Goroutines).To(BeEquivalentTo(42))
 	g.Expect(summarizeOperator(all).ChildReads).To(Equal(map[string]float64{"Service/compare": 1000}), "the Website controller's reads only")
-	_, err = parseMetrics("not metrics {")
+	_, err = benchkit.ParseMetrics("not metrics {")
 	g.Expect(err).To(HaveOccurred())
 }
 
@@ -141,30 +143,6 @@ func TestMedianOfRoundsNeedsEveryRound(t *testing.T) {
 	if got.ReadyRatio != nil {
 		t.Errorf("ready median with a round missing its ratio = %v, want none", *got.ReadyRatio)
 	}
-}
-
-// forEach retries each item up to five times, counts the items that still
-// failed and keeps the first error.
-func TestForEachRetriesAndCountsFailures(t *testing.T) {
-	g := NewWithT(t)
-	var mu sync.Mutex
-	attempts := map[int]int{}
-	failing := errors.New("item 1 always fails")
-	failures, first := forEach(context.Background(), 3, 2, func(_ context.Context, i int) error {
-		mu.Lock()
-		defer mu.Unlock()
-		attempts[i]++
-		switch {
-		case i == 1:
-			return failing
-		case i == 2 && attempts[i] == 1:
-			return errors.New("item 2 fails once")
-		}
-		return nil
-	})
-	g.Expect(failures).To(Equal(1))
-	g.Expect(first).To(MatchError(failing))
-	g.Expect(attempts).To(Equal(map[int]int{0: 1, 1: 5, 2: 2}))
 }
 
 func TestCostWithinBudgetNeedsNoChildReadPastTheCache(t *testing.T) {

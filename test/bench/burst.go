@@ -8,7 +8,6 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -16,14 +15,15 @@ import (
 
 	websitev1 "example.com/platform-operator/api/v1"
 	"example.com/platform-operator/internal/controller/website/websitetest"
+	"example.com/platform-operator/test/bench/benchkit"
 )
 
 // burstStart is what the cost scenario needs of the burst: when it began
 // and the counters at that moment.
 type burstStart struct {
 	at       time.Time
-	apiStart requestCounts
-	opStart  []sample
+	apiStart benchkit.RequestCounts
+	opStart  []benchkit.Sample
 }
 
 // operatorBurst installs deploy/, starts the operator, creates N Websites
@@ -43,7 +43,7 @@ func (e *env) operatorBurst(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	res.OperatorStartSeconds = round3(took.Seconds())
+	res.OperatorStartSeconds = benchkit.Round3(took.Seconds())
 	e.logf("operator ready after %.2f s (pid %d)", took.Seconds(), e.op.PID())
 	if err := e.createNamespace(ctx, benchNamespace); err != nil {
 		return err
@@ -53,13 +53,13 @@ func (e *env) operatorBurst(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	opBefore, err := e.endpoint.waitScrape(ctx, 30*time.Second)
+	opBefore, err := e.endpoint.WaitScrape(ctx, 30*time.Second)
 	if err != nil {
 		return err
 	}
 
 	cpu0 := e.snapshotCPU()
-	before, err := scrapeAPIServer(ctx, e.admin)
+	before, err := benchkit.ScrapeAPIServer(ctx, e.admin)
 	if err != nil {
 		return err
 	}
@@ -71,14 +71,14 @@ func (e *env) operatorBurst(ctx context.Context) error {
 	waitProfiles := e.startCPUProfiles(ctx, "burst")
 	defer waitProfiles()
 	e.logf("operator: creating %d Websites with %s; the operator has %s", e.n, e.cfg.load, e.cfg.operatorClient)
-	res.CreateErrors, err = forEach(ctx, e.n, e.cfg.load.Workers, func(ctx context.Context, i int) error {
+	res.CreateErrors, err = benchkit.ForEach(ctx, e.n, e.cfg.load.Workers, func(ctx context.Context, i int) error {
 		_, err := dyn.Resource(websitesGVR).Namespace(benchNamespace).Create(ctx, websiteObject(siteName(i)), metav1.CreateOptions{})
-		return ignoreExists(err)
+		return benchkit.IgnoreExists(err)
 	})
 	if err != nil {
 		res.FirstError = err.Error()
 	}
-	res.CreateCallsSeconds = round3(time.Since(start).Seconds())
+	res.CreateCallsSeconds = benchkit.Round3(time.Since(start).Seconds())
 	e.logf("operator: create calls done after %.2f s (%d errors)", res.CreateCallsSeconds, res.CreateErrors)
 	deadline := start.Add(e.deadline)
 	res.DeploymentsExist = deployments.wait(ctx, deadline, e.logf)
@@ -91,10 +91,10 @@ func (e *env) operatorBurst(ctx context.Context) error {
 			res.ReadyLag.P50, res.ReadyLag.P99, res.ReadyLag.Max, res.ReadyLag.Samples)
 	}
 	res.CPUSeconds = e.recordCPU("operator burst", cpu0)
-	if after, err := scrapeAPIServer(ctx, e.admin); err == nil {
-		res.Writes, res.Reads = after.writesSince(before), after.readsSince(before)
-		e.logf("operator: write requests by verb and resource: %s", strings.Join(res.Writes.sorted(), " "))
-		e.logf("operator: read requests by verb and resource: %s", strings.Join(res.Reads.sorted(), " "))
+	if after, err := benchkit.ScrapeAPIServer(ctx, e.admin); err == nil {
+		res.Writes, res.Reads = after.WritesSince(before), after.ReadsSince(before)
+		e.logf("operator: write requests by verb and resource: %s", strings.Join(res.Writes.Sorted(), " "))
+		e.logf("operator: read requests by verb and resource: %s", strings.Join(res.Reads.Sorted(), " "))
 	}
 	if c := e.res.Ceiling; c != nil {
 		res.ExistRatio = ratio(res.Exist, c.Exist)
@@ -108,7 +108,7 @@ func (e *env) operatorBurst(ctx context.Context) error {
 		res.DeploymentsRatio = ratio(res.DeploymentsExist, c.DeploymentsExist)
 	}
 	end()
-	if opAfter, err := e.endpoint.waitScrape(ctx, 10*time.Second); err == nil {
+	if opAfter, err := e.endpoint.WaitScrape(ctx, 10*time.Second); err == nil {
 		res.Operator = summarizeOperator(opAfter)
 	}
 	if e.cfg.heapProfile {
@@ -172,15 +172,8 @@ func ratio(op, ceiling waitResult) *float64 {
 	if !op.ok() || !ceiling.ok() || ceiling.Seconds <= 0 {
 		return nil
 	}
-	r := round3(op.Seconds / ceiling.Seconds)
+	r := benchkit.Round3(op.Seconds / ceiling.Seconds)
 	return &r
-}
-
-func ignoreExists(err error) error {
-	if apierrors.IsAlreadyExists(err) {
-		return nil
-	}
-	return err
 }
 
 func websiteReady(obj metav1.Object) bool {

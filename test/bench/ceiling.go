@@ -15,6 +15,7 @@ import (
 	websitev1 "example.com/platform-operator/api/v1"
 	"example.com/platform-operator/internal/controller/website"
 	"example.com/platform-operator/internal/controller/website/websitetest"
+	"example.com/platform-operator/test/bench/benchkit"
 )
 
 // ceiling creates (POST) the Deployments, and with services the Services,
@@ -48,7 +49,7 @@ func (e *env) ceiling(ctx context.Context, services bool) (*ceilingResult, error
 	defer stop()
 
 	cpu0 := e.snapshotCPU()
-	before, err := scrapeAPIServer(ctx, e.admin)
+	before, err := benchkit.ScrapeAPIServer(ctx, e.admin)
 	if err != nil {
 		return nil, err
 	}
@@ -81,24 +82,24 @@ func (e *env) ceiling(ctx context.Context, services bool) (*ceilingResult, error
 		defer waitProfiles()
 	}
 	e.logf("%s: creating %d %s with %s", name, e.n, kinds, e.cfg.load)
-	res.CreateErrors, err = forEach(ctx, e.n, e.cfg.load.Workers, func(ctx context.Context, i int) error {
+	res.CreateErrors, err = benchkit.ForEach(ctx, e.n, e.cfg.load.Workers, func(ctx context.Context, i int) error {
 		d, s, err := ceilingObjects(siteName(i))
 		if err != nil {
 			return err
 		}
-		if _, err := cs.AppsV1().Deployments(ceilingNamespace).Create(ctx, d, metav1.CreateOptions{}); ignoreExists(err) != nil {
+		if _, err := cs.AppsV1().Deployments(ceilingNamespace).Create(ctx, d, metav1.CreateOptions{}); benchkit.IgnoreExists(err) != nil {
 			return err
 		}
 		if !services {
 			return nil
 		}
 		_, err = cs.CoreV1().Services(ceilingNamespace).Create(ctx, s, metav1.CreateOptions{})
-		return ignoreExists(err)
+		return benchkit.IgnoreExists(err)
 	})
 	if err != nil {
 		res.FirstError = err.Error()
 	}
-	res.CreateCallsSeconds = round3(time.Since(start).Seconds())
+	res.CreateCallsSeconds = benchkit.Round3(time.Since(start).Seconds())
 	e.logf("%s: create calls done after %.2f s (%d errors)", name, res.CreateCallsSeconds, res.CreateErrors)
 	deadline := start.Add(e.deadline)
 	res.DeploymentsExist = deployments.wait(ctx, deadline, e.logf)
@@ -107,15 +108,15 @@ func (e *env) ceiling(ctx context.Context, services bool) (*ceilingResult, error
 	res.Available = available.wait(ctx, deadline, e.logf, e.podsMarkedNotReady(ctx, ceilingNamespace))
 	e.logf("%s: all Deployments available: %s", name, res.Available)
 	res.CPUSeconds = e.recordCPU(name, cpu0)
-	after, err := scrapeAPIServer(ctx, e.admin)
+	after, err := benchkit.ScrapeAPIServer(ctx, e.admin)
 	if err != nil {
 		return res, err
 	}
-	res.Writes, res.Reads = after.writesSince(before), after.readsSince(before)
-	res.KCMDeploymentMainWrites = res.Writes.sum("apps/deployments") - float64(e.n-res.CreateErrors)
-	res.EventWritesNonOperator = res.Writes.sum("events") + res.Writes.sum("events.k8s.io/events")
-	e.logf("%s: write requests by verb and resource: %s", name, strings.Join(res.Writes.sorted(), " "))
-	e.logf("%s: read requests by verb and resource: %s", name, strings.Join(res.Reads.sorted(), " "))
+	res.Writes, res.Reads = after.WritesSince(before), after.ReadsSince(before)
+	res.KCMDeploymentMainWrites = res.Writes.Sum("apps/deployments") - float64(e.n-res.CreateErrors)
+	res.EventWritesNonOperator = res.Writes.Sum("events") + res.Writes.Sum("events.k8s.io/events")
+	e.logf("%s: write requests by verb and resource: %s", name, strings.Join(res.Writes.Sorted(), " "))
+	e.logf("%s: read requests by verb and resource: %s", name, strings.Join(res.Reads.Sorted(), " "))
 
 	return res, nil
 }

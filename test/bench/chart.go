@@ -6,6 +6,8 @@ import (
 	"math"
 	"sort"
 	"strings"
+
+	"example.com/platform-operator/test/bench/benchkit"
 )
 
 // nSeries is one line of the chart against N: a time for each N.
@@ -78,14 +80,14 @@ func chart(res *results) string {
 		pad := (hi - lo) * 0.08
 		return left + (math.Log10(n)-lo+pad)/(hi-lo+2*pad)*plotW
 	}
-	yMax := niceCeil(maxY * 1.1)
+	yMax := benchkit.NiceCeil(maxY * 1.1)
 	yOf := func(v float64) float64 { return top + plotH - v/yMax*plotH }
 	// Axes and grid.
 	for i := 0; i <= 5; i++ {
 		v := yMax * float64(i) / 5
 		y := yOf(v)
 		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#ddd"/>`+"\n", left, y, left+plotW, y)
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="end">%s</text>`+"\n", left-6, y+4, trimFloat(v))
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="end">%s</text>`+"\n", left-6, y+4, benchkit.TrimFloat(v))
 	}
 	fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="black"/>`+"\n", left, top+plotH, left+plotW, top+plotH)
 	fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="black"/>`+"\n", left, top, left, top+plotH)
@@ -141,21 +143,4 @@ func chart(res *results) string {
 	fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="11" fill="#555">%d CPUs, %s</text>`+"\n", left+plotW+20, top+126, res.Machine.NProc, html.EscapeString(res.Started.Format("2006-01-02")))
 	b.WriteString("</svg>\n")
 	return b.String()
-}
-
-func niceCeil(v float64) float64 {
-	if v <= 0 {
-		return 1
-	}
-	exp := math.Pow(10, math.Floor(math.Log10(v)))
-	for _, m := range []float64{1, 2, 2.5, 5, 10} {
-		if m*exp >= v {
-			return m * exp
-		}
-	}
-	return 10 * exp
-}
-
-func trimFloat(v float64) string {
-	return strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.2f", v), "0"), ".")
 }

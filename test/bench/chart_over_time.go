@@ -5,6 +5,8 @@ import (
 	"html"
 	"math"
 	"strings"
+
+	"example.com/platform-operator/test/bench/benchkit"
 )
 
 func overTimeFile(n int) string { return fmt.Sprintf("ready-over-time-n%d.svg", n) }
@@ -58,7 +60,7 @@ func overTimeChart(res *results, r *runResult) string {
 		fmt.Fprintf(&b, `<text x="%.0f" y="%.0f">no timeline recorded (a run that did not complete, or results from before timelines)</text></svg>`+"\n", left, top+plotH/2)
 		return b.String()
 	}
-	xMax := niceCeil(maxX * 1.05)
+	xMax := benchkit.NiceCeil(maxX * 1.05)
 	xOf := func(v float64) float64 { return left + v/xMax*plotW }
 	yOf := func(share float64) float64 { return top + plotH - share*plotH }
 	for i := 0; i <= 4; i++ {
@@ -71,7 +73,7 @@ func overTimeChart(res *results, r *runResult) string {
 		v := xMax * float64(i) / 5
 		x := xOf(v)
 		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="black"/>`+"\n", x, top+plotH, x, top+plotH+5)
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">%s</text>`+"\n", x, top+plotH+18, trimFloat(v))
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">%s</text>`+"\n", x, top+plotH+18, benchkit.TrimFloat(v))
 	}
 	fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="black"/>`+"\n", left, top+plotH, left+plotW, top+plotH)
 	fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="black"/>`+"\n", left, top, left, top+plotH)

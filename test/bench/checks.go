@@ -4,26 +4,12 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"example.com/platform-operator/test/bench/benchkit"
 )
 
 // check compares one measured figure with a target of the issue.
-type check struct {
-	Scenario string `json:"scenario"`
-	N        int    `json:"n"`
-	Target   string `json:"target"`
-	Figure   string `json:"figure"`
-	// Met is "yes", "no", "not judged" with a reason (the figures it needs
-	// are missing or incomplete), or "n/a" with a reason (no target);
-	// always computed from the figures.
-	Met string `json:"met"`
-}
-
-func yesNo(ok bool) string {
-	if ok {
-		return "yes"
-	}
-	return "no"
-}
+type check = benchkit.Check
 
 // computeChecks judges every target of every run, in the order the
 // Targets table shows them.
@@ -62,7 +48,7 @@ func roundsReadinessValid(r *runResult, met string) string {
 func burstChecks(r *runResult) []check {
 	var checks []check
 	add := func(scenario, target, figure, met string) {
-		checks = append(checks, check{scenario, r.N, target, figure, met})
+		checks = append(checks, check{Scenario: scenario, N: r.N, Target: target, Figure: figure, Met: met})
 	}
 	b, c := r.Burst, r.Ceiling
 	if b != nil && c != nil {
@@ -115,14 +101,14 @@ func costChecks(res *results, r *runResult) []check {
 	// (its client metrics, which do not say what for: the lease's are
 	// among them) are shown too.
 	w := c.PerWebsite
-	checks := []check{{"cost", r.N, "per Website on create: 1 write per child, ≤ 2 status writes, ≤ 1 event, no child read past the cache (averages; all the operator's GETs shown, not judged)",
-		fmt.Sprintf("deployments %.3f, services %.3f, status %.3f, operator events %.3f, websites %.3f; children read past the cache %g; operator GETs per Website %.3f",
+	checks := []check{{Scenario: "cost", N: r.N, Target: "per Website on create: 1 write per child, ≤ 2 status writes, ≤ 1 event, no child read past the cache (averages; all the operator's GETs shown, not judged)",
+		Figure: fmt.Sprintf("deployments %.3f, services %.3f, status %.3f, operator events %.3f, websites %.3f; children read past the cache %g; operator GETs per Website %.3f",
 			w.Deployments, w.Services, w.WebsitesStatus, c.EventsPerWebsite, w.Websites, sumValues(c.ChildReads), c.OperatorRequestsPerWebsite["GET"]),
-		unsettledMet(c.Settle, yesNo(c.withinBudget()))}}
+		Met: unsettledMet(c.Settle, benchkit.YesNo(c.withinBudget()))}}
 	if i := c.Idle; i != nil {
 		total := i.Total + float64(i.OperatorEvents)
-		checks = append(checks, check{"cost", r.N, fmt.Sprintf("0 writes in %.0f s idle", i.Seconds),
-			fmt.Sprintf("%g (%g to websites, deployments, services + %d events)", total, i.Total, i.OperatorEvents), readinessValid(r, yesNo(total == 0))})
+		checks = append(checks, check{Scenario: "cost", N: r.N, Target: fmt.Sprintf("0 writes in %.0f s idle", i.Seconds),
+			Figure: fmt.Sprintf("%g (%g to websites, deployments, services + %d events)", total, i.Total, i.OperatorEvents), Met: readinessValid(r, benchkit.YesNo(total == 0))})
 	}
 	return checks
 }
@@ -136,11 +122,11 @@ func restartChecks(r *runResult) []check {
 	}
 	total := rs.Total + float64(rs.OperatorEvents)
 	return []check{
-		{"restart", r.N, "0 writes after a restart (the new Website's own excluded)",
-			fmt.Sprintf("%g (%g to websites, deployments, services + %d events; %d changes of existing Websites)", total, rs.Total, rs.OperatorEvents, rs.ExistingStatusChanges),
-			unsettledMet(rs.Settle, yesNo(total == 0 && rs.InitialPass.ok()))},
-		{"restart", r.N, "≤ 2 status writes for a Website created right after a restart, until Ready",
-			fmt.Sprintf("%g (Ready after %s)", rs.NewWebsiteOwn.WebsitesStatus, rs.NewWebsiteReady), unsettledMet(rs.Settle, yesNo(rs.NewWebsiteOwn.WebsitesStatus <= 2 && rs.NewWebsiteReady.ok()))},
+		{Scenario: "restart", N: r.N, Target: "0 writes after a restart (the new Website's own excluded)",
+			Figure: fmt.Sprintf("%g (%g to websites, deployments, services + %d events; %d changes of existing Websites)", total, rs.Total, rs.OperatorEvents, rs.ExistingStatusChanges),
+			Met:    unsettledMet(rs.Settle, benchkit.YesNo(total == 0 && rs.InitialPass.ok()))},
+		{Scenario: "restart", N: r.N, Target: "≤ 2 status writes for a Website created right after a restart, until Ready",
+			Figure: fmt.Sprintf("%g (Ready after %s)", rs.NewWebsiteOwn.WebsitesStatus, rs.NewWebsiteReady), Met: unsettledMet(rs.Settle, benchkit.YesNo(rs.NewWebsiteOwn.WebsitesStatus <= 2 && rs.NewWebsiteReady.ok()))},
 	}
 }
 
@@ -149,8 +135,7 @@ func driftChecks(r *runResult) []check {
 	var checks []check
 	for _, d := range r.Drift {
 		fig := fmt.Sprintf("p99 %.3f s (p50 %.3f s, %d samples, %d timeouts)", d.P99, d.P50, len(d.Samples), d.Timeouts)
-		checks = append(checks, check{"drift", r.N, fmt.Sprintf("%s %s restored with p99 < 1 s", d.Kind, shortAction(d.Action)), fig,
-			yesNo(len(d.Samples) > 0 && d.Timeouts == 0 && d.Errors == 0 && d.P99 < 1)})
+		checks = append(checks, check{Scenario: "drift", N: r.N, Target: fmt.Sprintf("%s %s restored with p99 < 1 s", d.Kind, shortAction(d.Action)), Figure: fig, Met: benchkit.YesNo(len(d.Samples) > 0 && d.Timeouts == 0 && d.Errors == 0 && d.P99 < 1)})
 	}
 	return checks
 }
@@ -175,13 +160,13 @@ func footprintChecks(r *runResult) []check {
 	}
 	limit := rssTargetMiB[r.N]
 	if limit == 0 {
-		return []check{{"footprint", r.N, "peak RSS (targets at N=1000 and 5000 only)", footprintFigure(f), "n/a (no target at this N)"}}
+		return []check{{Scenario: "footprint", N: r.N, Target: "peak RSS (targets at N=1000 and 5000 only)", Figure: footprintFigure(f), Met: "n/a (no target at this N)"}}
 	}
 	met := "not judged (no VmHWM recorded)"
 	if peak, ok := f.exactPeakMiB(); ok {
-		met = yesNo(peak <= limit)
+		met = benchkit.YesNo(peak <= limit)
 	}
-	return []check{{"footprint", r.N, fmt.Sprintf("peak RSS (VmHWM) ≤ %.0f MiB", limit), footprintFigure(f), met}}
+	return []check{{Scenario: "footprint", N: r.N, Target: fmt.Sprintf("peak RSS (VmHWM) ≤ %.0f MiB", limit), Figure: footprintFigure(f), Met: met}}
 }
 
 // footprintFigure shows the exact peak, then what the samples saw.

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strings"
 	"time"
+
+	"example.com/platform-operator/test/bench/benchkit"
 )
 
 // idle is the cost scenario: the writes of the burst, per Website, from its
@@ -24,9 +26,9 @@ func (e *env) idle(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	op0, _ := e.endpoint.waitScrape(ctx, 10*time.Second)
+	op0, _ := e.endpoint.WaitScrape(ctx, 10*time.Second)
 	cpu0 := e.snapshotCPU()
-	before, err := scrapeAPIServer(ctx, e.admin)
+	before, err := benchkit.ScrapeAPIServer(ctx, e.admin)
 	if err != nil {
 		return err
 	}
@@ -37,13 +39,13 @@ func (e *env) idle(ctx context.Context) error {
 		return ctx.Err()
 	case <-time.After(e.cfg.idle):
 	}
-	after, err := scrapeAPIServer(ctx, e.admin)
+	after, err := benchkit.ScrapeAPIServer(ctx, e.admin)
 	if err != nil {
 		return err
 	}
-	res.Seconds = round3(time.Since(start).Seconds())
+	res.Seconds = benchkit.Round3(time.Since(start).Seconds())
 	e.recordCPU("idle", cpu0)
-	res.Raw = after.writesSince(before)
+	res.Raw = after.WritesSince(before)
 	res.Writes = attribute(res.Raw)
 	res.Total = res.Writes.children()
 	events1, _, err := e.countOperatorEvents(ctx)
@@ -51,11 +53,11 @@ func (e *env) idle(ctx context.Context) error {
 		return err
 	}
 	res.OperatorEvents = events1.writes() - events0.writes()
-	if op1, err := e.endpoint.waitScrape(ctx, 10*time.Second); err == nil && op0 != nil {
+	if op1, err := e.endpoint.WaitScrape(ctx, 10*time.Second); err == nil && op0 != nil {
 		res.OperatorClientRequests = diffMap(summarizeOperator(op1).Requests, summarizeOperator(op0).Requests)
 	}
 	e.logf("idle: %g writes to websites, websites/status, deployments and services in %.0f s; operator events %d; all writes: %s",
-		res.Total, res.Seconds, res.OperatorEvents, strings.Join(res.Raw.sorted(), " "))
+		res.Total, res.Seconds, res.OperatorEvents, strings.Join(res.Raw.Sorted(), " "))
 	return nil
 }
 
@@ -68,39 +70,39 @@ func (e *env) createCost(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	cost := &costResult{CreateWindowSeconds: round3(time.Since(b.at).Seconds()), Settle: settled}
-	cost.CreateRaw = after.writesSince(b.apiStart)
+	cost := &costResult{CreateWindowSeconds: benchkit.Round3(time.Since(b.at).Seconds()), Settle: settled}
+	cost.CreateRaw = after.WritesSince(b.apiStart)
 	cost.Create = attribute(cost.CreateRaw)
 	n := float64(e.n)
 	cost.PerWebsite = operatorWrites{
-		Websites:       round3(cost.Create.Websites / n),
-		WebsitesStatus: round3(cost.Create.WebsitesStatus / n),
-		Deployments:    round3(cost.Create.Deployments / n),
-		Services:       round3(cost.Create.Services / n),
-		EventsAll:      round3(cost.Create.EventsAll / n),
+		Websites:       benchkit.Round3(cost.Create.Websites / n),
+		WebsitesStatus: benchkit.Round3(cost.Create.WebsitesStatus / n),
+		Deployments:    benchkit.Round3(cost.Create.Deployments / n),
+		Services:       benchkit.Round3(cost.Create.Services / n),
+		EventsAll:      benchkit.Round3(cost.Create.EventsAll / n),
 	}
-	cost.ChildrenPerWebsite = round3(cost.Create.children() / n)
+	cost.ChildrenPerWebsite = benchkit.Round3(cost.Create.children() / n)
 	if cost.OperatorEvents, cost.EventsByController, err = e.countOperatorEvents(ctx); err != nil {
 		return err
 	}
-	cost.EventsPerWebsite = round3(float64(cost.OperatorEvents.writes()) / n)
-	cost.TotalPerWebsite = round3(cost.ChildrenPerWebsite + cost.EventsPerWebsite)
+	cost.EventsPerWebsite = benchkit.Round3(float64(cost.OperatorEvents.writes()) / n)
+	cost.TotalPerWebsite = benchkit.Round3(cost.ChildrenPerWebsite + cost.EventsPerWebsite)
 	opStart := summarizeOperator(b.opStart)
 	opAfter := opStart
-	if samples, err := e.endpoint.waitScrape(ctx, 10*time.Second); err == nil {
+	if samples, err := e.endpoint.WaitScrape(ctx, 10*time.Second); err == nil {
 		opAfter = summarizeOperator(samples)
 	}
 	cost.OperatorClientRequests = diffMap(opAfter.Requests, opStart.Requests)
 	cost.ChildReads = diffMap(opAfter.ChildReads, opStart.ChildReads)
-	cost.ReconcilesPerWebsite = round3((opAfter.Reconciles - opStart.Reconciles) / n)
+	cost.ReconcilesPerWebsite = benchkit.Round3((opAfter.Reconciles - opStart.Reconciles) / n)
 	cost.OperatorRequestsPerWebsite = map[string]float64{}
 	for method, v := range cost.OperatorClientRequests {
-		cost.OperatorRequestsPerWebsite[method] = round3(v / n)
+		cost.OperatorRequestsPerWebsite[method] = benchkit.Round3(v / n)
 	}
 	e.res.Cost = cost
 	e.logf("cost: writes per Website on create: websites %.2f, websites/status %.2f, deployments %.2f, services %.2f, operator events %.2f (all writers' events %.2f); %.2f reconciles per Website",
 		cost.PerWebsite.Websites, cost.PerWebsite.WebsitesStatus, cost.PerWebsite.Deployments, cost.PerWebsite.Services, cost.EventsPerWebsite, cost.PerWebsite.EventsAll, cost.ReconcilesPerWebsite)
-	e.logf("cost: write requests by verb and resource: %s", strings.Join(cost.CreateRaw.sorted(), " "))
+	e.logf("cost: write requests by verb and resource: %s", strings.Join(cost.CreateRaw.Sorted(), " "))
 	return nil
 }
 

@@ -3,6 +3,8 @@ package main
 import (
 	"slices"
 	"sort"
+
+	"example.com/platform-operator/test/bench/benchkit"
 )
 
 // controlPlane are the processes of the local cluster in the CPU tables.
@@ -38,7 +40,7 @@ func cpuRatio(burst, ceiling map[string]float64, inBurst []string) float64 {
 	if c == 0 || len(burst) == 0 {
 		return 0
 	}
-	return round3(sum(burst, inBurst) / c)
+	return benchkit.Round3(sum(burst, inBurst) / c)
 }
 
 // cpuPhases are the phases of the CPU tables, in the order they run.

@@ -4,11 +4,13 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+
+	"example.com/platform-operator/test/bench/benchkit"
 )
 
 func TestCPUTable(t *testing.T) {
 	f := func(v float64) *float64 { return &v }
-	res := &results{Machine: machineInfo{NProc: 2}, Runs: []*runResult{{N: 10, Footprint: footprintResult{CPUSeconds: map[string]map[string]float64{
+	res := &results{Machine: benchkit.Machine{NProc: 2}, Runs: []*runResult{{N: 10, Footprint: footprintResult{CPUSeconds: map[string]map[string]float64{
 		"operator burst": {operatorName: 2, "kube-apiserver": 5, "etcd": 1, benchName: 1, "other-tool": 0.5, machineName: 12, wallName: 10},
 		"idle":           {"kube-apiserver": 1, wallName: 60},
 	}}}}}

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"example.com/platform-operator/internal/controller/website"
+	"example.com/platform-operator/test/bench/benchkit"
 )
 
 const (
@@ -59,7 +60,7 @@ func (e *env) drift(ctx context.Context) error {
 				res.Errors++
 				e.logf("drift: %s %s: %v", c.kind, name, err)
 			default:
-				res.Samples = append(res.Samples, round3(d.Seconds()))
+				res.Samples = append(res.Samples, benchkit.Round3(d.Seconds()))
 			}
 			if (i+1)%25 == 0 {
 				e.logf("drift: %d/%d %s", i+1, e.cfg.driftCount, c.progress)
@@ -151,14 +152,7 @@ func (d *driftResult) summarize() {
 	}
 	s := append([]float64(nil), d.Samples...)
 	sort.Float64s(s)
-	d.P50 = percentile(s, 0.50)
-	d.P99 = percentile(s, 0.99)
+	d.P50 = benchkit.Percentile(s, 0.50)
+	d.P99 = benchkit.Percentile(s, 0.99)
 	d.Max = s[len(s)-1]
-}
-
-// percentile is the nearest-rank percentile of sorted values.
-func percentile(sorted []float64, p float64) float64 {
-	rank := int(p*float64(len(sorted))+0.999999) - 1
-	rank = min(max(rank, 0), len(sorted)-1)
-	return sorted[rank]
 }

@@ -4,13 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"os"
-	"sync"
-	"sync/atomic"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -26,16 +21,17 @@ import (
 	"example.com/platform-operator/internal/devenv"
 	"example.com/platform-operator/internal/localcluster"
 	"example.com/platform-operator/internal/platform"
+	"example.com/platform-operator/test/bench/benchkit"
 )
 
 const (
 	ceilingNamespace = "ceiling"
 	benchNamespace   = "bench"
-	operatorName     = platform.Name
-	benchName        = "bench (this program)"
-	machineName      = "machine (all processes)"
+	operatorName     = benchkit.OperatorName
+	benchName        = benchkit.BenchName
+	machineName      = benchkit.MachineName
 	// wallName holds the wall-clock seconds of a CPU measurement window.
-	wallName = "wall-clock seconds"
+	wallName = benchkit.WallName
 )
 
 var websitesGVR = websitev1.GroupVersion.WithResource("websites")
@@ -54,11 +50,11 @@ type env struct {
 	admin   kubernetes.Interface
 	dyn     dynamic.Interface
 	applier *devenv.Applier
-	sampler *rssSampler
+	sampler *benchkit.RSSSampler
 
 	op        *devenv.Operator
 	opCount   int
-	endpoint  *operatorEndpoint
+	endpoint  *benchkit.Endpoint
 	pprofAddr string
 	opCPUDone float64 // CPU of operator processes that have ended
 	// burstStart is set by the burst for the cost scenario.
@@ -75,19 +71,10 @@ type env struct {
 // not become available again, so waiting for them is pointless.
 func (e *env) podsMarkedNotReady(ctx context.Context, namespace string) func() error {
 	return func() error {
-		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		defer cancel()
-		list, err := e.admin.CoreV1().Events(namespace).List(ctx, metav1.ListOptions{FieldSelector: "reason=NodeNotReady"})
-		if err != nil || len(list.Items) == 0 {
+		msg := benchkit.PodsMarkedNotReady(ctx, e.admin, namespace)
+		if msg == "" {
 			return nil
 		}
-		first := list.Items[0]
-		where := "namespace " + namespace
-		if namespace == "" {
-			where = "the cluster"
-		}
-		msg := fmt.Sprintf("%d NodeNotReady events in %s (first: %s %s at %s): the node lifecycle controller saw a node's heartbeat expire and marked its pods not ready, which kwok does not undo",
-			len(list.Items), where, first.InvolvedObject.Kind, first.InvolvedObject.Name, first.FirstTimestamp.Format(time.TimeOnly))
 		if !contains(e.res.ClusterHealth, msg) {
 			e.res.ClusterHealth = append(e.res.ClusterHealth, msg)
 		}
@@ -96,25 +83,20 @@ func (e *env) podsMarkedNotReady(ctx context.Context, namespace string) func() e
 }
 
 func (e *env) phase(name string) func() {
-	start, load := time.Now(), loadAvg()
+	start, load := time.Now(), benchkit.LoadAvg()
 	e.logf("== %s (load average %s)", name, load)
 	return func() {
-		e.res.Phases = append(e.res.Phases, phase{Name: name, Start: start, End: time.Now(), LoadAvgStart: load, LoadAvgEnd: loadAvg()})
+		e.res.Phases = append(e.res.Phases, phase{Name: name, Start: start, End: time.Now(), LoadAvgStart: load, LoadAvgEnd: benchkit.LoadAvg()})
 	}
 }
 
 // snapshotCPU reads the CPU seconds of the control plane's components, the
 // operator and this program.
-func (e *env) snapshotCPU() cpuSnapshot {
-	snap := cpuSnapshot{}
-	for _, pid := range e.cluster.PIDs() {
-		if v, err := cpuSeconds(pid); err == nil {
-			snap[processName(pid)] += v
-		}
-	}
+func (e *env) snapshotCPU() benchkit.CPUSnapshot {
+	snap := benchkit.SnapshotCPU(e.cluster.PIDs())
 	if e.op != nil {
 		if exited, _ := e.op.Exited(); !exited {
-			if v, err := cpuSeconds(e.op.PID()); err == nil {
+			if v, err := benchkit.CPUSeconds(e.op.PID()); err == nil {
 				snap[operatorName] = v + e.opCPUDone
 			}
 		}
@@ -122,18 +104,11 @@ func (e *env) snapshotCPU() cpuSnapshot {
 	if _, ok := snap[operatorName]; !ok && e.opCount > 0 {
 		snap[operatorName] = e.opCPUDone
 	}
-	if v, err := cpuSeconds(os.Getpid()); err == nil {
-		snap[benchName] = v
-	}
-	if v, err := machineBusySeconds(); err == nil {
-		snap[machineName] = v
-	}
-	snap[wallName] = float64(time.Now().UnixNano()) / 1e9
 	return snap
 }
 
-func (e *env) recordCPU(name string, before cpuSnapshot) map[string]float64 {
-	d := e.snapshotCPU().diff(before)
+func (e *env) recordCPU(name string, before benchkit.CPUSnapshot) map[string]float64 {
+	d := e.snapshotCPU().Diff(before)
 	e.res.Footprint.CPUSeconds[name] = d
 	return d
 }
@@ -164,73 +139,10 @@ func (e *env) loadConfig() *rest.Config {
 	return c
 }
 
-// forEach runs f for 0..n-1 on the given number of workers, each with
-// retries, and returns the number of failures and the first error.
-func forEach(ctx context.Context, n, workers int, f func(ctx context.Context, i int) error) (int, error) {
-	var next atomic.Int64
-	var failed failures
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= n || ctx.Err() != nil {
-					return
-				}
-				failed.add(retried(ctx, func() error { return f(ctx, i) }))
-			}
-		})
-	}
-	wg.Wait()
-	return failed.count()
-}
-
-// retried runs f until it succeeds, five times at most, waiting 200 ms
-// longer after each failure, or until ctx ends; it returns f's last error.
-func retried(ctx context.Context, f func() error) error {
-	var err error
-	for attempt := range 5 {
-		if err = f(); err == nil || ctx.Err() != nil {
-			break
-		}
-		time.Sleep(time.Duration(attempt+1) * 200 * time.Millisecond)
-	}
-	return err
-}
-
-// failures counts the errors given to add, and keeps the first.
-type failures struct {
-	mu    sync.Mutex
-	n     int
-	first error
-}
-
-func (f *failures) add(err error) {
-	if err == nil {
-		return
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.n++
-	if f.first == nil {
-		f.first = err
-	}
-}
-
-func (f *failures) count() (int, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.n, f.first
-}
-
 func siteName(i int) string { return fmt.Sprintf("site-%05d", i) }
 
 func (e *env) createNamespace(ctx context.Context, name string) error {
-	_, err := e.admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
-	if apierrors.IsAlreadyExists(err) {
-		return nil
-	}
-	return err
+	return benchkit.CreateNamespace(ctx, e.admin, name)
 }
 
 // deleteNamespace empties a namespace, deleting its Deployments,
@@ -300,7 +212,7 @@ func (e *env) deleteNamespace(ctx context.Context, name string) (time.Duration, 
 		if err != nil {
 			return time.Since(start), err
 		}
-		if _, err := forEach(ctx, len(items), e.cfg.load.Workers, func(ctx context.Context, i int) error {
+		if _, err := benchkit.ForEach(ctx, len(items), e.cfg.load.Workers, func(ctx context.Context, i int) error {
 			if err := k.delete(ctx, items[i]); err != nil && !apierrors.IsNotFound(err) {
 				return err
 			}
@@ -328,7 +240,7 @@ func (e *env) deleteNamespace(ctx context.Context, name string) (time.Duration, 
 func (e *env) startOperator(ctx context.Context, extraArgs ...string) (time.Duration, error) {
 	args := append([]string{"--log-format=json"}, e.cfg.operatorArgs...)
 	if e.cfg.heapProfile || e.cfg.cpuProfile > 0 {
-		addr, err := freeLocalAddress()
+		addr, err := benchkit.FreeLocalAddress()
 		if err != nil {
 			return 0, err
 		}
@@ -344,18 +256,9 @@ func (e *env) startOperator(ctx context.Context, extraArgs ...string) (time.Dura
 	took := time.Since(start)
 	e.op = op
 	e.opCount++
-	e.sampler.set(op.PID())
-	e.endpoint = newOperatorEndpoint(op.MetricsURL, op.ProbesURL, e.cluster.RESTConfig().BearerToken)
+	e.sampler.Set(op.PID())
+	e.endpoint = benchkit.NewEndpoint(op.MetricsURL, op.ProbesURL, e.cluster.RESTConfig().BearerToken)
 	return took, nil
-}
-
-func freeLocalAddress() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
 }
 
 // stopOperator stops the running operator with SIGTERM, recording its peak
@@ -368,21 +271,21 @@ func (e *env) stopOperator() {
 		return
 	}
 	pid := e.op.PID()
-	if _, hwm, err := memoryKiB(pid); err == nil {
-		e.res.Footprint.HWMMiB = append(e.res.Footprint.HWMMiB, round3(float64(hwm)/1024))
+	if _, hwm, err := benchkit.MemoryKiB(pid); err == nil {
+		e.res.Footprint.HWMMiB = append(e.res.Footprint.HWMMiB, benchkit.Round3(float64(hwm)/1024))
 	}
-	e.sampler.sample()
-	cpu, _ := cpuSeconds(pid)
+	e.sampler.Sample()
+	cpu, _ := benchkit.CPUSeconds(pid)
 	_ = e.op.Stop(30 * time.Second)
 	e.opCPUDone += cpu
-	peak, samples := e.sampler.peak()
-	e.res.Footprint.PeakRSSMiB = round3(float64(peak) / 1024)
+	peak, samples := e.sampler.Peak()
+	e.res.Footprint.PeakRSSMiB = benchkit.Round3(float64(peak) / 1024)
 	e.res.Footprint.RSSSamples = samples
-	anon, file, peakAnon := e.sampler.split()
-	e.res.Footprint.AnonAtPeakMiB = round3(float64(anon) / 1024)
-	e.res.Footprint.FileAtPeakMiB = round3(float64(file) / 1024)
-	e.res.Footprint.PeakAnonMiB = round3(float64(peakAnon) / 1024)
-	e.res.Footprint.OperatorCPUSeconds = round3(e.opCPUDone)
+	anon, file, peakAnon := e.sampler.Split()
+	e.res.Footprint.AnonAtPeakMiB = benchkit.Round3(float64(anon) / 1024)
+	e.res.Footprint.FileAtPeakMiB = benchkit.Round3(float64(file) / 1024)
+	e.res.Footprint.PeakAnonMiB = benchkit.Round3(float64(peakAnon) / 1024)
+	e.res.Footprint.OperatorCPUSeconds = benchkit.Round3(e.opCPUDone)
 }
 
 // startInformers watches Websites, Deployments and Services in the
@@ -407,8 +310,10 @@ func (e *env) startInformers(ctx context.Context) {
 
 // settle waits until the operator's writes stop (settleWrites), or for
 // settleLimit, and returns the last scrape and how the wait ended.
-func (e *env) settle(ctx context.Context, since requestCounts) (requestCounts, *settleResult, error) {
-	scrape := func(ctx context.Context) (requestCounts, error) { return scrapeAPIServer(ctx, e.admin) }
+func (e *env) settle(ctx context.Context, since benchkit.RequestCounts) (benchkit.RequestCounts, *settleResult, error) {
+	scrape := func(ctx context.Context) (benchkit.RequestCounts, error) {
+		return benchkit.ScrapeAPIServer(ctx, e.admin)
+	}
 	counts, res, err := settleWrites(ctx, scrape, since, settleEvery, settleLimit)
 	if err == nil && !res.Settled {
 		e.logf("the writes had not stopped after %s: the window ends with them still coming", res.Limit)

@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"strings"
+
+	"example.com/platform-operator/test/bench/benchkit"
 )
 
 // ratioTarget is issue 11's bound on operator ÷ ceiling.
@@ -56,14 +58,14 @@ func judgeRatio(rounds []ratioSides, bound float64) ratioJudgement {
 		}
 		incomplete = append(incomplete, why)
 	}
-	j := ratioJudgement{Median: median(ratios)}
+	j := ratioJudgement{Median: benchkit.Median(ratios)}
 	switch {
 	case operatorFailed:
 		j.Met = "no"
 	case len(incomplete) > 0 || j.Median == nil:
 		j.Met = "not judged (" + strings.Join(incomplete, "; ") + ")"
 	default:
-		j.Met = yesNo(*j.Median <= bound)
+		j.Met = benchkit.YesNo(*j.Median <= bound)
 	}
 	return j
 }

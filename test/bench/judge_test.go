@@ -2,6 +2,8 @@ package main
 
 import (
 	"testing"
+
+	"example.com/platform-operator/test/bench/benchkit"
 )
 
 // The ratio targets are judged on the median of every round, each
@@ -16,7 +18,7 @@ func TestRatioTargetsAreJudgedOnTheMedianOfCompleteRounds(t *testing.T) {
 	round := func(ceiling, operator waitResult) roundResult {
 		var ratio *float64
 		if ceiling.ok() && operator.ok() {
-			ratio = f(round3(operator.Seconds / ceiling.Seconds))
+			ratio = f(benchkit.Round3(operator.Seconds / ceiling.Seconds))
 		}
 		return roundResult{Ceiling: ceiling, CeilingAvailable: ceiling, OperatorExist: operator, OperatorReady: operator, ExistRatio: ratio, ReadyRatio: ratio}
 	}

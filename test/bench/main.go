@@ -34,13 +34,33 @@
 // recorded in every run; -heap-profile adds the operator's heap profile
 // after the burst.
 //
+// Two more groups of scenarios, each a package of its own, run after the
+// Websites' when -scenarios names them (the default is the Websites'
+// alone; make bench-scale chooses "postgres,scale"):
+//
+//   - postgres (package postgres, issue 29): a three-instance
+//     PostgresCluster with real PostgreSQL, created until Ready, then
+//     -pg-tries failovers, switchovers and cut-offs, each timed to the
+//     first write on the new primary, and the rows lost;
+//   - backup-schedule, tenant-onboarding and platform-restart (package
+//     scale, issue 31; "scale" chooses the three): BackupJobs side by side
+//     with CronJobs over -scale-window, Tenants against their scripted
+//     reference in -rounds rounds, and a restart with N of each kind, at
+//     each N of -scale-n (100; -scale-large adds 1000).
+//
+// What they share (a fresh cluster with deploy/ installed, /proc sampling,
+// percentiles, the API server's request counts, results and charts) is
+// package benchkit.
+//
 // It writes results.json, results.md, time-to-ready.svg (against N) and
-// ready-over-time-nN.svg (per N, over time) to -out. Run it
-// with make bench, or:
+// ready-over-time-nN.svg (per N, over time) to -out, and the other groups'
+// results to -out/postgres and -out/scale. Run it with make bench (or
+// make bench-scale), or:
 //
 //	KUBE_BIN_DIR=$(hack/kube-binaries.sh --dir) go run ./test/bench -operator bin/platform-operator -out test/bench/results
+//	KUBE_BIN_DIR=$(hack/kube-binaries.sh --dir) POSTGRES_BIN_DIR=$(hack/postgres.sh --dir) go run ./test/bench -operator bin/platform-operator -out test/bench/results -scenarios postgres,scale
 //
-// go run ./test/bench -rerender -out DIR rewrites results.md and the chart
+// go run ./test/bench -rerender -out DIR rewrites results.md and the charts
 // from DIR/results.json.
 package main
 
@@ -66,9 +86,24 @@ import (
 
 	"example.com/platform-operator/internal/localcluster"
 	"example.com/platform-operator/internal/operator"
+	"example.com/platform-operator/test/bench/benchkit"
+	"example.com/platform-operator/test/bench/postgres"
+	"example.com/platform-operator/test/bench/scale"
 )
 
-var allScenarios = []string{"services", "ceiling", "scripted", "burst", "cost", "restart", "drift"}
+// websiteScenarios measure Websites (issues 6 and 11), in the order they
+// run; postgresScenario is package postgres's (issue 29), and
+// scale.Scenarios are package scale's (issue 31), which the name
+// scaleScenarios chooses together.
+var websiteScenarios = []string{"services", "ceiling", "scripted", "burst", "cost", "restart", "drift"}
+
+const (
+	postgresScenario = "postgres"
+	scaleScenarios   = "scale"
+)
+
+// allScenarios are every scenario, in the order they run.
+var allScenarios = slices.Concat(websiteScenarios, []string{postgresScenario}, scale.Scenarios)
 
 type config struct {
 	operator        string
@@ -82,6 +117,8 @@ type config struct {
 	operatorArgsRaw string
 	scenarioList    []string
 	scenarios       map[string]bool
+	// websiteList are the Website scenarios of scenarioList.
+	websiteList []string
 	// operatorClient is what the operator makes of its flags; load is the
 	// client creating the Websites and the ceilings' children.
 	operatorClient clientSettings
@@ -96,6 +133,13 @@ type config struct {
 	// each N; round names an extra round in the log.
 	rounds int
 	round  string
+	// pgTries is how many failovers, switchovers and cut-offs the
+	// postgres scenario measures.
+	pgTries int
+	// scaleNs are the Ns of the scale scenarios, scaleWindow their
+	// schedule window.
+	scaleNs     []int
+	scaleWindow time.Duration
 }
 
 func main() {
@@ -119,6 +163,73 @@ func run() error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
+	var runErr error
+	if len(cfg.websiteList) > 0 {
+		runErr = runWebsites(ctx, cfg)
+	}
+	if cfg.scenarios[postgresScenario] && ctx.Err() == nil {
+		out := postgres.ResultsDir(cfg.out)
+		err := postgres.Run(ctx, postgres.Config{Header: header(cfg), Repo: cfg.repo, Operator: cfg.operator, LogDir: filepath.Join(cfg.logDir, "postgres"),
+			Out: out, OperatorArgs: cfg.operatorArgs, Tries: cfg.pgTries, Logf: logf})
+		runErr = errors.Join(runErr, err)
+		printChecks("postgres", out)
+	}
+	var chosen []string
+	for _, s := range scale.Scenarios {
+		if cfg.scenarios[s] {
+			chosen = append(chosen, s)
+		}
+	}
+	if len(chosen) > 0 && ctx.Err() == nil {
+		out := scale.ResultsDir(cfg.out)
+		err := scale.Run(ctx, scale.Config{Header: header(cfg), Repo: cfg.repo, Operator: cfg.operator, LogDir: cfg.logDir, Out: out,
+			OperatorArgs: cfg.operatorArgs, Scenarios: chosen, Ns: cfg.scaleNs, Window: cfg.scaleWindow, Idle: cfg.idle, Rounds: cfg.rounds,
+			LoadWorkers: cfg.load.Workers, ScriptedWorkers: cfg.operatorClient.Workers, Logf: logf})
+		runErr = errors.Join(runErr, err)
+		printChecks("scale", out)
+	}
+	return errors.Join(runErr, ctx.Err())
+}
+
+// logf prints a line of progress.
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, format+"\n", args...)
+}
+
+// header describes the run for the results of packages postgres and
+// scale.
+func header(cfg *config) benchkit.RunHeader {
+	return benchkit.RunHeader{
+		CommandLine: commandLine(cfg.repo),
+		Args:        append([]string{"bench"}, relativeArgs(cfg.repo, os.Args[1:])...),
+		Machine:     benchkit.DescribeMachine(),
+		Operator:    benchkit.OperatorInfo{Binary: repoRelative(cfg.repo, cfg.operator), Version: operatorVersion(cfg.operator), Args: cfg.operatorArgs},
+	}
+}
+
+// printChecks prints the targets of the results in dir, as judged.
+func printChecks(title, dir string) {
+	var res struct {
+		Checks []benchkit.Check `json:"checks"`
+	}
+	if err := benchkit.ReadJSON(dir, &res); err != nil {
+		fmt.Fprintf(os.Stderr, "bench: %s: %v\n", title, err)
+		return
+	}
+	fmt.Fprintf(os.Stderr, "\n== %s\n", title)
+	for _, c := range res.Checks {
+		n := ""
+		if c.N > 0 {
+			n = fmt.Sprintf("N=%d ", c.N)
+		}
+		fmt.Fprintf(os.Stderr, "%-18s %s%s: %s; met? %s\n", c.Scenario, n, c.Target, c.Figure, c.Met)
+	}
+	fmt.Fprintf(os.Stderr, "bench: wrote %s\n", filepath.Join(dir, "results.{json,md}, *.svg"))
+}
+
+// runWebsites runs the Website scenarios at every N and writes their
+// results to -out.
+func runWebsites(ctx context.Context, cfg *config) error {
 	heap := "not asked for (-heap-profile); peak RSS is sampled from /proc every 200 ms"
 	if cfg.heapProfile {
 		heap = "taken after each burst from the operator's --pprof-bind-address (after a GC), saved in the logs folder; the top of go tool pprof -top is in footprint.heapTop. Serving profiles turns on the operator's sampling of allocations, which it leaves off otherwise, so the footprint above is that of a profiled operator, somewhat larger"
@@ -127,11 +238,11 @@ func run() error {
 		Started:     time.Now(),
 		CommandLine: commandLine(cfg.repo),
 		Args:        append([]string{"bench"}, relativeArgs(cfg.repo, os.Args[1:])...),
-		Machine:     describeMachine(),
+		Machine:     benchkit.DescribeMachine(),
 		Operator: operatorInfo{Binary: repoRelative(cfg.repo, cfg.operator), Version: operatorVersion(cfg.operator),
 			Args: cfg.operatorArgs, Client: cfg.operatorClient},
 		Load:        cfg.load,
-		Scenarios:   cfg.scenarioList,
+		Scenarios:   cfg.websiteList,
 		Ns:          cfg.ns,
 		IdleWindow:  cfg.idle.String(),
 		DriftCount:  cfg.driftCount,
@@ -140,7 +251,7 @@ func run() error {
 		Notes:       notes(cfg),
 	}
 	fmt.Fprintf(os.Stderr, "bench: N=%v, scenarios %v; load client: %s; operator: %s; operator logs in %s\n",
-		cfg.ns, cfg.scenarioList, cfg.load, cfg.operatorClient, cfg.logDir)
+		cfg.ns, cfg.websiteList, cfg.load, cfg.operatorClient, cfg.logDir)
 
 	var runErr error
 	for _, n := range cfg.ns {
@@ -177,13 +288,20 @@ func parseFlags(args []string) (*config, error) {
 	fs.BoolVar(&cfg.heapProfile, "heap-profile", false, "run the operator with --pprof-bind-address on a free local port and save its heap profile after each burst in the logs folder")
 	fs.DurationVar(&cfg.cpuProfile, "cpu-profile", 0, "take CPU profiles of the operator (through --pprof-bind-address) and of kube-apiserver over this long from the start of the ceiling (Deployments and Services), the scripted client and each operator burst, saved in the logs folder (default: none)")
 	fs.StringVar(&cfg.operatorArgsRaw, "operator-args", "", "extra flags for the operator, space-separated, e.g. \"--max-concurrent-reconciles=4 --kube-api-qps=50 --kube-api-burst=100\"")
-	scenarios := fs.String("scenarios", strings.Join(allScenarios, ","), "comma-separated scenarios: "+strings.Join(allScenarios, ",")+"; cost, restart and drift need burst")
+	// The default is the Websites' scenarios alone, so that make bench
+	// measures what it always has, in the same time; make bench-scale
+	// chooses the others.
+	scenarios := fs.String("scenarios", strings.Join(websiteScenarios, ","), "comma-separated scenarios: "+strings.Join(allScenarios, ",")+"; cost, restart and drift need burst; "+scaleScenarios+" chooses "+strings.Join(scale.Scenarios, ","))
+	fs.IntVar(&cfg.pgTries, "pg-tries", 10, "failovers, switchovers and cut-offs the postgres scenario measures, each")
+	scaleNList := fs.String("scale-n", "100", "comma-separated numbers of Tenants and BackupJobs (and Websites, in the platform restart) of the scale scenarios")
+	scaleLarge := fs.Bool("scale-large", false, "add N=1000 to the scale scenarios (the longest: two schedule windows, rounds of 1000 Tenants, a restart with 1000 of each kind)")
+	fs.DurationVar(&cfg.scaleWindow, "scale-window", 5*time.Minute, "length of each schedule window of the backup-schedule scenario, in whole minutes")
 	fs.IntVar(&cfg.load.Workers, "load-workers", 16, "workers of the client that creates the Websites and the ceilings' children, which has no client-side rate limit")
-	fs.DurationVar(&cfg.idle, "idle", 60*time.Second, "length of the idle window of the cost scenario")
+	fs.DurationVar(&cfg.idle, "idle", 60*time.Second, "length of the idle window of the cost and tenant-onboarding scenarios")
 	fs.IntVar(&cfg.driftCount, "drift-count", 100, "changes per kind in the drift scenario")
 	fs.IntVar(&cfg.nodes, "nodes", 0, "kwok nodes per cluster (default: max(1, N/500))")
 	peers := fs.String("peers", "test/bench/peers.json", "JSON file of another operator's figures measured elsewhere, with their source, that the report quotes next to the burst; relative to -repo; \"\" for none")
-	fs.IntVar(&cfg.rounds, "rounds", 3, "rounds of the ceiling (Deployments and Services) and the operator's burst at each N, each on fresh clusters; the ratio targets are judged on the median of the rounds' ratios (not judged when a round has no ceiling figure), everything else on the last round")
+	fs.IntVar(&cfg.rounds, "rounds", 3, "rounds of the ceiling (Deployments and Services) and the operator's burst at each N, each on fresh clusters; the ratio targets are judged on the median of the rounds' ratios (not judged when a round has no ceiling figure), everything else on the last round; also the rounds of the tenant-onboarding scenario")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -216,16 +334,8 @@ func parseFlags(args []string) (*config, error) {
 	if os.Getenv(localcluster.BinDirEnv) == "" {
 		return nil, fmt.Errorf("%s is not set: run make bench, or export %s=$(hack/kube-binaries.sh --dir)", localcluster.BinDirEnv, localcluster.BinDirEnv)
 	}
-	for s := range strings.SplitSeq(*nList, ",") {
-		s = strings.TrimSpace(s)
-		if s == "" {
-			continue
-		}
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 {
-			return nil, fmt.Errorf("-n: %q is not a positive number", s)
-		}
-		cfg.ns = append(cfg.ns, n)
+	if cfg.ns, err = parseNs("-n", *nList); err != nil {
+		return nil, err
 	}
 	if *large && !slices.Contains(cfg.ns, 5000) {
 		cfg.ns = append(cfg.ns, 5000)
@@ -233,12 +343,30 @@ func parseFlags(args []string) (*config, error) {
 	if len(cfg.ns) == 0 {
 		return nil, errors.New("-n lists no N")
 	}
+	if cfg.scaleNs, err = parseNs("-scale-n", *scaleNList); err != nil {
+		return nil, err
+	}
+	if *scaleLarge && !slices.Contains(cfg.scaleNs, 1000) {
+		cfg.scaleNs = append(cfg.scaleNs, 1000)
+	}
+	if len(cfg.scaleNs) == 0 {
+		return nil, errors.New("-scale-n lists no N")
+	}
+	if cfg.pgTries < 1 {
+		return nil, errors.New("-pg-tries must be at least 1")
+	}
+	if cfg.scaleWindow < time.Minute || cfg.scaleWindow%time.Minute != 0 {
+		return nil, errors.New("-scale-window must be whole minutes, at least one")
+	}
 	if cfg.scenarioList, err = parseScenarios(*scenarios); err != nil {
 		return nil, err
 	}
 	cfg.scenarios = map[string]bool{}
 	for _, s := range cfg.scenarioList {
 		cfg.scenarios[s] = true
+		if slices.Contains(websiteScenarios, s) {
+			cfg.websiteList = append(cfg.websiteList, s)
+		}
 	}
 	if cfg.driftCount < 1 {
 		return nil, errors.New("-drift-count must be at least 1")
@@ -267,6 +395,23 @@ func parseFlags(args []string) (*config, error) {
 	return cfg, nil
 }
 
+// parseNs reads a comma-separated list of positive numbers.
+func parseNs(flag, list string) ([]int, error) {
+	var ns []int
+	for s := range strings.SplitSeq(list, ",") {
+		s = strings.TrimSpace(s)
+		if s == "" {
+			continue
+		}
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("%s: %q is not a positive number", flag, s)
+		}
+		ns = append(ns, n)
+	}
+	return ns, nil
+}
+
 // parseScenarios reads -scenarios: known names, each once, in the order
 // they run; cost, restart and drift need the Websites that burst creates.
 func parseScenarios(list string) ([]string, error) {
@@ -276,8 +421,14 @@ func parseScenarios(list string) ([]string, error) {
 		if s == "" {
 			continue
 		}
+		if s == scaleScenarios {
+			for _, sc := range scale.Scenarios {
+				chosen[sc] = true
+			}
+			continue
+		}
 		if !slices.Contains(allScenarios, s) {
-			return nil, fmt.Errorf("-scenarios: unknown scenario %q (known: %s)", s, strings.Join(allScenarios, ","))
+			return nil, fmt.Errorf("-scenarios: unknown scenario %q (known: %s, and %s for %s)", s, strings.Join(allScenarios, ","), scaleScenarios, strings.Join(scale.Scenarios, ","))
 		}
 		chosen[s] = true
 	}
@@ -381,9 +532,23 @@ func relativeArgs(repo string, args []string) []string {
 	return out
 }
 
-// rerender rewrites results.md and time-to-ready.svg from results.json
-// (bench -rerender -out DIR), after a change of the report's layout.
+// rerender rewrites results.md and the charts from results.json (bench
+// -rerender -out DIR), after a change of the report's layout: the
+// Websites', or those of package postgres or scale, as the file's
+// "benchmark" says.
 func rerender(dir string) error {
+	var kind struct {
+		Benchmark string `json:"benchmark"`
+	}
+	if err := benchkit.ReadJSON(dir, &kind); err != nil {
+		return err
+	}
+	switch kind.Benchmark {
+	case postgres.Benchmark:
+		return postgres.Rerender(dir)
+	case scale.Benchmark:
+		return scale.Rerender(dir)
+	}
 	data, err := os.ReadFile(filepath.Join(dir, "results.json"))
 	if err != nil {
 		return err

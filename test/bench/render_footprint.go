@@ -8,7 +8,7 @@ import (
 // writeFootprint renders the operator's memory, the CPU of every phase and
 // process, and the heap profiles.
 func writeFootprint(w *mdWriter, res *results, rep *report) {
-	w.p("## Footprint\n\n| N | operator peak RSS (200 ms samples) | of which anonymous / file-backed | peak anonymous RSS | VmHWM per process | operator CPU, whole run | heap in use after burst | goroutines after burst |\n|---:|---:|---:|---:|---|---:|---:|---:|\n")
+	w.P("## Footprint\n\n| N | operator peak RSS (200 ms samples) | of which anonymous / file-backed | peak anonymous RSS | VmHWM per process | operator CPU, whole run | heap in use after burst | goroutines after burst |\n|---:|---:|---:|---:|---|---:|---:|---:|\n")
 	for _, r := range res.Runs {
 		f := r.Footprint
 		heap, gor := "—", "—"
@@ -20,16 +20,16 @@ func writeFootprint(w *mdWriter, res *results, rep *report) {
 		for i, h := range f.HWMMiB {
 			hwm[i] = fmt.Sprintf("%.1f MiB", h)
 		}
-		w.p("| %d | %.1f MiB (%d samples) | %.1f / %.1f MiB | %.1f MiB | %s | %.2f s | %s | %s |\n", r.N, f.PeakRSSMiB, f.RSSSamples, f.AnonAtPeakMiB, f.FileAtPeakMiB, f.PeakAnonMiB, strings.Join(hwm, ", "), f.OperatorCPUSeconds, heap, gor)
+		w.P("| %d | %.1f MiB (%d samples) | %.1f / %.1f MiB | %.1f MiB | %s | %.2f s | %s | %s |\n", r.N, f.PeakRSSMiB, f.RSSSamples, f.AnonAtPeakMiB, f.FileAtPeakMiB, f.PeakAnonMiB, strings.Join(hwm, ", "), f.OperatorCPUSeconds, heap, gor)
 	}
-	w.p("\nCPU seconds per phase and process (the control plane next to the operator):\n\n")
+	w.P("\nCPU seconds per phase and process (the control plane next to the operator):\n\n")
 	writeCPUTable(w, rep.AllCPU)
-	w.p("Heap profile: %s.\n\n", res.HeapProfile)
+	w.P("Heap profile: %s.\n\n", res.HeapProfile)
 	for _, r := range res.Runs {
 		if len(r.Footprint.HeapTop) == 0 {
 			continue
 		}
-		w.p("N=%d, heap in use after the burst (`%s`, `go tool pprof -top -sample_index=inuse_space`):\n\n```\n%s\n```\n\n", r.N, r.Footprint.HeapProfile, strings.Join(r.Footprint.HeapTop, "\n"))
+		w.P("N=%d, heap in use after the burst (`%s`, `go tool pprof -top -sample_index=inuse_space`):\n\n```\n%s\n```\n\n", r.N, r.Footprint.HeapProfile, strings.Join(r.Footprint.HeapTop, "\n"))
 	}
 }
 
@@ -37,10 +37,10 @@ func writeFootprint(w *mdWriter, res *results, rep *report) {
 // one column per process.
 func writeCPUTable(w *mdWriter, t cpuTable) {
 	if !t.Measured {
-		w.p("(none measured)\n\n")
+		w.P("(none measured)\n\n")
 		return
 	}
-	w.p("| N | phase | seconds | %s | control plane total | other processes on the machine | machine busy (of %d CPUs × seconds) |\n|---:|---|---:|%s---:|---:|---:|\n", strings.Join(t.Procs, " | "), t.NProc, strings.Repeat("---:|", len(t.Procs)))
+	w.P("| N | phase | seconds | %s | control plane total | other processes on the machine | machine busy (of %d CPUs × seconds) |\n|---:|---|---:|%s---:|---:|---:|\n", strings.Join(t.Procs, " | "), t.NProc, strings.Repeat("---:|", len(t.Procs)))
 	for _, row := range t.Rows {
 		cells := make([]string, len(row.Seconds))
 		for i, v := range row.Seconds {
@@ -54,7 +54,7 @@ func writeCPUTable(w *mdWriter, t cpuTable) {
 			others = fmt.Sprintf("%.1f", *row.Others)
 			busy = fmt.Sprintf("%.1f of %.0f", *row.MachineBusy, row.Capacity)
 		}
-		w.p("| %d | %s | %.0f | %s | %.1f | %s | %s |\n", row.N, row.Phase, row.Wall, strings.Join(cells, " | "), row.ControlPlane, others, busy)
+		w.P("| %d | %s | %.0f | %s | %.1f | %s | %s |\n", row.N, row.Phase, row.Wall, strings.Join(cells, " | "), row.ControlPlane, others, busy)
 	}
-	w.p("\n")
+	w.P("\n")
 }

@@ -7,6 +7,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+
+	"example.com/platform-operator/test/bench/benchkit"
 )
 
 // createAndWaitReady creates a Website and waits until it is Ready.
@@ -47,21 +49,21 @@ func (e *env) restart(ctx context.Context) error {
 		}
 	})()
 	cpu0 := e.snapshotCPU()
-	before, err := scrapeAPIServer(ctx, e.admin)
+	before, err := benchkit.ScrapeAPIServer(ctx, e.admin)
 	if err != nil {
 		return err
 	}
 	stopStart := time.Now()
 	e.stopOperator()
-	res.StopSeconds = round3(time.Since(stopStart).Seconds())
+	res.StopSeconds = benchkit.Round3(time.Since(stopStart).Seconds())
 	// --verbose: the new process logs every status write with the
 	// Website's name, so that each write can be attributed.
 	took, err := e.startOperator(ctx, "--verbose")
 	if err != nil {
 		return err
 	}
-	res.ReadyzSeconds = round3(took.Seconds())
-	res.ReadyzFromStopSeconds = round3(time.Since(stopStart).Seconds())
+	res.ReadyzSeconds = benchkit.Round3(took.Seconds())
+	res.ReadyzFromStopSeconds = benchkit.Round3(time.Since(stopStart).Seconds())
 	e.logf("restart: stopped in %.2f s; new process ready %.2f s after its start", res.StopSeconds, res.ReadyzSeconds)
 	if res.NewWebsiteReady, err = e.createAndWaitReady(ctx, probe); err != nil {
 		return err
@@ -71,7 +73,7 @@ func (e *env) restart(ctx context.Context) error {
 	// Wait for the new process to have been through every Website.
 	res.InitialPass = waitResult{Target: e.n + 1}
 	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, max(0, e.deadline-time.Since(stopStart)), true, func(ctx context.Context) (bool, error) {
-		samples, err := e.endpoint.scrape(ctx)
+		samples, err := e.endpoint.Scrape(ctx)
 		if err != nil {
 			return false, nil // the next scrape may answer
 		}
@@ -86,23 +88,23 @@ func (e *env) restart(ctx context.Context) error {
 	case err != nil:
 		res.InitialPass.TimedOut = true
 	}
-	res.InitialPass.Seconds = round3(time.Since(stopStart).Seconds())
+	res.InitialPass.Seconds = benchkit.Round3(time.Since(stopStart).Seconds())
 	e.logf("restart: initial pass: %s", res.InitialPass)
 	after, settled, err := e.settle(ctx, before)
 	if err != nil {
 		return err
 	}
 	res.Settle = settled
-	res.WindowSeconds = round3(time.Since(stopStart).Seconds())
+	res.WindowSeconds = benchkit.Round3(time.Since(stopStart).Seconds())
 	e.recordCPU("restart", cpu0)
 	// The new process's counters start at zero: all its requests so far.
-	if samples, err := e.endpoint.scrape(ctx); err != nil {
+	if samples, err := e.endpoint.Scrape(ctx); err != nil {
 		e.logf("restart: the new process's metrics: %v", err)
 	} else {
 		st := summarizeOperator(samples)
 		res.OperatorClientRequests, res.ChildReads = st.Requests, st.ChildReads
 	}
-	res.WindowRaw = after.writesSince(before)
+	res.WindowRaw = after.WritesSince(before)
 	res.Window = attribute(res.WindowRaw)
 
 	mu.Lock()

@@ -2,18 +2,18 @@ package main
 
 import (
 	"fmt"
-	"os"
-	"strings"
 	"time"
+
+	"example.com/platform-operator/test/bench/benchkit"
 )
 
 // results is what results.json holds.
 type results struct {
-	Started     time.Time   `json:"started"`
-	Finished    time.Time   `json:"finished"`
-	CommandLine string      `json:"commandLine"`
-	Args        []string    `json:"args"`
-	Machine     machineInfo `json:"machine"`
+	Started     time.Time        `json:"started"`
+	Finished    time.Time        `json:"finished"`
+	CommandLine string           `json:"commandLine"`
+	Args        []string         `json:"args"`
+	Machine     benchkit.Machine `json:"machine"`
 	// Operator is the binary, its version and flags, and the client
 	// settings those flags give it.
 	Operator operatorInfo `json:"operator"`
@@ -55,7 +55,7 @@ func (c clientSettings) String() string {
 	if c.QPS <= 0 {
 		return fmt.Sprintf("no client-side rate limit, %d workers", c.Workers)
 	}
-	return fmt.Sprintf("%s QPS, burst %d, %d workers", trimFloat(c.QPS), c.Burst, c.Workers)
+	return fmt.Sprintf("%s QPS, burst %d, %d workers", benchkit.TrimFloat(c.QPS), c.Burst, c.Workers)
 }
 
 // runResult holds every figure of one N.
@@ -103,18 +103,6 @@ type phase struct {
 	LoadAvgEnd   string `json:"loadAvgEnd"`
 }
 
-func loadAvg() string {
-	data, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return ""
-	}
-	f := strings.Fields(string(data))
-	if len(f) < 3 {
-		return ""
-	}
-	return strings.Join(f[:3], " ")
-}
-
 // ceilingResult is a plain client creating (POST) what the operator would
 // build for N Websites, without any operator.
 type ceilingResult struct {
@@ -133,10 +121,10 @@ type ceilingResult struct {
 	FirstError       string     `json:"firstError,omitempty"`
 	// Writes are all the API server's write requests from the first create
 	// until every Deployment was available.
-	Writes requestCounts `json:"writes"`
+	Writes benchkit.RequestCounts `json:"writes"`
 	// Reads are the API server's read requests (GET, LIST, WATCH) of the
 	// same window, by every client.
-	Reads requestCounts `json:"reads"`
+	Reads benchkit.RequestCounts `json:"reads"`
 	// KCMDeploymentMainWrites are writes to deployments (not
 	// deployments/status) beyond the benchmark's own N creates: writes of
 	// kube-controller-manager to the main resource, expected 0, which
@@ -170,11 +158,11 @@ type scriptedResult struct {
 	// WorkErrors are the Websites whose children, first status and event,
 	// or Ready status, failed after retries; -1 when the workers had not
 	// finished by the deadline.
-	WorkErrors int                `json:"workErrors"`
-	FirstError string             `json:"firstError,omitempty"`
-	Writes     requestCounts      `json:"writes"`
-	Reads      requestCounts      `json:"reads"`
-	CPUSeconds map[string]float64 `json:"cpuSeconds"`
+	WorkErrors int                    `json:"workErrors"`
+	FirstError string                 `json:"firstError,omitempty"`
+	Writes     benchkit.RequestCounts `json:"writes"`
+	Reads      benchkit.RequestCounts `json:"reads"`
+	CPUSeconds map[string]float64     `json:"cpuSeconds"`
 }
 
 type burstResult struct {
@@ -209,8 +197,8 @@ type burstResult struct {
 	// Writes and Reads are all the API server's requests, by every client,
 	// from the first create until every Website was Ready: to compare with
 	// the ceiling's.
-	Writes requestCounts `json:"writes"`
-	Reads  requestCounts `json:"reads"`
+	Writes benchkit.RequestCounts `json:"writes"`
+	Reads  benchkit.RequestCounts `json:"reads"`
 	// Operator is what the operator's own metrics said after the burst.
 	Operator operatorStats `json:"operatorMetrics"`
 }
@@ -228,11 +216,11 @@ type costResult struct {
 	// stopped after every Website was Ready, or the wait for them to stop
 	// reached its limit: Settle says which (nil in results written before
 	// it was recorded).
-	CreateWindowSeconds float64        `json:"createWindowSeconds"`
-	Settle              *settleResult  `json:"createWindowSettle,omitempty"`
-	CreateRaw           requestCounts  `json:"createWritesRaw"`
-	Create              operatorWrites `json:"createWrites"`
-	PerWebsite          operatorWrites `json:"createWritesPerWebsite"`
+	CreateWindowSeconds float64                `json:"createWindowSeconds"`
+	Settle              *settleResult          `json:"createWindowSettle,omitempty"`
+	CreateRaw           benchkit.RequestCounts `json:"createWritesRaw"`
+	Create              operatorWrites         `json:"createWrites"`
+	PerWebsite          operatorWrites         `json:"createWritesPerWebsite"`
 	// ChildrenPerWebsite is websites+websites/status+deployments+services
 	// writes per Website.
 	ChildrenPerWebsite float64 `json:"childrenWritesPerWebsite"`
@@ -263,11 +251,11 @@ type eventCount struct {
 func (e eventCount) writes() int { return e.Objects + e.Series }
 
 type idleResult struct {
-	Seconds        float64        `json:"seconds"`
-	Raw            requestCounts  `json:"writesRaw"`
-	Writes         operatorWrites `json:"writes"`
-	Total          float64        `json:"total"`
-	OperatorEvents int            `json:"operatorEventWrites"`
+	Seconds        float64                `json:"seconds"`
+	Raw            benchkit.RequestCounts `json:"writesRaw"`
+	Writes         operatorWrites         `json:"writes"`
+	Total          float64                `json:"total"`
+	OperatorEvents int                    `json:"operatorEventWrites"`
 	// OperatorClientRequests are the operator's own requests by method in
 	// the window (leader election renewals included).
 	OperatorClientRequests map[string]float64 `json:"operatorClientRequestsByMethod"`
@@ -288,10 +276,10 @@ type restartResult struct {
 	// WindowSeconds spans from SIGTERM until the writes stopped after the
 	// initial pass, or the wait for them to stop reached its limit: Settle
 	// says which (nil in results written before it was recorded).
-	WindowSeconds float64        `json:"windowSeconds"`
-	Settle        *settleResult  `json:"windowSettle,omitempty"`
-	WindowRaw     requestCounts  `json:"windowWritesRaw"`
-	Window        operatorWrites `json:"windowWrites"`
+	WindowSeconds float64                `json:"windowSeconds"`
+	Settle        *settleResult          `json:"windowSettle,omitempty"`
+	WindowRaw     benchkit.RequestCounts `json:"windowWritesRaw"`
+	Window        operatorWrites         `json:"windowWrites"`
 	// NewWebsiteOwn are the new Website's own writes: its status writes, as
 	// the watch saw them, and the creates of its Deployment and Service,
 	// which the operator makes once each (a create call that the

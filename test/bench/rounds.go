@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"example.com/platform-operator/test/bench/benchkit"
 )
 
 // roundResult is one round of the burst's comparison: the ceiling creating
@@ -134,29 +136,5 @@ func (r *roundsResult) medianOf(pick func(roundResult) *float64) *float64 {
 	for i, round := range r.Rounds {
 		values[i] = pick(round)
 	}
-	return median(values)
-}
-
-// median is the median of values, the mean of the middle two for an even
-// count, or nil when any value is missing: a round that failed or timed
-// out makes no median.
-func median(values []*float64) *float64 {
-	if len(values) == 0 {
-		return nil
-	}
-	sorted := make([]float64, 0, len(values))
-	for _, v := range values {
-		if v == nil {
-			return nil
-		}
-		sorted = append(sorted, *v)
-	}
-	slices.Sort(sorted)
-	mid := len(sorted) / 2
-	m := sorted[mid]
-	if len(sorted)%2 == 0 {
-		m = (sorted[mid-1] + sorted[mid]) / 2
-	}
-	m = round3(m)
-	return &m
+	return benchkit.Median(values)
 }

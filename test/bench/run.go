@@ -9,10 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"k8s.io/client-go/dynamic"
-
-	"example.com/platform-operator/internal/devenv"
-	"example.com/platform-operator/internal/localcluster"
+	"example.com/platform-operator/test/bench/benchkit"
 )
 
 // runN runs the chosen scenarios for one N: the services probe, the
@@ -116,8 +113,8 @@ func runN(ctx context.Context, cfg *config, n int) (res *runResult) {
 		return fail(err)
 	}
 	defer stop()
-	e.sampler = startRSSSampler(200 * time.Millisecond)
-	defer e.sampler.close()
+	e.sampler = benchkit.StartRSSSampler(200 * time.Millisecond)
+	defer e.sampler.Close()
 	defer e.stopOperator()
 	defer func() { e.stopInformers() }()
 
@@ -152,29 +149,21 @@ func runN(ctx context.Context, cfg *config, n int) (res *runResult) {
 // burst. stop checks the cluster's health and stops it.
 func (e *env) startCluster(ctx context.Context, purpose string) (stop func(), err error) {
 	e.logf("starting a local cluster for %s: %d kwok node(s) of %d pods", purpose, e.res.Nodes, e.res.NodePods)
-	start := time.Now()
-	devEnv, err := devenv.StartEnvironment(ctx, devenv.EnvironmentOptions{
-		RepoRoot:       e.cfg.repo,
-		Manifests:      []string{},
-		OperatorBinary: e.cfg.operator,
-		DeferOperator:  true,
-		OperatorLogDir: e.logDir,
-		Cluster: localcluster.Options{
-			Nodes:        e.res.Nodes,
-			NodePods:     e.res.NodePods,
-			StartTimeout: 3 * time.Minute,
-			Logf:         func(f string, a ...any) { e.logf("cluster: "+f, a...) },
-		},
+	c, err := benchkit.StartCluster(ctx, benchkit.ClusterOptions{
+		Repo:      e.cfg.repo,
+		Operator:  e.cfg.operator,
+		LogDir:    e.logDir,
+		Manifests: []string{},
+		Nodes:     e.res.Nodes,
+		NodePods:  e.res.NodePods,
+		Logf:      e.logf,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("start cluster: %w", err)
-	}
-	e.devEnv, e.cluster, e.admin, e.applier = devEnv, devEnv.Cluster, devEnv.Clientset, devEnv.Applier
-	if e.dyn, err = dynamic.NewForConfig(devEnv.Cluster.RESTConfig()); err != nil {
-		devEnv.Stop()
 		return nil, err
 	}
-	e.res.ClusterStartSeconds = max(e.res.ClusterStartSeconds, round3(time.Since(start).Seconds()))
+	devEnv := c.Environment
+	e.devEnv, e.cluster, e.admin, e.applier, e.dyn = devEnv, devEnv.Cluster, devEnv.Clientset, devEnv.Applier, c.Dyn
+	e.res.ClusterStartSeconds = max(e.res.ClusterStartSeconds, c.StartSeconds)
 	return func() {
 		// Were pods marked not ready anywhere?
 		if err := e.podsMarkedNotReady(context.WithoutCancel(ctx), "")(); err != nil {

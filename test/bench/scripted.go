@@ -19,6 +19,7 @@ import (
 
 	websitev1 "example.com/platform-operator/api/v1"
 	"example.com/platform-operator/internal/children"
+	"example.com/platform-operator/test/bench/benchkit"
 )
 
 // scriptedName is the scripted phase's name in the phases and CPU tables.
@@ -56,7 +57,7 @@ func (e *env) scripted(ctx context.Context) (*scriptedResult, error) {
 	}
 
 	cpu0 := e.snapshotCPU()
-	before, err := scrapeAPIServer(ctx, e.admin)
+	before, err := benchkit.ScrapeAPIServer(ctx, e.admin)
 	if err != nil {
 		return nil, err
 	}
@@ -89,7 +90,7 @@ func (e *env) scripted(ctx context.Context) (*scriptedResult, error) {
 	created := make(chan *websitev1.Website, e.n)
 	workDone := make(chan workOutcome, 1)
 	go func() { workDone <- w.work(phaseCtx, created, becameAvailable, e.cfg.operatorClient.Workers) }()
-	res.CreateErrors, err = forEach(ctx, e.n, e.cfg.load.Workers, func(ctx context.Context, i int) error {
+	res.CreateErrors, err = benchkit.ForEach(ctx, e.n, e.cfg.load.Workers, func(ctx context.Context, i int) error {
 		website, err := w.website(ctx, siteName(i))
 		if err == nil {
 			created <- website
@@ -100,7 +101,7 @@ func (e *env) scripted(ctx context.Context) (*scriptedResult, error) {
 	if err != nil {
 		res.FirstError = err.Error()
 	}
-	res.CreateCallsSeconds = round3(time.Since(start).Seconds())
+	res.CreateCallsSeconds = benchkit.Round3(time.Since(start).Seconds())
 	e.logf("%s: Website create calls done after %.2f s (%d errors)", scriptedName, res.CreateCallsSeconds, res.CreateErrors)
 	deadline := start.Add(e.deadline)
 	res.Exist = exist.wait(ctx, deadline, e.logf)
@@ -117,12 +118,12 @@ func (e *env) scripted(ctx context.Context) (*scriptedResult, error) {
 		res.WorkErrors = -1 // the workers had not finished
 	}
 	res.CPUSeconds = e.recordCPU(scriptedName, cpu0)
-	after, err := scrapeAPIServer(ctx, e.admin)
+	after, err := benchkit.ScrapeAPIServer(ctx, e.admin)
 	if err != nil {
 		return res, err
 	}
-	res.Writes, res.Reads = after.writesSince(before), after.readsSince(before)
-	e.logf("%s: write requests by verb and resource: %s", scriptedName, strings.Join(res.Writes.sorted(), " "))
+	res.Writes, res.Reads = after.WritesSince(before), after.ReadsSince(before)
+	e.logf("%s: write requests by verb and resource: %s", scriptedName, strings.Join(res.Writes.Sorted(), " "))
 	if c := e.res.Ceiling; c != nil {
 		res.ExistRatio = ratio(res.Exist, c.Exist)
 		res.ReadyRatio = ratio(res.Ready, c.Available)
@@ -180,10 +181,10 @@ func (s *scriptedWriter) children(ctx context.Context, w *websitev1.Website) err
 	if err != nil {
 		return err
 	}
-	if _, err := s.cs.AppsV1().Deployments(benchNamespace).Create(ctx, d, metav1.CreateOptions{}); ignoreExists(err) != nil {
+	if _, err := s.cs.AppsV1().Deployments(benchNamespace).Create(ctx, d, metav1.CreateOptions{}); benchkit.IgnoreExists(err) != nil {
 		return fmt.Errorf("create Deployment %s: %w", w.Name, err)
 	}
-	if _, err := s.cs.CoreV1().Services(benchNamespace).Create(ctx, svc, metav1.CreateOptions{}); ignoreExists(err) != nil {
+	if _, err := s.cs.CoreV1().Services(benchNamespace).Create(ctx, svc, metav1.CreateOptions{}); benchkit.IgnoreExists(err) != nil {
 		return fmt.Errorf("create Service %s: %w", w.Name, err)
 	}
 	if err := s.writeStatus(ctx, w, false); err != nil {
@@ -202,7 +203,7 @@ func (s *scriptedWriter) children(ctx context.Context, w *websitev1.Website) err
 func (s *scriptedWriter) website(ctx context.Context, name string) (*websitev1.Website, error) {
 	r := s.dyn.Resource(websitesGVR).Namespace(benchNamespace)
 	u, err := r.Create(ctx, websiteObject(name), metav1.CreateOptions{})
-	if ignoreExists(err) != nil {
+	if benchkit.IgnoreExists(err) != nil {
 		return nil, fmt.Errorf("create Website %s: %w", name, err)
 	}
 	if err != nil {
@@ -222,7 +223,7 @@ func (s *scriptedWriter) website(ctx context.Context, name string) (*websitev1.W
 // Like the operator's queue, a worker takes a Ready status before a new
 // Website when both wait.
 func (s *scriptedWriter) work(ctx context.Context, created <-chan *websitev1.Website, becameAvailable <-chan string, workers int) workOutcome {
-	var failed failures
+	var failed benchkit.Failures
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Go(func() {
@@ -232,7 +233,7 @@ func (s *scriptedWriter) work(ctx context.Context, created <-chan *websitev1.Web
 					available = nil
 					return
 				}
-				failed.add(retried(ctx, func() error { return s.ready(ctx, name) }))
+				failed.Add(benchkit.Retried(ctx, func() error { return s.ready(ctx, name) }))
 			}
 			for websites != nil || available != nil {
 				// A Ready status first, when one waits.
@@ -250,7 +251,7 @@ func (s *scriptedWriter) work(ctx context.Context, created <-chan *websitev1.Web
 						websites = nil
 						continue
 					}
-					failed.add(retried(ctx, func() error { return s.children(ctx, w) }))
+					failed.Add(benchkit.Retried(ctx, func() error { return s.children(ctx, w) }))
 				case <-ctx.Done():
 					return
 				}
@@ -258,7 +259,7 @@ func (s *scriptedWriter) work(ctx context.Context, created <-chan *websitev1.Web
 		})
 	}
 	wg.Wait()
-	n, first := failed.count()
+	n, first := failed.Count()
 	return workOutcome{n, first}
 }
 

@@ -8,6 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"example.com/platform-operator/test/bench/benchkit"
 )
 
 // serviceProbeCount is how many objects each step of the services scenario
@@ -96,15 +98,15 @@ func (e *env) serviceProbe(ctx context.Context) (*serviceProbeResult, error) {
 			workers = e.cfg.load.Workers
 		}
 		start := time.Now()
-		failed, _ := forEach(ctx, res.Count, workers, func(ctx context.Context, i int) error {
-			return ignoreExists(s.create(ctx, fmt.Sprintf("%s-%05d", s.prefix, i)))
+		failed, _ := benchkit.ForEach(ctx, res.Count, workers, func(ctx context.Context, i int) error {
+			return benchkit.IgnoreExists(s.create(ctx, fmt.Sprintf("%s-%05d", s.prefix, i)))
 		})
-		*s.into = round3(time.Since(start).Seconds())
+		*s.into = benchkit.Round3(time.Since(start).Seconds())
 		res.Errors += failed
 	}
 	e.logf("services: %d creates, 1 worker / %d workers: ClusterIP Services %.2f s / %.2f s, headless Services %.2f s / %.2f s, ConfigMaps %.2f s / %.2f s",
 		res.Count, res.Workers, res.ServicesOne, res.ServicesMany, res.HeadlessOne, res.HeadlessMany, res.ConfigMapsOne, res.ConfigMapsMany)
 	took, err := e.deleteNamespace(ctx, ns)
-	res.NamespaceSeconds = round3(took.Seconds())
+	res.NamespaceSeconds = benchkit.Round3(took.Seconds())
 	return res, err
 }

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"k8s.io/apimachinery/pkg/util/wait"
+	"example.com/platform-operator/test/bench/benchkit"
 )
 
 const (
@@ -18,51 +18,15 @@ const (
 
 // settleResult says how a window that ends when the operator's writes stop
 // ended.
-type settleResult struct {
-	// Settled is false when the writes were still coming when the wait
-	// reached its limit: the window's counts are then a lower bound.
-	Settled bool `json:"settled"`
-	// Seconds is how long the wait took; Limit how long it could.
-	Seconds float64 `json:"seconds"`
-	Limit   string  `json:"limit"`
-}
+type settleResult = benchkit.SettleResult
 
 // settleWrites scrapes the API server's counters every interval until
 // settleQuiet scrapes in a row see no new write to websites, deployments or
 // services since the counts since, or until limit. It returns the last
 // scrape and whether the writes had stopped; an error when a scrape fails
 // or ctx ends.
-func settleWrites(ctx context.Context, scrape func(context.Context) (requestCounts, error), since requestCounts, every, limit time.Duration) (requestCounts, settleResult, error) {
-	start := time.Now()
-	var last requestCounts
-	lastTotal, quiet := -1.0, 0
-	err := wait.PollUntilContextTimeout(ctx, every, limit, true, func(ctx context.Context) (bool, error) {
-		now, err := scrape(ctx)
-		if err != nil {
-			return false, err
-		}
-		last = now
-		total := attribute(now.writesSince(since)).children()
-		if total == lastTotal {
-			quiet++
-		} else {
-			quiet = 0
-		}
-		lastTotal = total
-		return quiet >= settleQuiet, nil
-	})
-	res := settleResult{Settled: err == nil, Seconds: round3(time.Since(start).Seconds()), Limit: limit.String()}
-	switch {
-	case err == nil:
-		return last, res, nil
-	case ctx.Err() != nil:
-		return last, res, ctx.Err()
-	case wait.Interrupted(err) && last != nil:
-		// The limit: the writes go on, and the window ends anyway.
-		return last, res, nil
-	default:
-		return last, res, err
-	}
+func settleWrites(ctx context.Context, scrape func(context.Context) (benchkit.RequestCounts, error), since benchkit.RequestCounts, every, limit time.Duration) (benchkit.RequestCounts, settleResult, error) {
+	return benchkit.SettleWrites(ctx, scrape, since, every, limit, settleQuiet, func(c benchkit.RequestCounts) float64 { return attribute(c).children() })
 }
 
 // unsettledMet withholds a "yes" when the window it judges ended before

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+
+	"example.com/platform-operator/test/bench/benchkit"
 )
 
 // scrapes counts one more Deployment write at each scrape while writing,
@@ -17,12 +19,12 @@ type scrapes struct {
 	err            error
 }
 
-func (s *scrapes) scrape(context.Context) (requestCounts, error) {
+func (s *scrapes) scrape(context.Context) (benchkit.RequestCounts, error) {
 	if s.err != nil {
 		return nil, s.err
 	}
 	s.calls++
-	return requestCounts{"POST apps/deployments": float64(min(s.calls, s.writing))}, nil
+	return benchkit.RequestCounts{"POST apps/deployments": float64(min(s.calls, s.writing))}, nil
 }
 
 // A window that ends when the writes stop says when they did not: the
@@ -40,7 +42,7 @@ func TestSettleRecordsWritesThatDidNotStop(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
-			counts, res, err := settleWrites(context.Background(), tc.scrapes.scrape, requestCounts{}, time.Millisecond, time.Second)
+			counts, res, err := settleWrites(context.Background(), tc.scrapes.scrape, benchkit.RequestCounts{}, time.Millisecond, time.Second)
 			if tc.wantErr != "" {
 				g.Expect(err).To(MatchError(ContainSubstring(tc.wantErr)))
 				return

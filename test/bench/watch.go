@@ -10,6 +10,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
+
+	"example.com/platform-operator/test/bench/benchkit"
 )
 
 // eventType is the kind of an informer's event.
@@ -119,7 +121,7 @@ func (p *progress) timelineLocked() []float64 {
 		if k >= len(times) {
 			break
 		}
-		out = append(out, round3(times[k]))
+		out = append(out, benchkit.Round3(times[k]))
 	}
 	return out
 }
@@ -142,7 +144,7 @@ func (p *progress) lagBehind(earlier *progress) *lagResult {
 		return nil
 	}
 	slices.Sort(lags)
-	return &lagResult{Samples: len(lags), P50: round3(percentile(lags, 0.50)), P99: round3(percentile(lags, 0.99)), Max: round3(lags[len(lags)-1])}
+	return &lagResult{Samples: len(lags), P50: benchkit.Round3(benchkit.Percentile(lags, 0.50)), P99: benchkit.Round3(benchkit.Percentile(lags, 0.99)), Max: benchkit.Round3(lags[len(lags)-1])}
 }
 
 func (p *progress) count() int {
@@ -200,19 +202,19 @@ func (p *progress) wait(ctx context.Context, deadline time.Time, logf func(strin
 		case <-p.reached:
 			p.mu.Lock()
 			defer p.mu.Unlock()
-			return waitResult{Seconds: round3(p.last.Sub(p.start).Seconds()), Reached: len(p.first), Target: p.target, Timeline: p.timelineLocked()}
+			return waitResult{Seconds: benchkit.Round3(p.last.Sub(p.start).Seconds()), Reached: len(p.first), Target: p.target, Timeline: p.timelineLocked()}
 		case <-ticker.C:
 			logf("%s: %d/%d", p.what, p.count(), p.target)
 			for _, c := range check {
 				if err := c(); err != nil {
 					logf("%s: giving up: %v", p.what, err)
-					return waitResult{Seconds: round3(time.Since(p.start).Seconds()), Reached: p.count(), Target: p.target, Aborted: err.Error()}
+					return waitResult{Seconds: benchkit.Round3(time.Since(p.start).Seconds()), Reached: p.count(), Target: p.target, Aborted: err.Error()}
 				}
 			}
 		case <-timer.C:
-			return waitResult{Seconds: round3(time.Since(p.start).Seconds()), Reached: p.count(), Target: p.target, TimedOut: true}
+			return waitResult{Seconds: benchkit.Round3(time.Since(p.start).Seconds()), Reached: p.count(), Target: p.target, TimedOut: true}
 		case <-ctx.Done():
-			return waitResult{Seconds: round3(time.Since(p.start).Seconds()), Reached: p.count(), Target: p.target, Interrupted: true}
+			return waitResult{Seconds: benchkit.Round3(time.Since(p.start).Seconds()), Reached: p.count(), Target: p.target, Interrupted: true}
 		}
 	}
 }
