@@ -17,6 +17,7 @@ import (
 	"example.com/platform-operator/api/v1alpha1"
 	"example.com/platform-operator/internal/children"
 	"example.com/platform-operator/internal/controller/kit"
+	"example.com/platform-operator/internal/instance/postgres"
 )
 
 // A run of a PostgresCluster source (spec.source.postgresCluster) with a
@@ -211,18 +212,14 @@ func ordinal(cluster, instance string) int {
 	return n
 }
 
-// parseLSN reads a WAL position X/Y (hexadecimal halves); 0 when it cannot.
+// parseLSN reads a WAL position an instance reported, "16/B374D848"; 0,
+// before every position, when it is not one.
 func parseLSN(s string) uint64 {
-	hi, lo, ok := strings.Cut(s, "/")
-	if !ok {
+	lsn, err := postgres.ParseLSN(s)
+	if err != nil {
 		return 0
 	}
-	h, err1 := strconv.ParseUint(hi, 16, 32)
-	l, err2 := strconv.ParseUint(lo, 16, 32)
-	if err1 != nil || err2 != nil {
-		return 0
-	}
-	return h<<32 | l
+	return uint64(lsn)
 }
 
 // fenceStep is what a run that holds a fence does next.

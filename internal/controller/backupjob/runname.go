@@ -28,12 +28,8 @@ func RunName(backupJob string, scheduled time.Time) string {
 
 // isRunName tells whether name is RunName(backupJob, t) for some t.
 func isRunName(backupJob, name string) bool {
-	i := strings.LastIndexByte(name, '-')
-	if i < 0 {
-		return false
-	}
-	seconds, err := strconv.ParseInt(name[i+1:], 10, 64)
-	return err == nil && RunName(backupJob, time.Unix(seconds, 0)) == name
+	_, ok := runTime(backupJob, name)
+	return ok
 }
 
 // DrillName is the name of the restore drill of the backup made by the run

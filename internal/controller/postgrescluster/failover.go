@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"example.com/platform-operator/api/v1alpha1"
+	"example.com/platform-operator/internal/instance/postgres"
 )
 
 // electionTimeout bounds how long a failover waits for the replicas to
@@ -395,19 +395,14 @@ func describe(m member) string {
 	return "its lease lapsed"
 }
 
-// parseLSN reads a PostgreSQL WAL position, "16/B374D848"; 0 when it is
-// not one.
+// parseLSN reads a WAL position an instance reported, "16/B374D848"; 0,
+// before every position, when it is not one.
 func parseLSN(s string) uint64 {
-	hi, lo, ok := strings.Cut(s, "/")
-	if !ok {
+	lsn, err := postgres.ParseLSN(s)
+	if err != nil {
 		return 0
 	}
-	h, err1 := strconv.ParseUint(hi, 16, 32)
-	l, err2 := strconv.ParseUint(lo, 16, 32)
-	if err1 != nil || err2 != nil {
-		return 0
-	}
-	return h<<32 | l
+	return uint64(lsn)
 }
 
 // instanceName is the name of the instance of ordinal n: CLUSTER-n.
