@@ -599,25 +599,28 @@ func reconcilesOf(t *testing.T, env *devenv.Environment) float64 {
 // reports it: what the roles of deploy/ grant. With the Website component
 // alone: never Secrets, pod writes, escalate, bind or impersonate. With
 // every component: the Tenant's rights ride along (Secrets, namespaces,
-// bind), bind only on the ClusterRoles admin, edit and view, and still
-// never escalate, impersonate or a wildcard.
+// bind), bind only on the ClusterRoles admin, edit and view, the
+// PostgresCluster's rights (its pets: create, delete and the patch of their
+// role labels, never update; the Lease of each cluster's primary, in any
+// namespace), and still never escalate, impersonate or a wildcard.
 func TestEffectiveRBAC(t *testing.T) {
 	for _, install := range []struct {
 		name       string
 		components []string
-		// secrets and bind are what the Tenant component adds.
-		secrets, bind bool
+		// secrets and bind are what the Tenant component adds, postgres
+		// the pod and Lease writes of the PostgresCluster component.
+		secrets, bind, postgres bool
 	}{
-		{"website component only", []string{"website"}, false, false},
-		{"every component", nil, true, true},
+		{"website component only", []string{"website"}, false, false, false},
+		{"every component", nil, true, true, true},
 	} {
 		t.Run(install.name, func(t *testing.T) {
-			checkEffectiveRBAC(t, install.components, install.secrets, install.bind)
+			checkEffectiveRBAC(t, install.components, install.secrets, install.bind, install.postgres)
 		})
 	}
 }
 
-func checkEffectiveRBAC(t *testing.T, components []string, secrets, bind bool) {
+func checkEffectiveRBAC(t *testing.T, components []string, secrets, bind, postgres bool) {
 	g := NewWithT(t)
 	ctx := t.Context()
 	env := startEnvironmentWith(t, true, components)
@@ -637,7 +640,11 @@ func checkEffectiveRBAC(t *testing.T, components []string, secrets, bind bool) {
 			}
 			g.Expect(resource).NotTo(Equal("*.*"), line)
 			if resource == "pods" {
-				g.Expect(verbs).To(Equal([]string{"get", "list", "watch"}), line)
+				want := []string{"get", "list", "watch"}
+				if postgres {
+					want = append(want, "create", "delete", "patch")
+				}
+				g.Expect(verbs).To(ConsistOf(want), line)
 			}
 			for _, forbidden := range []string{"escalate", "impersonate", "*"} {
 				g.Expect(verbs).NotTo(ContainElement(forbidden), line)
@@ -660,12 +667,13 @@ func checkEffectiveRBAC(t *testing.T, components []string, secrets, bind bool) {
 		{[]string{"bind", "clusterroles/admin"}, bind},
 		{[]string{"bind", "clusterroles/cluster-admin"}, false},
 		{[]string{"escalate", "clusterroles"}, false},
-		{[]string{"create", "pods", "-A"}, false},
+		{[]string{"create", "pods", "-A"}, postgres},
+		{[]string{"update", "pods", "-A"}, false},
 		{[]string{"delete", "deployments", "-A"}, false},
 		{[]string{"impersonate", "users"}, false},
 		{[]string{"patch", "websites.example.com", "--subresource=status", "-A"}, true},
 		{[]string{"update", "leases", "-n", devenv.OperatorNamespace}, true},
-		{[]string{"update", "leases", "-n", "default"}, false},
+		{[]string{"update", "leases", "-n", "default"}, postgres},
 	} {
 		out, _ := env.Kubectl(ctx, append(append([]string{"auth", "can-i"}, check.args...), as)...)
 		want := "no"
