@@ -2,7 +2,6 @@ package v1alpha1_test
 
 import (
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 
@@ -111,14 +110,5 @@ func TestTenantValidation(t *testing.T) {
 		err := c.Update(t.Context(), obj)
 		g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%v", err)
 		g.Expect(err.Error()).To(ContainSubstring("home"))
-	})
-
-	t.Run("the example is valid", func(t *testing.T) {
-		g := NewWithT(t)
-		data, err := os.ReadFile("../../examples/tenant.yaml")
-		g.Expect(err).NotTo(HaveOccurred())
-		obj := &unstructured.Unstructured{}
-		g.Expect(yaml.Unmarshal(data, &obj.Object)).To(Succeed())
-		g.Expect(c.Create(t.Context(), obj, client.FieldValidation("Strict"))).To(Succeed())
 	})
 }
