@@ -13,6 +13,7 @@ import (
 	. "github.com/onsi/gomega"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	batchv1 "k8s.io/api/batch/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -360,6 +361,15 @@ func testOperatorsWorkIsAllowed(t *testing.T, e *policyEnv) {
 	restored.Spec.DataSourceRef = &corev1.TypedObjectReference{APIGroup: ptr.To("snapshot.storage.k8s.io"), Kind: "VolumeSnapshot", Name: "nightly-1700000000"}
 	g.Expect(e.operator.Create(ctx, restored, client.DryRunAll)).To(Succeed(), "its first claim, restored")
 	g.Expect(e.operator.Create(ctx, postgrescluster.DesiredClaim(pg, 3), client.DryRunAll)).To(Succeed(), "another claim")
+	g.Expect(apply(postgrescluster.DesiredLease(pg))).To(Succeed(), "the primary's Lease")
+
+	// Leader election: client-go creates and renews an unlabelled Lease in
+	// the operator's namespace, under the name of its flag.
+	election := &coordinationv1.Lease{ObjectMeta: meta(platform.Namespace, platform.LeaseName, nil),
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("operator-1")}}
+	g.Expect(e.operator.Create(ctx, election)).To(Succeed(), "the election Lease")
+	election.Spec.HolderIdentity = ptr.To("operator-2")
+	g.Expect(e.operator.Update(ctx, election)).To(Succeed(), "its renewal by another replica")
 }
 
 // postgresCluster is a PostgresCluster in plainNS, for its children.
@@ -409,6 +419,13 @@ func testStolenTokenIsConfined(t *testing.T, e *policyEnv) {
 			c.Spec.DataSourceRef = &corev1.TypedObjectReference{Kind: "PersistentVolumeClaim", Name: "database"}
 			return c
 		}()), "rule claim-sources"},
+		{"a Lease of another name", create(&coordinationv1.Lease{ObjectMeta: meta(plainNS, "db-leader", managed(map[string]string{"example.com/postgrescluster": "db"}))}), "rule leases"},
+
+		// Leases: node heartbeats and other components' elections.
+		{"kube-controller-manager's election", create(&coordinationv1.Lease{ObjectMeta: meta("kube-system", "kube-controller-manager", managed(nil))}), "rule leases"},
+		{"an application's election", create(&coordinationv1.Lease{ObjectMeta: meta(plainNS, "app-leader", nil)}), "rule managed-by-label"},
+		{"a labelled Lease of no PostgresCluster", create(&coordinationv1.Lease{ObjectMeta: meta(plainNS, "app-leader", managed(nil))}), "rule leases"},
+
 		// Tokens: the stolen-token path of the review.
 		{"token of kube-system's admin", tokenFor("kube-system", "admin", tokenRequest(secret, 3600)), "rule no-system-namespaces"},
 		{"token in a namespace of no Tenant", tokenFor(plainNS, "deployer", tokenRequest(plainSecret, 3600)), "rule tenant-namespaces"},

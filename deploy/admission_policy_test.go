@@ -17,14 +17,12 @@ import (
 
 // unguarded are the writes of the operator that the admission policy leaves
 // alone on purpose: its own custom resources (their status and finalizers),
-// events about what it does, its leader election Lease and the reviews that
-// guard /metrics. None of them runs anything, holds data of others or
+// events about what it does and the reviews that guard /metrics. None of them runs anything, holds data of others or
 // grants anything.
 var unguarded = map[string]bool{
 	"example.com/*":                             true,
 	"/events":                                   true,
 	"events.k8s.io/events":                      true,
-	"coordination.k8s.io/leases":                true,
 	"authentication.k8s.io/tokenreviews":        true,
 	"authorization.k8s.io/subjectaccessreviews": true,
 }

@@ -76,10 +76,10 @@ func desiredBudget(pg *v1alpha1.PostgresCluster, name, role string, maxUnavailab
 			WithSelector(metav1ac.LabelSelector().WithMatchLabels(selector)))
 }
 
-// desiredLease is the primary's Lease, without a holder: the instance
+// DesiredLease is the primary's Lease, without a holder: the instance
 // managers take and renew it, and the operator sets only what identifies
 // it.
-func desiredLease(pg *v1alpha1.PostgresCluster) *coordinationv1ac.LeaseApplyConfiguration {
+func DesiredLease(pg *v1alpha1.PostgresCluster) *coordinationv1ac.LeaseApplyConfiguration {
 	return coordinationv1ac.Lease(leaseName(pg), pg.Namespace).
 		WithLabels(clusterLabels(pg)).
 		WithOwnerReferences(ownerReference(pg))
