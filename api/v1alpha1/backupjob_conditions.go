@@ -183,6 +183,12 @@ const (
 	// spec.source.postgresCluster.
 	BackupJobSourceIsPostgresClusterReason = "SourceIsPostgresCluster"
 
+	// BackupJobSourceNotMountableReason (Degraded=True, Ready=False): the
+	// source claim is ReadWriteOncePod and the target a new volume: the
+	// copy Job's pod could never mount it beside the pod that uses it. Use
+	// a snapshot target.
+	BackupJobSourceNotMountableReason = "SourceNotMountable"
+
 	// BackupJobTooManyMissedRunsReason (Degraded=True): more than 100
 	// scheduled times passed without a run, which points at a stopped
 	// operator or a clock that jumped. Set startingDeadlineSeconds, or check

@@ -55,7 +55,9 @@ func TestBackupJob(t *testing.T) {
 		Components:     []string{"backupjob"},
 		OperatorBinary: operatorBinary,
 		OperatorArgs:   backupOperatorArgs,
-		Cluster:        localcluster.Options{Simulations: true, Logf: t.Logf},
+		// Two nodes: a copy must go to the node of the pod that uses its
+		// source.
+		Cluster: localcluster.Options{Simulations: true, Nodes: 2, Logf: t.Logf},
 	})
 	if err != nil {
 		t.Fatalf("start a cluster with the simulation parts and the backupjob component: %v", err)
@@ -80,6 +82,7 @@ func TestBackupJob(t *testing.T) {
 	t.Run("restore drill", func(t *testing.T) { t.Parallel(); testRestoreDrill(t, e) })
 	t.Run("failed restore drill", func(t *testing.T) { t.Parallel(); testFailedRestoreDrill(t, e) })
 	t.Run("forbid with a slow run", func(t *testing.T) { t.Parallel(); testForbidWithSlowRun(t, e) })
+	t.Run("copy on the source's node", func(t *testing.T) { t.Parallel(); testCopyOnTheSourcesNode(t, e) })
 }
 
 // backupOperatorArgs are the flags of TestBackupJob's operator, also when
@@ -730,5 +733,39 @@ func testFailedRestoreDrill(t *testing.T, e *environment) {
 		err = e.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: drill}, &batchv1.Job{})
 		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the drill's Job %s is removed (%v)", drill, err)
 		g.Expect(backupJobEvents(g, ctx, e, bj)["DrillFailed"]).To(ContainElement(ContainSubstring(drilled.Name)))
+	}).WithTimeout(backupTimeout).WithPolling(time.Second).Should(Succeed())
+}
+
+// A ReadWriteOnce source that a running pod on the second node mounts is
+// copied by a pod on that node, where the volume is attached: anywhere else
+// it would wait on a Multi-Attach error.
+func testCopyOnTheSourcesNode(t *testing.T, e *environment) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns := backupNamespace(t, e)
+	const node = "kwok-node-1"
+	app := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: ns}, Spec: corev1.PodSpec{
+		NodeName:   node,
+		Containers: []corev1.Container{{Name: "app", Image: "busybox:1.36"}},
+		Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}}},
+	}}
+	g.Expect(e.Client.Create(ctx, app)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(e.Client.Get(ctx, client.ObjectKeyFromObject(app), app)).To(Succeed())
+		g.Expect(app.Status.Phase).To(Equal(corev1.PodRunning))
+	}).WithTimeout(backupTimeout).WithPolling(500 * time.Millisecond).Should(Succeed())
+
+	bj := newBackupJob(t, e, ns, func(bj *v1alpha1.BackupJob) { bj.Spec.Schedule = "@daily"; bj.Spec.RunNow = "pinned" })
+	g.Eventually(func(g Gomega) {
+		got := getBackupJob(g, ctx, e, bj)
+		g.Expect(got.Status.Backups).To(HaveLen(1))
+		g.Expect(got.Status.Backups[0].Result).To(Equal(v1alpha1.BackupSucceeded))
+		pods := &corev1.PodList{}
+		g.Expect(e.Client.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels{backupjob.RunLabel: got.Status.Backups[0].Name})).To(Succeed())
+		g.Expect(pods.Items).NotTo(BeEmpty())
+		for _, p := range pods.Items {
+			g.Expect(p.Spec.NodeName).To(Equal(node), "pod %s of the copy", p.Name)
+		}
 	}).WithTimeout(backupTimeout).WithPolling(time.Second).Should(Succeed())
 }

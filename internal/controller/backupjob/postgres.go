@@ -127,37 +127,6 @@ func (r *Reconciler) observePostgres(ctx context.Context, bj *v1alpha1.BackupJob
 	return nil
 }
 
-// sourceProblem is why no run of bj can start, or nil.
-func (o *observation) sourceProblem(bj *v1alpha1.BackupJob, postgresServed bool) *cause {
-	src := bj.Spec.Source
-	switch {
-	case src.PostgresCluster != "" && !postgresServed:
-		return &cause{reason: v1alpha1.BackupJobSourceNotFoundReason,
-			message: "spec.source.postgresCluster: the cluster does not serve the PostgresCluster API (example.com/v1alpha1): install the postgrescluster component, then restart the operator"}
-	case src.PostgresCluster != "" && o.cluster == nil:
-		return &cause{reason: v1alpha1.BackupJobSourceNotFoundReason,
-			message: fmt.Sprintf("spec.source.postgresCluster: PostgresCluster %s not found in namespace %s; runs are skipped and counted as missed until it exists",
-				src.PostgresCluster, bj.Namespace)}
-	case src.PostgresCluster != "" && o.cluster.Spec.Instances <= 1 && !src.AllowPrimaryFencing:
-		return &cause{reason: v1alpha1.BackupJobPrimaryFencingRefusedReason,
-			message: fmt.Sprintf("PostgresCluster %s has a single instance, its primary: a cold snapshot would stop its writes while it is taken. "+
-				"Add a replica (spec.instances: 2 or more), or set spec.source.allowPrimaryFencing: true to accept that; runs are skipped and the cluster is not touched",
-				src.PostgresCluster)}
-	case src.PostgresCluster != "":
-		return nil
-	case o.source == nil:
-		return &cause{reason: v1alpha1.BackupJobSourceNotFoundReason,
-			message: fmt.Sprintf("spec.source.persistentVolumeClaimName: claim %s not found in namespace %s; runs are skipped and counted as missed until it exists",
-				src.PersistentVolumeClaimName, bj.Namespace)}
-	case o.source.Labels[v1alpha1.PostgresClusterLabel] != "":
-		return &cause{reason: v1alpha1.BackupJobSourceIsPostgresClusterReason,
-			message: fmt.Sprintf("spec.source.persistentVolumeClaimName: claim %s holds the data of PostgresCluster %s: a copy of a running database's files is not a backup. "+
-				"Set spec.source.postgresCluster: %s (with a snapshot target) instead; runs are skipped",
-				src.PersistentVolumeClaimName, o.source.Labels[v1alpha1.PostgresClusterLabel], o.source.Labels[v1alpha1.PostgresClusterLabel])}
-	}
-	return nil
-}
-
 // choosePostgresFence is the instance of pg that a due run fences, or why
 // it waits: one that another run fences already (one fence at a time), or
 // no instance ready to be fenced. It is the most caught-up ready replica

@@ -87,6 +87,7 @@ func (r *Reconciler) newLoop() *kit.Loop[v1alpha1.BackupJob, *v1alpha1.BackupJob
 // +kubebuilder:rbac:groups=snapshot.storage.k8s.io,resources=volumesnapshots,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=example.com,resources=postgresclusters,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=list
 
 // Reconcile brings one BackupJob's runs, drills and backups to what its
 // spec and schedule ask for at the clock's time, and writes what it

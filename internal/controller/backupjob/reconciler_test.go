@@ -728,3 +728,55 @@ func TestRunNowStartsOneRun(t *testing.T) {
 	f.g.Expect(f.jobs()).To(HaveLen(1))
 	f.g.Expect(f.get().Status.LastRunNow).To(Equal("first"))
 }
+
+// The copy Job of a ReadWriteOnce claim that a running pod mounts goes to
+// that pod's node: elsewhere it would wait on a Multi-Attach error.
+func TestCopyJobRunsOnTheNodeOfTheSource(t *testing.T) {
+	f := newFixture(t, false)
+	app := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: f.ns}, Spec: corev1.PodSpec{
+		NodeName:   "node-b",
+		Containers: []corev1.Container{{Name: "app", Image: "busybox:1.36"}},
+		Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}}},
+	}}
+	f.g.Expect(k8sClient.Create(t.Context(), app)).To(Succeed())
+	f.at(10 * time.Second)
+	jobs := f.jobs()
+	f.g.Expect(jobs).To(HaveLen(1))
+	affinity := jobs[0].Spec.Template.Spec.Affinity
+	f.g.Expect(affinity).NotTo(BeNil())
+	f.g.Expect(affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms).To(Equal([]corev1.NodeSelectorTerm{{
+		MatchFields: []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{"node-b"}}},
+	}}))
+
+	// Once no pod mounts it, the next run's copy may go anywhere.
+	f.g.Expect(k8sClient.Delete(t.Context(), app, client.GracePeriodSeconds(0))).To(Succeed())
+	f.finishJob(jobs[0].Name, true)
+	f.at(20 * time.Second)
+	for _, j := range f.jobs() {
+		if j.Name != jobs[0].Name {
+			f.g.Expect(j.Spec.Template.Spec.Affinity).To(BeNil())
+		}
+	}
+	f.g.Expect(f.jobs()).To(HaveLen(2))
+}
+
+// A ReadWriteOncePod claim cannot be mounted by a second pod: a copy is
+// refused, naming the field, and nothing is made.
+func TestReadWriteOncePodSourceIsRefusedForACopy(t *testing.T) {
+	f := newFixture(t, false, func(bj *v1alpha1.BackupJob) { bj.Spec.Source.PersistentVolumeClaimName = "private" })
+	f.g.Expect(k8sClient.Create(t.Context(), &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "private", Namespace: f.ns},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOncePod},
+			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+		},
+	})).To(Succeed())
+	f.at(10 * time.Second)
+	f.g.Expect(f.jobs()).To(BeEmpty())
+	f.g.Expect(f.claims()).To(BeEmpty(), "no backup claim")
+	ready := f.condition(v1alpha1.BackupJobReadyCondition)
+	f.g.Expect(ready.Reason).To(Equal(v1alpha1.BackupJobSourceNotMountableReason))
+	f.g.Expect(ready.Message).To(ContainSubstring("spec.source.persistentVolumeClaimName"))
+	f.g.Expect(f.get().Status.MissedRuns).To(Equal(int64(1)))
+}

@@ -277,6 +277,14 @@ func (r *Reconciler) ensureRunJob(ctx context.Context, bj *v1alpha1.BackupJob, o
 	if r.refuseTemplate(bj, jobTemplatePath, bj.Spec.JobTemplate, desired, out) {
 		return runFailed
 	}
+	node, err := r.nodeOfSource(ctx, obs.source)
+	if err != nil {
+		out.add(err, false)
+		return runFailed
+	}
+	if node != "" {
+		pinToNode(&desired.Spec.Template.Spec, node)
+	}
 	job := &batchv1.Job{}
 	res := r.Children.Ensure(ctx, bj, children.Typed(desired), job, children.WithoutCreateEvent())
 	if o := r.judgeCreate(res, out); o != runStarted {

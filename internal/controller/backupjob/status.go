@@ -236,7 +236,7 @@ func blocksReady(c *cause) bool {
 	switch c.reason {
 	case v1alpha1.BackupJobInvalidScheduleReason, v1alpha1.BackupJobUnknownTimeZoneReason, v1alpha1.BackupJobSourceNotFoundReason,
 		v1alpha1.BackupJobSnapshotAPIMissingReason, v1alpha1.BackupJobInvalidSpecReason, v1alpha1.BackupJobPrimaryFencingRefusedReason,
-		v1alpha1.BackupJobSourceIsPostgresClusterReason:
+		v1alpha1.BackupJobSourceIsPostgresClusterReason, v1alpha1.BackupJobSourceNotMountableReason:
 		return true
 	}
 	return false
