@@ -150,4 +150,3 @@ func TestFenceOf(t *testing.T) {
 	long := "a-backupjob-whose-name-is-long-enough-to-be-hashed-x"
 	g.Expect(fenceOf(long, pg(RunName(long, at)))).NotTo(BeNil(), "a hashed run name")
 }
-
