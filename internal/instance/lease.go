@@ -203,14 +203,17 @@ func (m *Manager) fence() {
 }
 
 // stopFast stops postgres with a fast shutdown: clients are disconnected at
-// once, and the last WAL goes to the connected standbys.
+// once, and the last WAL goes to the connected standbys. The shutdown goes
+// on when ctx ends (the manager got SIGTERM meanwhile): killing PostgreSQL
+// halfway would lose the clean hand-over that the shutdown on SIGTERM
+// would do all the same.
 func (m *Manager) stopFast(ctx context.Context) {
 	if m.proc == nil {
 		return
 	}
 	m.stopping = true
 	defer func() { m.stopping = false }()
-	stopCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	if err := m.proc.Stop(stopCtx, postgres.StopFast); err != nil {
 		m.log.Error(err, "Fast stop failed; stopping at once")
