@@ -100,13 +100,26 @@ func claimNetwork(logf func(string, ...any)) (*simNetwork, error) {
 	return nil, errors.New("simulation: no free slot for a PostgreSQL network (10.201.0.0/16 is taken)")
 }
 
+// makeBridge makes the slot's bridge with a MAC address of its own. A
+// bridge without one takes the lowest of its ports' and changes it as pods'
+// veths come and go: every namespace's ARP entry for the host's address
+// (the API server's proxy, the Services) then points at a MAC that no
+// longer answers, and its traffic stalls for seconds until the entry is
+// resolved again.
 func (n *simNetwork) makeBridge() error {
 	hostPrefix := netip.PrefixFrom(n.host, n.prefix.Bits()).String()
 	return runIP(
 		[]string{"link", "add", n.bridge, "type", "bridge"},
+		[]string{"link", "set", n.bridge, "address", bridgeMAC(n.slot)},
 		[]string{"addr", "add", hostPrefix, "dev", n.bridge},
 		[]string{"link", "set", n.bridge, "up"},
 	)
+}
+
+// bridgeMAC is the bridge's MAC address: locally administered, unicast,
+// one per slot.
+func bridgeMAC(slot int) string {
+	return fmt.Sprintf("02:70:67:73:69:%02x", slot)
 }
 
 // podNames are the namespace and host veth name of a pod's octet (the
