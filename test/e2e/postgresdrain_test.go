@@ -1,0 +1,112 @@
+package e2e
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"example.com/platform-operator/internal/devenv"
+	"example.com/platform-operator/internal/localcluster"
+)
+
+// A drain of the primary's node, as kubectl drain does it: the node is
+// cordoned, then its pods are evicted through the Eviction API, which the
+// disruption budgets judge. The primary's budget allows no eviction, so
+// the drain waits while the operator switches over to a replica on another
+// node; then the former primary, a replica now, may go, and comes back on
+// a node that is not cordoned. The writer loses no committed row and no two
+// instances ever accept writes. On a cluster of its own, of three nodes
+// (one per instance), so that the cordon touches no other test's cluster.
+func TestPostgresClusterSurvivesADrainOfThePrimarysNode(t *testing.T) {
+	g := NewWithT(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	started, err := devenv.StartEnvironment(ctx, devenv.EnvironmentOptions{
+		RepoRoot:       repoRoot,
+		Scheme:         scheme,
+		OperatorBinary: operatorBinary,
+		OperatorArgs:   []string{"--all-namespaces", "--verbose"},
+		Cluster:        localcluster.Options{Simulations: true, Nodes: 3, Logf: t.Logf},
+	})
+	if err != nil {
+		t.Fatalf("start a cluster of three nodes with the simulation parts: %v", err)
+	}
+	env := &environment{started}
+	t.Cleanup(func() {
+		if t.Failed() {
+			log := env.operator().LogPath
+			t.Logf("the end of the operator's log (%s):\n%s", log, devenv.TailFile(log, 60))
+		}
+		env.Stop()
+	})
+
+	ns := env.newNamespace(t, nil)
+	env.newPostgresCluster(t, ns, "db", 3, 1, nil)
+	pg := env.waitPostgresReady(t, ns, "db", 3)
+	password := env.appSecret(g, ns, "db")["password"]
+	conn := env.connectWhenRouted(t, ns, "db-rw", password)
+	_, err = conn.Exec(t.Context(), "CREATE TABLE writes (id bigint PRIMARY KEY, timeline int)")
+	g.Expect(err).NotTo(HaveOccurred())
+	conn.Close(t.Context())
+	stopWatch := env.watchPrimaries(t, ns, "db", 3, password)
+	w := env.startWriter(t, ns, "db", password)
+	w.resumes(g, 20, time.Minute)
+
+	former := pg.Status.CurrentPrimary
+	pod := &corev1.Pod{}
+	g.Expect(env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: former}, pod)).To(Succeed())
+	nodeName := pod.Spec.NodeName
+	g.Expect(nodeName).NotTo(BeEmpty())
+
+	t.Logf("kubectl drain %s: cordoned, then %s evicted", nodeName, former)
+	node := &corev1.Node{}
+	g.Expect(env.Client.Get(t.Context(), client.ObjectKey{Name: nodeName}, node)).To(Succeed())
+	cordoned := node.DeepCopy()
+	cordoned.Spec.Unschedulable = true
+	g.Expect(env.Client.Patch(t.Context(), cordoned, client.MergeFrom(node))).To(Succeed())
+	drained := time.Now()
+	eviction := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: former}}
+	refusals := 0
+	g.Eventually(func() error {
+		err := env.Client.SubResource("eviction").Create(t.Context(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: former}}, eviction)
+		if err != nil {
+			refusals++
+		}
+		return err
+	}).WithTimeout(pgTimeout).WithPolling(500*time.Millisecond).Should(Succeed(), "the eviction, once the primary moved")
+	g.Expect(refusals).To(BeNumerically(">", 0), "the primary's budget refused its eviction before the switchover")
+
+	var promoted string
+	g.Eventually(func(g Gomega) {
+		pg := env.postgresCluster(g, ns, "db")
+		g.Expect(pg.Status.CurrentPrimary).NotTo(Equal(former))
+		promoted = pg.Status.CurrentPrimary
+		p := &corev1.Pod{}
+		g.Expect(env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: promoted}, p)).To(Succeed())
+		g.Expect(p.Spec.NodeName).NotTo(Equal(nodeName), "the new primary runs elsewhere")
+	}).WithTimeout(pgTimeout).WithPolling(time.Second).Should(Succeed())
+	w.resumes(g, 20, time.Minute)
+	t.Logf("%s promoted on another node; %s evicted %s after the cordon", promoted, former, time.Since(drained).Round(100*time.Millisecond))
+
+	t.Logf("%s comes back as a replica, on a node that is not cordoned", former)
+	g.Eventually(func(g Gomega) {
+		pg := env.postgresCluster(g, ns, "db")
+		g.Expect(pg.Status.ReadyInstances).To(Equal("3/3"))
+		p := &corev1.Pod{}
+		g.Expect(env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: former}, p)).To(Succeed())
+		g.Expect(p.Spec.NodeName).NotTo(BeEmpty())
+		g.Expect(p.Spec.NodeName).NotTo(Equal(nodeName))
+	}).WithTimeout(pgTimeout).WithPolling(time.Second).Should(Succeed())
+	w.resumes(g, 10, time.Minute)
+
+	ids := w.halt()
+	g.Expect(env.missingRows(t, ns, "db", password, ids)).To(BeZero(), "rows whose commit returned, of %d", len(ids))
+	g.Expect(stopWatch()).To(BeEmpty(), "moments when two instances accepted writes")
+	t.Logf("%d rows committed through db-rw, none lost; %d writes failed while no primary was routed", len(ids), w.failures.Load())
+}
