@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"example.com/platform-operator/api/v1alpha1"
 	"example.com/platform-operator/internal/devenv"
 	"example.com/platform-operator/internal/localcluster"
 )
@@ -21,9 +22,12 @@ import (
 // the drain waits while the operator switches over to a replica on another
 // node; then the former primary, a replica now, may go, and comes back on
 // a node that is not cordoned. The writer loses no committed row and no two
-// instances ever accept writes. On a cluster of its own, of three nodes
-// (one per instance), so that the cordon touches no other test's cluster.
-func TestPostgresClusterSurvivesADrainOfThePrimarysNode(t *testing.T) {
+// instances ever accept writes. Then the operator is killed in the middle
+// of a failover and started again: the failover completes, still without
+// two primaries or a lost row. On a cluster of its own, of three nodes
+// (one per instance), so that the cordon and the operator's restart touch
+// no other test's cluster.
+func TestPostgresClusterDrainAndOperatorCrash(t *testing.T) {
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
@@ -104,6 +108,26 @@ func TestPostgresClusterSurvivesADrainOfThePrimarysNode(t *testing.T) {
 		g.Expect(p.Spec.NodeName).NotTo(Equal(nodeName))
 	}).WithTimeout(pgTimeout).WithPolling(time.Second).Should(Succeed())
 	w.resumes(g, 10, time.Minute)
+
+	t.Logf("The operator killed during a failover of %s, and started again", promoted)
+	g.Expect(env.Client.Delete(t.Context(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: promoted}},
+		client.GracePeriodSeconds(1))).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(env.postgresCluster(g, ns, "db").Status.Phase).To(Equal(v1alpha1.PostgresFailingOver))
+	}).WithTimeout(30*time.Second).WithPolling(20*time.Millisecond).Should(Succeed(), "the failover started")
+	env.operator().Kill()
+	killed := time.Now()
+	_, err = env.StartOperator(ctx, "--all-namespaces", "--verbose")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Eventually(func(g Gomega) {
+		pg := env.postgresCluster(g, ns, "db")
+		g.Expect(pg.Status.CurrentPrimary).NotTo(Equal(promoted))
+		g.Expect(pg.Status.Phase).To(Equal(v1alpha1.PostgresHealthy))
+		g.Expect(pg.Status.ReadyInstances).To(Equal("3/3"))
+	}).WithTimeout(pgTimeout).WithPolling(time.Second).Should(Succeed())
+	w.resumes(g, 10, time.Minute)
+	t.Logf("%s is the primary, %s after the operator was killed (its successor waits for the election Lease to lapse)",
+		env.postgresCluster(g, ns, "db").Status.CurrentPrimary, time.Since(killed).Round(100*time.Millisecond))
 
 	ids := w.halt()
 	g.Expect(env.missingRows(t, ns, "db", password, ids)).To(BeZero(), "rows whose commit returned, of %d", len(ids))
