@@ -47,28 +47,12 @@ const backupTimeout = 90 * time.Second
 // cases run in parallel, each in its own namespace, on @every 10s
 // schedules, after the one that stops and starts the operator.
 func TestBackupJob(t *testing.T) {
-	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
-	defer cancel()
-	env, err := devenv.StartEnvironment(ctx, devenv.EnvironmentOptions{
-		RepoRoot:       repoRoot,
-		Scheme:         scheme,
-		Components:     []string{"backupjob"},
-		OperatorBinary: operatorBinary,
-		OperatorArgs:   backupOperatorArgs,
+	e := startOwnEnvironment(t, devenv.EnvironmentOptions{
+		Components:   []string{"backupjob"},
+		OperatorArgs: backupOperatorArgs,
 		// Two nodes: a copy must go to the node of the pod that uses its
 		// source.
 		Cluster: localcluster.Options{Simulations: true, Nodes: 2, Logf: t.Logf},
-	})
-	if err != nil {
-		t.Fatalf("start a cluster with the simulation parts and the backupjob component: %v", err)
-	}
-	e := &environment{env}
-	t.Cleanup(func() {
-		if t.Failed() {
-			log := e.operator().LogPath
-			t.Logf("the end of the operator's log (%s):\n%s", log, devenv.TailFile(log, 60))
-		}
-		e.Stop()
 	})
 
 	// First, alone: it stops the operator, which the others need running.

@@ -125,6 +125,30 @@ func newEnvironment(ctx context.Context, opts envOptions) (*environment, error) 
 	return &environment{env}, nil
 }
 
+// startOwnEnvironment starts a cluster for one test alone, for what must
+// not touch the shared ones (the simulation parts, more nodes, an operator
+// stopped or restarted). It is stopped when the test ends, with the end of
+// the operator's log printed if the test failed.
+func startOwnEnvironment(t *testing.T, opts devenv.EnvironmentOptions) *environment {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	opts.RepoRoot, opts.Scheme, opts.OperatorBinary = repoRoot, scheme, operatorBinary
+	started, err := devenv.StartEnvironment(ctx, opts)
+	if err != nil {
+		t.Fatalf("start a cluster of the test's own: %v", err)
+	}
+	e := &environment{started}
+	t.Cleanup(func() {
+		if t.Failed() {
+			log := e.operator().LogPath
+			t.Logf("the end of the operator's log (%s):\n%s", log, devenv.TailFile(log, 60))
+		}
+		e.Stop()
+	})
+	return e
+}
+
 // operator is the newest operator process.
 func (e *environment) operator() *devenv.Operator {
 	ops := e.Operators()

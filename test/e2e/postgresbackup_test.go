@@ -54,10 +54,7 @@ func TestPostgresBackupAndRestore(t *testing.T) {
 	env.waitPostgresReady(t, ns, "db", 3)
 	password := env.appSecret(g, ns, "db")["password"]
 
-	conn := env.connectWhenRouted(t, ns, "db-rw", password)
-	_, err := conn.Exec(t.Context(), "CREATE TABLE writes (id bigint PRIMARY KEY, timeline int)")
-	g.Expect(err).NotTo(HaveOccurred())
-	conn.Close(t.Context())
+	env.createWritesTable(t, ns, "db", password)
 	w := env.startWriter(t, ns, "db", password)
 	w.resumes(g, 20, time.Minute)
 

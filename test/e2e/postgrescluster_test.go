@@ -144,6 +144,16 @@ func (e *environment) connectWhenRouted(t *testing.T, ns, service, password stri
 	return conn
 }
 
+// createWritesTable makes the table of startWriter, through CLUSTER-rw.
+func (e *environment) createWritesTable(t *testing.T, ns, cluster, password string) {
+	t.Helper()
+	conn := e.connectWhenRouted(t, ns, cluster+"-rw", password)
+	defer conn.Close(t.Context())
+	if _, err := conn.Exec(t.Context(), "CREATE TABLE writes (id bigint PRIMARY KEY, timeline int)"); err != nil {
+		t.Fatalf("create the writer's table: %v", err)
+	}
+}
+
 // pgWriter inserts a row every 50 ms through CLUSTER-rw, recording each row
 // whose commit returned, with the timeline it was written on.
 type pgWriter struct {
@@ -323,10 +333,7 @@ func TestPostgresClusterFailoverLosesNoCommittedRow(t *testing.T) {
 	g.Expect(pg.Status.CurrentPrimary).To(Equal("db-1"))
 	password := env.appSecret(g, ns, "db")["password"]
 
-	conn := env.connectWhenRouted(t, ns, "db-rw", password)
-	_, err := conn.Exec(t.Context(), "CREATE TABLE writes (id bigint PRIMARY KEY, timeline int)")
-	g.Expect(err).NotTo(HaveOccurred())
-	conn.Close(t.Context())
+	env.createWritesTable(t, ns, "db", password)
 	stopWatch := env.watchPrimaries(t, ns, "db", 3, password)
 	w := env.startWriter(t, ns, "db", password)
 	w.resumes(g, 20, time.Minute)

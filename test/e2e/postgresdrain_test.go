@@ -29,35 +29,16 @@ import (
 // no other test's cluster.
 func TestPostgresClusterDrainAndOperatorCrash(t *testing.T) {
 	g := NewWithT(t)
-	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
-	defer cancel()
-	started, err := devenv.StartEnvironment(ctx, devenv.EnvironmentOptions{
-		RepoRoot:       repoRoot,
-		Scheme:         scheme,
-		OperatorBinary: operatorBinary,
-		OperatorArgs:   []string{"--all-namespaces", "--verbose"},
-		Cluster:        localcluster.Options{Simulations: true, Nodes: 3, Logf: t.Logf},
-	})
-	if err != nil {
-		t.Fatalf("start a cluster of three nodes with the simulation parts: %v", err)
-	}
-	env := &environment{started}
-	t.Cleanup(func() {
-		if t.Failed() {
-			log := env.operator().LogPath
-			t.Logf("the end of the operator's log (%s):\n%s", log, devenv.TailFile(log, 60))
-		}
-		env.Stop()
+	env := startOwnEnvironment(t, devenv.EnvironmentOptions{
+		OperatorArgs: []string{"--all-namespaces", "--verbose"},
+		Cluster:      localcluster.Options{Simulations: true, Nodes: 3, Logf: t.Logf},
 	})
 
 	ns := env.newNamespace(t, nil)
 	env.newPostgresCluster(t, ns, "db", 3, 1, nil)
 	pg := env.waitPostgresReady(t, ns, "db", 3)
 	password := env.appSecret(g, ns, "db")["password"]
-	conn := env.connectWhenRouted(t, ns, "db-rw", password)
-	_, err = conn.Exec(t.Context(), "CREATE TABLE writes (id bigint PRIMARY KEY, timeline int)")
-	g.Expect(err).NotTo(HaveOccurred())
-	conn.Close(t.Context())
+	env.createWritesTable(t, ns, "db", password)
 	stopWatch := env.watchPrimaries(t, ns, "db", 3, password)
 	w := env.startWriter(t, ns, "db", password)
 	w.resumes(g, 20, time.Minute)
@@ -117,7 +98,9 @@ func TestPostgresClusterDrainAndOperatorCrash(t *testing.T) {
 	}).WithTimeout(30*time.Second).WithPolling(20*time.Millisecond).Should(Succeed(), "the failover started")
 	env.operator().Kill()
 	killed := time.Now()
-	_, err = env.StartOperator(ctx, "--all-namespaces", "--verbose")
+	restart, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	_, err := env.StartOperator(restart, "--all-namespaces", "--verbose")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Eventually(func(g Gomega) {
 		pg := env.postgresCluster(g, ns, "db")
