@@ -745,11 +745,35 @@ func testCopyOnTheSourcesNode(t *testing.T, e *environment) {
 		got := getBackupJob(g, ctx, e, bj)
 		g.Expect(got.Status.Backups).To(HaveLen(1))
 		g.Expect(got.Status.Backups[0].Result).To(Equal(v1alpha1.BackupSucceeded))
+		run := client.MatchingLabels{backupjob.RunLabel: got.Status.Backups[0].Name}
+		// The scheduler could place the copy on kwok-node-1 by chance:
+		// the Job itself must require that node.
+		jobs := &batchv1.JobList{}
+		g.Expect(e.Client.List(ctx, jobs, client.InNamespace(ns), run)).To(Succeed())
+		g.Expect(jobs.Items).To(HaveLen(1))
+		g.Expect(requiredNodeNames(jobs.Items[0].Spec.Template.Spec.Affinity)).To(ConsistOf(node), "the copy Job's required node affinity")
 		pods := &corev1.PodList{}
-		g.Expect(e.Client.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels{backupjob.RunLabel: got.Status.Backups[0].Name})).To(Succeed())
+		g.Expect(e.Client.List(ctx, pods, client.InNamespace(ns), run)).To(Succeed())
 		g.Expect(pods.Items).NotTo(BeEmpty())
 		for _, p := range pods.Items {
 			g.Expect(p.Spec.NodeName).To(Equal(node), "pod %s of the copy", p.Name)
 		}
 	}).WithTimeout(backupTimeout).WithPolling(time.Second).Should(Succeed())
+}
+
+// requiredNodeNames are the node names that every required node-affinity
+// term of a pod restricts it to, through metadata.name fields.
+func requiredNodeNames(a *corev1.Affinity) []string {
+	if a == nil || a.NodeAffinity == nil || a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		return nil
+	}
+	var names []string
+	for _, term := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+		for _, f := range term.MatchFields {
+			if f.Key == "metadata.name" && f.Operator == corev1.NodeSelectorOpIn {
+				names = append(names, f.Values...)
+			}
+		}
+	}
+	return names
 }
