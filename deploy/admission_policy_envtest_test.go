@@ -39,10 +39,12 @@ import (
 )
 
 // policyEnv is an API server with the operator's generated roles bound to
-// its ServiceAccount and the admission policy of base/ in force, and
-// clients as the administrator and as the operator.
+// its ServiceAccount and the admission policies of base/ in force, and
+// clients as the administrator, as the operator and as an ordinary user.
 type policyEnv struct {
 	admin, operator client.Client
+	// user is jane, an ordinary user: her rights are a test's to grant.
+	user client.Client
 }
 
 // startPolicyEnv starts kube-apiserver (envtest, with RBAC and
@@ -83,7 +85,7 @@ func startPolicyEnv(t *testing.T) *policyEnv {
 	if err := admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: platform.Namespace}}); err != nil {
 		t.Fatal(err)
 	}
-	files := []string{"base/role.yaml", "base/role_binding.yaml", "base/admission_policy.yaml"}
+	files := []string{"base/role.yaml", "base/role_binding.yaml", "base/admission_policy.yaml", "base/reserved_marks_policy.yaml"}
 	components, err := filepath.Glob("components/*/role.yaml")
 	if err != nil || len(components) == 0 {
 		t.Fatalf("no component's role in components/: %v", err)
@@ -107,7 +109,13 @@ func startPolicyEnv(t *testing.T) *policyEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &policyEnv{admin: admin, operator: operator}
+	jane := rest.CopyConfig(cfg)
+	jane.Impersonate = rest.ImpersonationConfig{UserName: "jane", Groups: []string{"system:authenticated"}}
+	user, err := client.New(jane, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &policyEnv{admin: admin, operator: operator, user: user}
 }
 
 func readObjects(t *testing.T, path string) []*unstructured.Unstructured {

@@ -75,8 +75,9 @@ const (
 	ServiceConflictReason    = "ServiceConflict"
 	IngressConflictReason    = "IngressConflict"
 
-	// HostConflictReason (Degraded=True, Ready=False): spec.ingress.host is
-	// served by a Website of another namespace that claimed it first (was
+	// HostConflictReason (Degraded=True, Ready=False): spec.ingress.host (an
+	// empty one: the Ingress of every host) is served by a Website of
+	// another namespace that claimed it first (was
 	// created earlier; in the same second, the first by namespace and
 	// name). The Website gets no Ingress, and one it had is deleted; the
 	// message names the holder. It gets the host once the holder is deleted
@@ -84,8 +85,10 @@ const (
 	HostConflictReason = "HostConflict"
 
 	// InvalidSpecReason (Degraded=True, Ready=False): the API server refused a
-	// child built from the spec, for example a limit below its request. The
-	// operator does not retry until the spec changes.
+	// child built from the spec, for example a limit below its request, or
+	// the operator refuses it, for example an Ingress of every host where
+	// it runs with --allow-catch-all-ingress=false. The operator does not
+	// retry until the spec changes.
 	InvalidSpecReason = "InvalidSpec"
 
 	// ApplyFailedReason (Degraded=True): the API server refused to create or

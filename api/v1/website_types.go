@@ -166,7 +166,8 @@ type ResourceRequirements struct {
 type WebsiteIngress struct {
 	// host is the DNS name the site answers to, such as www.example.com, or a
 	// wildcard such as *.example.com. When empty, the Ingress matches every
-	// host.
+	// host: held, like a host, by one namespace at a time, and refused by an
+	// operator run with --allow-catch-all-ingress=false.
 	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253

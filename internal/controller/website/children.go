@@ -94,6 +94,13 @@ func (r *Reconciler) reconcileChildren(ctx context.Context, w *websitev1.Website
 // namespace. Results are noted as the other children's.
 func (r *Reconciler) reconcileIngress(ctx context.Context, w *websitev1.Website, obs *observation, note func(string, children.Result)) {
 	desired := DesiredIngress(w)
+	if refused := refuseIngress(w, r.RefuseCatchAllIngress); desired != nil && refused != nil {
+		// Refused like a child the API server refused: no Ingress, one
+		// made before the operator refused it deleted, no retry until the
+		// spec changes.
+		obs.blocker = firstCause(obs.blocker, refused)
+		desired = nil
+	}
 	if desired != nil {
 		holder, err := r.hostHolderOf(ctx, w)
 		switch {

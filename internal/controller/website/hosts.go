@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -20,17 +21,47 @@ import (
 // /login) of a site it does not own. Websites of one namespace share a host
 // freely, as they always did: the namespace is the unit of trust.
 
+// An Ingress of no host is a catch-all: an ingress controller merges the
+// rules of every such Ingress, of every namespace, into its default server,
+// so it is claimed as a host of its own.
+
 // websiteHostIndex keys a Website by its Ingress host, so that the Websites
 // sharing a host are found without listing every Website.
 const websiteHostIndex = "website.example.com/ingress-host"
 
-// ingressHost is the host w's Ingress would serve, or "" when w asks for no
-// Ingress or for one of every host.
+// catchAllHost is the host key of an Ingress of every host. spec.ingress.host
+// cannot be "*" (a wildcard has a domain after it), so no Website's host
+// takes it for its own.
+const catchAllHost = "*"
+
+// ingressHost is the host w's Ingress would serve, catchAllHost for one of
+// every host, or "" when w asks for no Ingress.
 func ingressHost(w *websitev1.Website) string {
-	if w.Spec.Ingress == nil {
+	switch {
+	case w.Spec.Ingress == nil:
 		return ""
+	case w.Spec.Ingress.Host == "":
+		return catchAllHost
 	}
 	return w.Spec.Ingress.Host
+}
+
+// refuseIngress is why w gets no Ingress whoever holds its host, or nil:
+// an Ingress of every host where the operator makes none (refuseCatchAll).
+func refuseIngress(w *websitev1.Website, refuseCatchAll bool) *cause {
+	if !refuseCatchAll || ingressHost(w) != catchAllHost {
+		return nil
+	}
+	return &cause{websitev1.InvalidSpecReason, field.Required(field.NewPath("spec", "ingress", "host"),
+		"this cluster's operator makes no Ingress of every host (--allow-catch-all-ingress=false): name the host the site answers to").Error()}
+}
+
+// describeHost names a host key as a message does.
+func describeHost(host string) string {
+	if host == catchAllHost {
+		return "the Ingress of every host (an empty spec.ingress.host)"
+	}
+	return "Ingress host " + host + " (spec.ingress.host)"
 }
 
 // claimsBefore tells whether a claimed its host before b: it was created
@@ -71,8 +102,8 @@ func hostHolder(w *websitev1.Website, sharers []websitev1.Website) *websitev1.We
 // hostConflict is the cause reported by a Website whose host holder holds.
 func hostConflict(w, holder *websitev1.Website) *cause {
 	return &cause{websitev1.HostConflictReason, fmt.Sprintf(
-		"Ingress host %s (spec.ingress.host) is served by Website %s/%s of another namespace, which claimed it first; this Website gets no Ingress until that one gives the host up",
-		ingressHost(w), holder.Namespace, holder.Name)}
+		"%s is served by Website %s/%s of another namespace, which claimed it first; this Website gets no Ingress until that one gives the host up",
+		describeHost(ingressHost(w)), holder.Namespace, holder.Name)}
 }
 
 // sharingHost lists, from the cache, the Websites of every namespace whose

@@ -101,3 +101,47 @@ func TestWebsitesOfOneNamespaceShareAHost(t *testing.T) {
 		}).WithTimeout(timeout).Should(Succeed(), name)
 	}
 }
+
+// An Ingress of every host (no spec.ingress.host) is claimed as a host is:
+// an ingress controller merges every such rule, of every namespace, into
+// its default server. The second namespace's gets none, and gets it once
+// the first namespace's is gone.
+func TestIngressOfEveryHostIsHeldByOneNamespace(t *testing.T) {
+	needsAPIServer(t)
+	g := NewWithT(t)
+	ctx := t.Context()
+	first, second := newNamespace(t), newNamespace(t)
+	everyHost := func(name, ns string) *websitev1.Website {
+		w := websitetest.Website(name, ns)
+		w.Spec.Ingress = &websitev1.WebsiteIngress{Path: "/"}
+		return w
+	}
+	holder := createWebsite(t, everyHost("default", first))
+	t.Cleanup(func() { _ = k8sClient.Delete(ctx, holder) })
+	g.Eventually(func() error {
+		return k8sClient.Get(ctx, types.NamespacedName{Namespace: first, Name: "default"}, &networkingv1.Ingress{})
+	}).WithTimeout(timeout).Should(Succeed())
+	created := getWebsite(g, ctx, first, "default").CreationTimestamp.Time
+	time.Sleep(time.Until(created.Add(time.Second)))
+
+	claimant := createWebsite(t, everyHost("login", second))
+	t.Cleanup(func() { _ = k8sClient.Delete(ctx, claimant) })
+	loginKey := types.NamespacedName{Namespace: second, Name: "login"}
+	g.Eventually(func(g Gomega) {
+		login := getWebsite(g, ctx, second, "login")
+		g.Expect(login.Status.ObservedGeneration).To(Equal(login.Generation))
+		c := condition(login, websitev1.DegradedCondition)
+		g.Expect(c.Reason).To(Equal(websitev1.HostConflictReason))
+		g.Expect(c.Message).To(ContainSubstring("the Ingress of every host"))
+		g.Expect(c.Message).To(ContainSubstring("Website " + first + "/default"))
+	}).WithTimeout(timeout).Should(Succeed())
+	g.Expect(apierrors.IsNotFound(k8sClient.Get(ctx, loginKey, &networkingv1.Ingress{}))).To(BeTrue(), "no Ingress of every host for the later namespace")
+
+	g.Expect(k8sClient.Delete(ctx, holder)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		ingress := &networkingv1.Ingress{}
+		g.Expect(k8sClient.Get(ctx, loginKey, ingress)).To(Succeed())
+		g.Expect(ingress.Spec.Rules).To(ConsistOf(HaveField("Host", "")))
+		g.Expect(condition(getWebsite(g, ctx, second, "login"), websitev1.DegradedCondition).Reason).NotTo(Equal(websitev1.HostConflictReason))
+	}).WithTimeout(timeout).Should(Succeed())
+}

@@ -23,6 +23,14 @@ func claimant(ns, name string, created int, host string) websitev1.Website {
 	return *w
 }
 
+// catchAll is a Website of namespace ns named name, created at second
+// created, whose Ingress has no host: it serves every host.
+func catchAll(ns, name string, created int) websitev1.Website {
+	w := claimant(ns, name, created, "")
+	w.Spec.Ingress = &websitev1.WebsiteIngress{Path: "/"}
+	return w
+}
+
 func TestHostHolder(t *testing.T) {
 	const shop = "shop.example.com"
 	tests := []struct {
@@ -30,6 +38,7 @@ func TestHostHolder(t *testing.T) {
 		website websitev1.Website
 		sharers []websitev1.Website
 		holder  string // namespace/name, "" for none
+		host    string // what the conflict's message names, shop unless set
 	}{
 		{
 			name:    "alone on its host",
@@ -86,9 +95,31 @@ func TestHostHolder(t *testing.T) {
 			sharers: []websitev1.Website{claimant("a", "plain", 5, "")},
 		},
 		{
-			name:    "a Website without a host is never in conflict",
+			name:    "a Website without an Ingress is never in conflict",
 			website: claimant("b", "site", 10, ""),
+			sharers: []websitev1.Website{claimant("a", "shop", 5, shop), catchAll("a", "default", 5)},
+		},
+		{
+			name:    "an Ingress of every host is claimed like a host: another namespace's came first",
+			website: catchAll("b", "login", 10),
+			sharers: []websitev1.Website{catchAll("a", "default", 5), catchAll("b", "login", 10)},
+			holder:  "a/default",
+			host:    "every host",
+		},
+		{
+			name:    "the first Ingress of every host keeps it",
+			website: catchAll("a", "default", 5),
+			sharers: []websitev1.Website{catchAll("a", "default", 5), catchAll("b", "login", 10)},
+		},
+		{
+			name:    "an Ingress of every host and one of a named host do not conflict",
+			website: catchAll("b", "login", 10),
 			sharers: []websitev1.Website{claimant("a", "shop", 5, shop)},
+		},
+		{
+			name:    "a named host and an earlier Ingress of every host do not conflict",
+			website: claimant("b", "site", 10, shop),
+			sharers: []websitev1.Website{catchAll("a", "default", 5)},
 		},
 	}
 	for _, tt := range tests {
@@ -104,7 +135,10 @@ func TestHostHolder(t *testing.T) {
 			c := hostConflict(&tt.website, holder)
 			g.Expect(c.reason).To(Equal(websitev1.HostConflictReason))
 			g.Expect(c.message).To(ContainSubstring("Website " + tt.holder))
-			g.Expect(c.message).To(ContainSubstring(shop))
+			if tt.host == "" {
+				tt.host = shop
+			}
+			g.Expect(c.message).To(ContainSubstring(tt.host))
 		})
 	}
 }
@@ -124,5 +158,33 @@ func TestHostHolderIsDecidedAlikeByEveryClaimant(t *testing.T) {
 		}
 		g.Expect(holders).To(Equal(1), "created at %v", seconds)
 		g.Expect(claimsBefore(&a, &b)).NotTo(Equal(claimsBefore(&b, &a)), "a strict order, %v", seconds)
+	}
+}
+
+func TestRefuseIngress(t *testing.T) {
+	tests := []struct {
+		name           string
+		website        websitev1.Website
+		refuseCatchAll bool
+		refused        bool
+	}{
+		{name: "an Ingress of every host where they are allowed", website: catchAll("a", "site", 1)},
+		{name: "an Ingress of every host where they are refused", website: catchAll("a", "site", 1), refuseCatchAll: true, refused: true},
+		{name: "a named host where catch-alls are refused", website: claimant("a", "site", 1, "shop.example.com"), refuseCatchAll: true},
+		{name: "no Ingress where catch-alls are refused", website: claimant("a", "site", 1, ""), refuseCatchAll: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			c := refuseIngress(&tt.website, tt.refuseCatchAll)
+			if !tt.refused {
+				g.Expect(c).To(BeNil())
+				return
+			}
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.reason).To(Equal(websitev1.InvalidSpecReason))
+			g.Expect(c.message).To(HavePrefix("spec.ingress.host: Required value"))
+			g.Expect(c.message).To(ContainSubstring("--allow-catch-all-ingress=false"))
+		})
 	}
 }

@@ -50,6 +50,10 @@ type Reconciler struct {
 	// PodSecurityVersion is the version of the Pod Security Standards the
 	// Websites' pods are judged by: the API server's.
 	PodSecurityVersion podsecurity.Version
+	// RefuseCatchAllIngress refuses an Ingress of every host (a Website's
+	// empty spec.ingress.host), for clusters that allow none: the operator
+	// must not make for a user what the cluster would refuse them.
+	RefuseCatchAllIngress bool
 
 	loop *kit.Loop[websitev1.Website, *websitev1.Website, websitev1.WebsiteStatus, *websitev1.WebsiteStatus]
 }
