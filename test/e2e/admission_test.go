@@ -22,8 +22,12 @@ import (
 	"example.com/platform-operator/internal/platform"
 )
 
-// policyName is the ValidatingAdmissionPolicy of deploy/base.
-const policyName = "platform-operator-guardrails"
+// The ValidatingAdmissionPolicies of deploy/base: what the operator may
+// write, and the marks that are its own.
+const (
+	policyName              = "platform-operator-guardrails"
+	reservedMarksPolicyName = "platform-operator-reserved-marks"
+)
 
 // asOperator returns a client that impersonates the operator's
 // ServiceAccount, with the groups the API server gives its tokens.
@@ -106,12 +110,14 @@ func TestAdmissionPolicyLimitsTheOperator(t *testing.T) {
 	}).WithTimeout(30*time.Second).Should(MatchError(ContainSubstring(policyName)), "the policy is in force")
 	// Every expression type-checks against the schemas of what it matches
 	// (the controller-manager writes the result).
-	g.Eventually(func(g Gomega) {
-		policy := &admissionregistrationv1.ValidatingAdmissionPolicy{}
-		g.Expect(shared.Client.Get(ctx, client.ObjectKey{Name: policyName}, policy)).To(Succeed())
-		g.Expect(policy.Status.TypeChecking).NotTo(BeNil())
-		g.Expect(policy.Status.TypeChecking.ExpressionWarnings).To(BeEmpty())
-	}).WithTimeout(30 * time.Second).Should(Succeed())
+	for _, name := range []string{policyName, reservedMarksPolicyName} {
+		g.Eventually(func(g Gomega) {
+			policy := &admissionregistrationv1.ValidatingAdmissionPolicy{}
+			g.Expect(shared.Client.Get(ctx, client.ObjectKey{Name: name}, policy)).To(Succeed())
+			g.Expect(policy.Status.TypeChecking).NotTo(BeNil())
+			g.Expect(policy.Status.TypeChecking.ExpressionWarnings).To(BeEmpty())
+		}).WithTimeout(30*time.Second).Should(Succeed(), name)
+	}
 
 	// The admin may create what the operator may not.
 	g.Expect(shared.Client.Create(ctx, testDeployment(ns, "admin-probe", privileged), client.DryRunAll)).To(Succeed())
