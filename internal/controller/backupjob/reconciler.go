@@ -48,6 +48,10 @@ type Reconciler struct {
 	// deletionPolicy Delete waits for its backups to go (default 1 min).
 	DeletionGracePeriod time.Duration
 
+	// namespacePods is where copy Jobs' sources are mounted, shared by the
+	// runs that start together.
+	namespacePods namespacePods
+
 	loop *kit.Loop[v1alpha1.BackupJob, *v1alpha1.BackupJob, v1alpha1.BackupJobStatus, *v1alpha1.BackupJobStatus]
 }
 

@@ -6,7 +6,6 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"example.com/platform-operator/api/v1alpha1"
 )
@@ -52,11 +51,11 @@ func (r *Reconciler) nodeOfSource(ctx context.Context, source *corev1.Persistent
 	if source == nil || !mountableOnOneNode(source) {
 		return "", nil
 	}
-	pods := &corev1.PodList{}
-	if err := r.APIReader.List(ctx, pods, client.InNamespace(source.Namespace)); err != nil {
-		return "", fmt.Errorf("list the pods of namespace %s, to find where claim %s is mounted: %w", source.Namespace, source.Name, err)
+	pods, err := r.namespacePods.list(ctx, r.APIReader, r.Clock, source.Namespace)
+	if err != nil {
+		return "", fmt.Errorf("claim %s: %w", source.Name, err)
 	}
-	return sourceNode(source, pods.Items), nil
+	return sourceNode(source, pods), nil
 }
 
 // mountableOnOneNode tells whether a claim can be mounted on one node at a
