@@ -59,13 +59,15 @@ func (k *leaseKeeper) held(now time.Time) bool {
 }
 
 // available tells whether this manager may take the lease: nobody holds it,
-// its holder released it or let it lapse, or it is this manager's.
-func (k *leaseKeeper) available(ctx context.Context, now time.Time) bool {
+// its holder released it or let it lapse, or it is this manager's. An
+// error says that nobody knows: a lease that cannot be read is no sign
+// that another instance holds it.
+func (k *leaseKeeper) available(ctx context.Context, now time.Time) (bool, error) {
 	l := &coordinationv1.Lease{}
 	if err := k.client.Get(ctx, k.key, l); err != nil {
-		return false
+		return false, fmt.Errorf("get the primary's lease: %w", err)
 	}
-	return mayTake(l, k.holder, now)
+	return mayTake(l, k.holder, now), nil
 }
 
 // mayTake tells whether holder may take l at now.

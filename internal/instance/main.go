@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-logr/zapr"
 	"go.uber.org/zap"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 // Main runs `platform-operator instance SUBCOMMAND`: run (the instance
@@ -47,6 +48,9 @@ func Main(args []string, getenv func(string) string, stderr io.Writer) int {
 			return 1
 		}
 		log := zapr.NewLogger(zl).WithValues("instance", opts.PodName)
+		// The cache and client of controller-runtime log through it;
+		// unset, their first line is a warning with a stack trace instead.
+		ctrllog.SetLogger(log)
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
 		if err := Run(ctx, opts, log); err != nil {

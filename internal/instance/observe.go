@@ -126,7 +126,15 @@ func (m *Manager) view(ctx context.Context, pg *v1alpha1.PostgresCluster, now ti
 			}
 		}
 	}
-	v.leaseAvailable = m.lease.available(ctx, now)
+	available, err := m.lease.available(ctx, now)
+	if err != nil {
+		// The API server stopped answering since the last success: the
+		// view is as stale as the lease is unknown. Were an unread lease
+		// taken for another's, a primary whose own renewals lapsed in an
+		// outage would fence itself though nobody could take its place.
+		return view{}
+	}
+	v.leaseAvailable = available
 	if v.target == m.opts.PodName && v.current != "" && v.current != m.opts.PodName {
 		v.handoverLSN = m.reporter.handoverOf(ctx, v.current)
 	}

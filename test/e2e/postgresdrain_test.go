@@ -25,7 +25,10 @@ import (
 // a node that is not cordoned. The writer loses no committed row and no two
 // instances ever accept writes. Then the operator is killed in the middle
 // of a failover and started again: the failover completes, still without
-// two primaries or a lost row. On a cluster of its own, of three nodes
+// two primaries or a lost row. Last, kube-apiserver is stopped for three
+// times the primary's lease: the database keeps taking writes throughout,
+// and is healthy again once the API server is back. On a cluster of its
+// own, of three nodes
 // (one per instance), so that the cordon and the operator's restart touch
 // no other test's cluster.
 func TestPostgresClusterDrainAndOperatorCrash(t *testing.T) {
@@ -120,8 +123,55 @@ func TestPostgresClusterDrainAndOperatorCrash(t *testing.T) {
 	t.Logf("%s is the primary, %s after the operator was killed (its successor waits for the election Lease to lapse)",
 		env.postgresCluster(g, ns, "db").Status.CurrentPrimary, time.Since(killed).Round(100*time.Millisecond))
 
+	apiServerOutage(t, env, ns, w)
+
 	ids := w.halt()
 	g.Expect(env.missingRows(t, ns, "db", password, ids)).To(BeZero(), "rows whose commit returned, of %d", len(ids))
 	g.Expect(stopWatch()).To(BeEmpty(), "moments when two instances accepted writes")
 	t.Logf("%d rows committed through db-rw, none lost; %d writes failed while no primary was routed", len(ids), w.failures.Load())
+}
+
+// apiServerOutage stops kube-apiserver for 30 s, three times the primary's
+// lease: nobody can renew or take the lease, so no replica is promoted,
+// and the primary, whose replicas all still stream from it, keeps taking
+// writes (it fences itself only when it is cut off from them too). The
+// operator exits once its own election lease lapses, as in a pod, and is
+// started again, as its Deployment would; the cluster is Healthy again.
+func apiServerOutage(t *testing.T, env *environment, ns string, w *pgWriter) {
+	g := NewWithT(t)
+	primary := env.postgresCluster(g, ns, "db").Status.CurrentPrimary
+	t.Logf("kube-apiserver stopped for 30 s; %s is the primary", primary)
+	g.Expect(env.Cluster.StopComponent(localcluster.APIServer)).To(Succeed())
+	stopped, before := time.Now(), w.committed.Load()
+	restarted := false
+	defer func() {
+		if !restarted {
+			_ = env.Cluster.StartComponent(localcluster.APIServer)
+		}
+	}()
+	w.resumes(g, 20, 20*time.Second)
+	time.Sleep(time.Until(stopped.Add(25 * time.Second)))
+	w.resumes(g, 20, 5*time.Second)
+	t.Logf("%d rows committed while the API server was down, the last after %s", w.committed.Load()-before, time.Since(stopped).Round(100*time.Millisecond))
+	time.Sleep(time.Until(stopped.Add(30 * time.Second)))
+	g.Expect(env.Cluster.StartComponent(localcluster.APIServer)).To(Succeed())
+	restarted = true
+	g.Eventually(func() error {
+		return env.Client.Get(t.Context(), client.ObjectKey{Name: ns}, &corev1.Namespace{})
+	}).WithTimeout(time.Minute).Should(Succeed(), "the API server answers again")
+
+	if exited, _ := env.operator().Exited(); exited {
+		start, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+		defer cancel()
+		_, err := env.StartOperator(start, "--all-namespaces", "--verbose")
+		g.Expect(err).NotTo(HaveOccurred())
+	}
+	g.Eventually(func(g Gomega) {
+		pg := env.postgresCluster(g, ns, "db")
+		g.Expect(pg.Status.CurrentPrimary).To(Equal(primary), "no failover for an API server outage")
+		g.Expect(pg.Status.Phase).To(Equal(v1alpha1.PostgresHealthy))
+		g.Expect(pg.Status.ReadyInstances).To(Equal("3/3"))
+	}).WithTimeout(pgTimeout).WithPolling(time.Second).Should(Succeed())
+	w.resumes(g, 10, time.Minute)
+	t.Logf("Healthy again %s after kube-apiserver was started again", time.Since(stopped.Add(30*time.Second)).Round(100*time.Millisecond))
 }
