@@ -109,10 +109,7 @@ func TestPostgresClusterDrainAndOperatorCrash(t *testing.T) {
 	}).WithTimeout(30*time.Second).WithPolling(20*time.Millisecond).Should(Succeed(), "the failover started")
 	env.operator().Kill()
 	killed := time.Now()
-	restart, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-	defer cancel()
-	_, err := env.StartOperator(restart, "--all-namespaces", "--verbose")
-	g.Expect(err).NotTo(HaveOccurred())
+	startOperatorAgain(t, env)
 	g.Eventually(func(g Gomega) {
 		pg := env.postgresCluster(g, ns, "db")
 		g.Expect(pg.Status.CurrentPrimary).NotTo(Equal(promoted))
@@ -161,10 +158,7 @@ func apiServerOutage(t *testing.T, env *environment, ns string, w *pgWriter) {
 	}).WithTimeout(time.Minute).Should(Succeed(), "the API server answers again")
 
 	if exited, _ := env.operator().Exited(); exited {
-		start, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-		defer cancel()
-		_, err := env.StartOperator(start, "--all-namespaces", "--verbose")
-		g.Expect(err).NotTo(HaveOccurred())
+		startOperatorAgain(t, env)
 	}
 	g.Eventually(func(g Gomega) {
 		pg := env.postgresCluster(g, ns, "db")
@@ -174,4 +168,15 @@ func apiServerOutage(t *testing.T, env *environment, ns string, w *pgWriter) {
 	}).WithTimeout(pgTimeout).WithPolling(time.Second).Should(Succeed())
 	w.resumes(g, 10, time.Minute)
 	t.Logf("Healthy again %s after kube-apiserver was started again", time.Since(stopped.Add(30*time.Second)).Round(100*time.Millisecond))
+}
+
+// startOperatorAgain starts the drain test's operator again, as its
+// Deployment would once it was killed or exited.
+func startOperatorAgain(t *testing.T, env *environment) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	if _, err := env.StartOperator(ctx, "--all-namespaces", "--verbose"); err != nil {
+		t.Fatalf("start the operator again: %v", err)
+	}
 }
