@@ -18,6 +18,10 @@ import (
 // node is missed, as it would be by a list made a moment before it.
 const namespacePodsMaxAge = 2 * time.Second
 
+// namespacePodsListTimeout bounds a shared list, which no single caller's
+// context may cut short.
+const namespacePodsListTimeout = 30 * time.Second
+
 // namespacePods lists the pods of a namespace that may hold a volume (not
 // finished), for the runs whose copy Job must go where their source is
 // mounted. The operator caches no pods but its own, so the list goes to
@@ -26,7 +30,13 @@ const namespacePodsMaxAge = 2 * time.Second
 // the operator in proportion to the number of BackupJobs times the number
 // of pods. So the runs that start together share one list, made by the
 // first of them, and a list answers for namespacePodsMaxAge.
+//
+// Lists age by the real clock, not the reconciler's: this is a bound on
+// the API server's load, and a test's clock that never moves would keep
+// one list forever.
 type namespacePods struct {
+	// clock ages the lists; nil is the real clock.
+	clock clock.PassiveClock
 	group singleflight.Group
 	mu    sync.Mutex
 	lists map[string]podsListed
@@ -40,22 +50,30 @@ type podsListed struct {
 }
 
 // list returns the unfinished pods of namespace, read with reader, from a
-// list begun at most namespacePodsMaxAge ago by clk. The pods are shared:
-// read, never changed.
-func (n *namespacePods) list(ctx context.Context, reader client.Reader, clk clock.PassiveClock, namespace string) ([]corev1.Pod, error) {
+// list begun at most namespacePodsMaxAge ago. The pods are shared: read,
+// never changed. The list is made under a context of its own, so that a
+// caller that gives up (its ctx is done) fails alone, not the callers that
+// share its list.
+func (n *namespacePods) list(ctx context.Context, reader client.Reader, namespace string) ([]corev1.Pod, error) {
+	clk := n.clock
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
 	n.mu.Lock()
 	listed, ok := n.lists[namespace]
 	n.mu.Unlock()
 	if ok && clk.Since(listed.at) < namespacePodsMaxAge {
 		return listed.pods, nil
 	}
-	v, err, _ := n.group.Do(namespace, func() (any, error) {
+	shared := n.group.DoChan(namespace, func() (any, error) {
+		listCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), namespacePodsListTimeout)
+		defer cancel()
 		began := clk.Now()
 		list := &corev1.PodList{}
 		unfinished := fields.AndSelectors(
 			fields.OneTermNotEqualSelector("status.phase", string(corev1.PodSucceeded)),
 			fields.OneTermNotEqualSelector("status.phase", string(corev1.PodFailed)))
-		if err := reader.List(ctx, list, client.InNamespace(namespace), client.MatchingFieldsSelector{Selector: unfinished}); err != nil {
+		if err := reader.List(listCtx, list, client.InNamespace(namespace), client.MatchingFieldsSelector{Selector: unfinished}); err != nil {
 			return nil, fmt.Errorf("list the pods of namespace %s, to find where a claim is mounted: %w", namespace, err)
 		}
 		pods := make([]corev1.Pod, 0, len(list.Items))
@@ -75,10 +93,15 @@ func (n *namespacePods) list(ctx context.Context, reader client.Reader, clk cloc
 		n.lists[namespace] = podsListed{at: began, pods: pods}
 		return pods, nil
 	})
-	if err != nil {
-		return nil, err
+	select {
+	case res := <-shared:
+		if res.Err != nil {
+			return nil, res.Err
+		}
+		return res.Val.([]corev1.Pod), nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("list the pods of namespace %s, to find where a claim is mounted: %w", namespace, ctx.Err())
 	}
-	return v.([]corev1.Pod), nil
 }
 
 // mountsOnly is p with only what tells where it mounts which claim: its

@@ -19,11 +19,12 @@ import (
 type countingPodReader struct {
 	client.Reader
 	pods      []corev1.Pod
-	lists     sync.Map // namespace → *atomic.Int32
+	delay     time.Duration // 50 ms when zero
+	lists     sync.Map      // namespace → *atomic.Int32
 	selectors atomic.Value
 }
 
-func (r *countingPodReader) List(_ context.Context, list client.ObjectList, opts ...client.ListOption) error {
+func (r *countingPodReader) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
 	o := &client.ListOptions{}
 	o.ApplyOptions(opts)
 	n, _ := r.lists.LoadOrStore(o.Namespace, &atomic.Int32{})
@@ -31,7 +32,15 @@ func (r *countingPodReader) List(_ context.Context, list client.ObjectList, opts
 	if o.FieldSelector != nil {
 		r.selectors.Store(o.FieldSelector.String())
 	}
-	time.Sleep(50 * time.Millisecond)
+	delay := r.delay
+	if delay == 0 {
+		delay = 50 * time.Millisecond
+	}
+	select {
+	case <-time.After(delay):
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 	list.(*corev1.PodList).Items = append([]corev1.Pod(nil), r.pods...)
 	return nil
 }
@@ -57,12 +66,12 @@ func TestNamespacePodsAreListedOnceForTheRunsThatStartTogether(t *testing.T) {
 		Status: corev1.PodStatus{Phase: corev1.PodRunning}}
 	reader := &countingPodReader{pods: []corev1.Pod{app}}
 	clk := clocktesting.NewFakePassiveClock(time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC))
-	var pods namespacePods
+	pods := namespacePods{clock: clk}
 
 	var wg sync.WaitGroup
 	for range 20 {
 		wg.Go(func() {
-			got, err := pods.list(t.Context(), reader, clk, "shop")
+			got, err := pods.list(t.Context(), reader, "shop")
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(sourceNode(&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data"},
 				Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}}}, got)).To(Equal("node-1"))
@@ -72,7 +81,7 @@ func TestNamespacePodsAreListedOnceForTheRunsThatStartTogether(t *testing.T) {
 	g.Expect(reader.count("shop")).To(BeEquivalentTo(1), "one list for 20 runs starting together")
 	g.Expect(reader.selectors.Load()).To(Equal("status.phase!=Succeeded,status.phase!=Failed"), "only pods that may hold a volume")
 
-	got, err := pods.list(t.Context(), reader, clk, "shop")
+	got, err := pods.list(t.Context(), reader, "shop")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(got).To(HaveLen(1))
 	g.Expect(got[0].Labels).To(BeEmpty(), "only what tells where a claim is mounted is kept")
@@ -80,13 +89,45 @@ func TestNamespacePodsAreListedOnceForTheRunsThatStartTogether(t *testing.T) {
 	g.Expect(got[0].Spec.Volumes).To(ConsistOf(HaveField("Name", "data")))
 	g.Expect(reader.count("shop")).To(BeEquivalentTo(1), "the list answers while it is young")
 
-	_, err = pods.list(t.Context(), reader, clk, "blog")
+	_, err = pods.list(t.Context(), reader, "blog")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(reader.count("blog")).To(BeEquivalentTo(1), "another namespace, another list")
 
 	clk.SetTime(clk.Now().Add(namespacePodsMaxAge))
-	_, err = pods.list(t.Context(), reader, clk, "shop")
+	_, err = pods.list(t.Context(), reader, "shop")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(reader.count("shop")).To(BeEquivalentTo(2), "listed again once the list is old")
 	g.Expect(pods.lists).NotTo(HaveKey("blog"), "old lists are dropped, not kept")
+}
+
+// A run that gives up while the list it shares is being made (its
+// reconcile's context is done) fails alone: the runs that share the list
+// still get it.
+func TestASharedListOutlivesTheCallerThatStartedIt(t *testing.T) {
+	g := NewWithT(t)
+	reader := &countingPodReader{delay: 300 * time.Millisecond,
+		pods: []corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "shop"}, Spec: corev1.PodSpec{NodeName: "node-1"}}}}
+	var pods namespacePods
+
+	first, giveUp := context.WithCancel(t.Context())
+	firstErr := make(chan error, 1)
+	go func() {
+		_, err := pods.list(first, reader, "shop")
+		firstErr <- err
+	}()
+	g.Eventually(func() int32 { return reader.count("shop") }).WithTimeout(5 * time.Second).Should(BeEquivalentTo(1))
+	secondPods := make(chan []corev1.Pod, 1)
+	secondErr := make(chan error, 1)
+	go func() {
+		got, err := pods.list(t.Context(), reader, "shop")
+		secondPods <- got
+		secondErr <- err
+	}()
+	time.Sleep(50 * time.Millisecond)
+	giveUp()
+
+	g.Eventually(firstErr).WithTimeout(5 * time.Second).Should(Receive(MatchError(context.Canceled)))
+	g.Eventually(secondErr).WithTimeout(5 * time.Second).Should(Receive(BeNil()), "the list shared with the run that gave up")
+	g.Expect(<-secondPods).To(HaveLen(1))
+	g.Expect(reader.count("shop")).To(BeEquivalentTo(1), "one list for both")
 }

@@ -51,7 +51,7 @@ func (r *Reconciler) nodeOfSource(ctx context.Context, source *corev1.Persistent
 	if source == nil || !mountableOnOneNode(source) {
 		return "", nil
 	}
-	pods, err := r.namespacePods.list(ctx, r.APIReader, r.Clock, source.Namespace)
+	pods, err := r.namespacePods.list(ctx, r.APIReader, source.Namespace)
 	if err != nil {
 		return "", fmt.Errorf("claim %s: %w", source.Name, err)
 	}
