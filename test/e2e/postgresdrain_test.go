@@ -34,7 +34,7 @@ import (
 func TestPostgresClusterDrainAndOperatorCrash(t *testing.T) {
 	g := NewWithT(t)
 	env := startOwnEnvironment(t, devenv.EnvironmentOptions{
-		OperatorArgs: []string{"--all-namespaces", "--verbose"},
+		OperatorArgs: drainOperatorArgs,
 		Cluster:      localcluster.Options{Simulations: true, Nodes: 3, Logf: t.Logf},
 	})
 
@@ -170,13 +170,18 @@ func apiServerOutage(t *testing.T, env *environment, ns string, w *pgWriter) {
 	t.Logf("Healthy again %s after kube-apiserver was started again", time.Since(stopped.Add(30*time.Second)).Round(100*time.Millisecond))
 }
 
-// startOperatorAgain starts the drain test's operator again, as its
-// Deployment would once it was killed or exited.
+// drainOperatorArgs are the flags of the drain test's operator, each time
+// it is started.
+var drainOperatorArgs = []string{"--all-namespaces", "--verbose"}
+
+// startOperatorAgain starts the drain test's operator again, with the
+// flags it was first started with, as its Deployment would once it was
+// killed or exited.
 func startOperatorAgain(t *testing.T, env *environment) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	if _, err := env.StartOperator(ctx, "--all-namespaces", "--verbose"); err != nil {
+	if _, err := env.StartOperator(ctx, drainOperatorArgs...); err != nil {
 		t.Fatalf("start the operator again: %v", err)
 	}
 }
