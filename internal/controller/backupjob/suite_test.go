@@ -50,5 +50,6 @@ func newReconciler(now time.Time, snapshotsServed bool) (*backupjob.Reconciler, 
 		ServedOptionalAPIs: map[schema.GroupVersionResource]bool{backupjob.SnapshotAPI: snapshotsServed, backupjob.PostgresClusterAPI: true},
 	})
 	r.APIReader = k8sClient
+	backupjob.AgePodListsBy(r, clock)
 	return r, clock
 }
