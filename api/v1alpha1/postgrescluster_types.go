@@ -6,6 +6,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
+// PostgresBackupSecretName is the Secret of a PostgresCluster's backup
+// role (streaming_backup: replication only), whose username and password
+// a BackupJob's base backup Job streams with. The operator generates it
+// once; a person may change its password, which the primary then sets.
+func PostgresBackupSecretName(cluster string) string { return cluster + "-backup" }
+
 // Labels, annotations and finalizers of a PostgresCluster's objects that
 // people and tools read.
 const (
@@ -108,7 +114,7 @@ type PostgresInitDB struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
 	// +kubebuilder:validation:Pattern=`^[a-z_][a-z0-9_]*$`
-	// +kubebuilder:validation:XValidation:rule="!(self in ['postgres', 'streaming_replica']) && !self.startsWith('pg_')",message="owner cannot be postgres, streaming_replica or a pg_ role: the operator owns them"
+	// +kubebuilder:validation:XValidation:rule="!(self in ['postgres', 'streaming_replica', 'streaming_backup']) && !self.startsWith('pg_')",message="owner cannot be postgres, streaming_replica, streaming_backup or a pg_ role: the operator owns them"
 	Owner string `json:"owner,omitempty"`
 
 	// secretName names a Secret of the cluster's namespace, of type

@@ -73,6 +73,10 @@ type SetupOptions struct {
 	MaxConcurrentReconciles int
 	// ClusterDomain is the DNS domain of the cluster's Services.
 	ClusterDomain string
+	// OperatorImage is the image whose binary runs in the pods the
+	// operator makes for PostgreSQL (instance managers, base backups);
+	// empty is platform.DefaultImage.
+	OperatorImage string
 	// Clock is the time source of everything that schedules or stamps.
 	Clock clock.Clock
 	// ServedOptionalAPIs says, for each of the Descriptor's OptionalAPIs,

@@ -16,10 +16,11 @@ import (
 )
 
 // Main runs `platform-operator instance SUBCOMMAND`: run (the instance
-// manager) or install DEST. It returns the exit code.
+// manager), install DEST, or basebackup (a BackupJob run's copy of a
+// PostgresCluster). It returns the exit code.
 func Main(args []string, getenv func(string) string, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "usage: platform-operator instance run [flags] | install DEST")
+		fmt.Fprintln(stderr, "usage: platform-operator instance run [flags] | install DEST | basebackup [flags]")
 		return 2
 	}
 	switch args[0] {
@@ -58,7 +59,30 @@ func Main(args []string, getenv func(string) string, stderr io.Writer) int {
 			return 1
 		}
 		return 0
+	case "basebackup":
+		opts, err := ParseBaseBackupOptions(args[1:], getenv, stderr)
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		if err != nil {
+			fmt.Fprintln(stderr, "instance basebackup:", err)
+			return 2
+		}
+		zl, err := zap.NewProduction()
+		if err != nil {
+			fmt.Fprintln(stderr, "instance basebackup:", err)
+			return 1
+		}
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		if _, err := TakeBaseBackup(ctx, opts, zapr.NewLogger(zl)); err != nil {
+			// The container's last words are its termination message
+			// when it wrote none: the operator records them.
+			fmt.Fprintln(stderr, "instance basebackup:", err)
+			return 1
+		}
+		return 0
 	}
-	fmt.Fprintf(stderr, "unknown subcommand %q: run or install\n", args[0])
+	fmt.Fprintf(stderr, "unknown subcommand %q: run, install or basebackup\n", args[0])
 	return 2
 }

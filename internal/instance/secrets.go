@@ -44,6 +44,9 @@ func (r secretReader) read(ctx context.Context, name string) (credential, error)
 // Names of the cluster's Secrets, as the operator makes them.
 func superuserSecretOf(pg *v1alpha1.PostgresCluster) string   { return pg.Name + "-superuser" }
 func replicationSecretOf(pg *v1alpha1.PostgresCluster) string { return pg.Name + "-replication" }
+func backupSecretOf(pg *v1alpha1.PostgresCluster) string {
+	return v1alpha1.PostgresBackupSecretName(pg.Name)
+}
 func appSecretOf(pg *v1alpha1.PostgresCluster) string {
 	if pg.Status.Credentials.AppSecret != "" {
 		return pg.Status.Credentials.AppSecret
@@ -80,10 +83,16 @@ func (m *Manager) syncPasswords(ctx context.Context, pg *v1alpha1.PostgresCluste
 		return
 	}
 	ownerRole, _ := owner(pg)
-	for key, target := range map[string]struct{ secret, role string }{
-		appRoleKey:               {appSecretOf(pg), ownerRole},
-		postgres.SuperUser:       {superuserSecretOf(pg), postgres.SuperUser},
-		postgres.ReplicationUser: {replicationSecretOf(pg), postgres.ReplicationUser},
+	for key, target := range map[string]struct {
+		secret, role string
+		// replication: a replication role that is made when missing (the
+		// backup role of a cluster made before there was one).
+		replication bool
+	}{
+		appRoleKey:               {secret: appSecretOf(pg), role: ownerRole},
+		postgres.SuperUser:       {secret: superuserSecretOf(pg), role: postgres.SuperUser},
+		postgres.ReplicationUser: {secret: replicationSecretOf(pg), role: postgres.ReplicationUser},
+		postgres.BackupUser:      {secret: backupSecretOf(pg), role: postgres.BackupUser, replication: true},
 	} {
 		cred, err := m.secrets.read(ctx, target.secret)
 		if err != nil {
@@ -94,7 +103,11 @@ func (m *Manager) syncPasswords(ctx context.Context, pg *v1alpha1.PostgresCluste
 		if m.applied[key] == cred.version {
 			continue
 		}
-		if err := m.pg.SetPassword(ctx, target.role, cred.password); err != nil {
+		set := m.pg.SetPassword
+		if target.replication {
+			set = m.pg.EnsureReplicationRole
+		}
+		if err := set(ctx, target.role, cred.password); err != nil {
 			m.log.Error(err, "Password not set", "role", target.role)
 			continue
 		}

@@ -90,6 +90,7 @@ func newManager(ctx context.Context, config *rest.Config, opts Options, leaseNS 
 		err := d.Setup(ctx, mgr, controller.SetupOptions{
 			MaxConcurrentReconciles: opts.MaxConcurrentReconciles,
 			ClusterDomain:           opts.ClusterDomain,
+			OperatorImage:           opts.OperatorImage,
 			Clock:                   clock.RealClock{},
 			ServedOptionalAPIs:      p.servedOptional[d.Name],
 			PodSecurityVersion:      p.podSecurity,

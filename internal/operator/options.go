@@ -53,6 +53,7 @@ type Options struct {
 	// streams included (--kube-api-compression; off by default).
 	KubeAPICompression bool
 	ClusterDomain      string
+	OperatorImage      string
 
 	ShowVersion bool
 }
@@ -131,6 +132,7 @@ func ParseOptions(args []string, getenv func(string) string, usage io.Writer) (O
 	fs.IntVar(&opts.KubeAPIBurst, "kube-api-burst", 0, "requests allowed above --kube-api-qps in a burst, with a limit (default: twice --kube-api-qps)")
 	fs.BoolVar(&opts.KubeAPICompression, "kube-api-compression", false, "ask the API server to gzip its responses, watch streams included: less traffic for more CPU on both sides; worth it only over a slow link to the API server")
 	fs.StringVar(&opts.ClusterDomain, "cluster-domain", "cluster.local", "DNS domain of the cluster, for the in-cluster URLs in status.url")
+	fs.StringVar(&opts.OperatorImage, "postgres-instance-image", "", "image whose /platform-operator runs in the pods made for PostgresClusters: their instance managers and BackupJobs' base backups (default: $"+platform.ImageEnv+", which deploy/ sets to the operator's own image)")
 	// Each kind's own flags, checked once parsed.
 	var validators []func() error
 	for _, d := range registry {

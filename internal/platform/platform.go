@@ -4,7 +4,10 @@
 // their own names (Website, Tenant, BackupJob).
 package platform
 
-import "errors"
+import (
+	"errors"
+	"os"
+)
 
 const (
 	// Name is the operator's name: its binary, ServiceAccount, roles, field
@@ -35,3 +38,17 @@ const (
 // anything: the leader does the work, and the status and events are its to
 // write.
 var ErrNotLeader = errors.New("not the leader")
+
+// ImageEnv names the environment variable that holds the operator's own
+// image in its pod (deploy/base sets it from the image kustomize writes).
+const ImageEnv = "OPERATOR_IMAGE"
+
+// DefaultImage is the operator's own image, as its pod's environment says,
+// else the image of this version: the image whose binary runs in the pods
+// the operator makes (PostgreSQL instance managers, base backups).
+func DefaultImage() string {
+	if image := os.Getenv(ImageEnv); image != "" {
+		return image
+	}
+	return "example.com/" + Name + ":latest"
+}

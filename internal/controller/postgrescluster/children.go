@@ -93,6 +93,7 @@ func (r *Reconciler) ensureSecrets(ctx context.Context, pg *v1alpha1.PostgresClu
 	generated := []func(string) *corev1.Secret{
 		func(p string) *corev1.Secret { return desiredSuperuserSecret(pg, p) },
 		func(p string) *corev1.Secret { return desiredReplicationSecret(pg, p) },
+		func(p string) *corev1.Secret { return desiredBackupSecret(pg, p) },
 	}
 	if creds.appSecret == generatedAppSecret(pg) {
 		generated = append(generated, func(p string) *corev1.Secret { return DesiredAppSecret(pg, p, r.ClusterDomain) })

@@ -2,8 +2,6 @@ package postgrescluster
 
 import (
 	"context"
-	"flag"
-	"os"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -16,45 +14,21 @@ import (
 	"example.com/platform-operator/internal/children"
 	"example.com/platform-operator/internal/controller"
 	"example.com/platform-operator/internal/controller/kit"
-	"example.com/platform-operator/internal/platform"
 )
-
-// InstanceImageEnv names the environment variable that holds the
-// operator's own image in its pod (deploy/base sets it from the image
-// kustomize writes): the default of --postgres-instance-image.
-const InstanceImageEnv = "OPERATOR_IMAGE"
 
 // Descriptor is the PostgresCluster controller as the operator's registry
 // sees it.
 func Descriptor() controller.Descriptor {
-	var instanceImage string
 	return controller.Descriptor{
 		Name:         "postgrescluster",
 		Resource:     v1alpha1.GroupVersion.WithResource("postgresclusters"),
 		Subresources: []string{"status"},
 		AddToScheme:  v1alpha1.AddToScheme,
 		Cache:        CacheByObject,
-		Flags: func(fs *flag.FlagSet) func() error {
-			fs.StringVar(&instanceImage, "postgres-instance-image", "", "image whose /platform-operator the PostgresClusters' pods run as their instance manager (default: $"+InstanceImageEnv+", which deploy/ sets to the operator's own image)")
-			return nil
-		},
 		Setup: func(_ context.Context, mgr ctrl.Manager, opts controller.SetupOptions) error {
-			r := NewReconciler(mgr, mgr.GetClient(), opts)
-			if instanceImage != "" {
-				r.InstanceImage = instanceImage
-			}
-			return r.SetupWithManager(mgr, opts.MaxConcurrentReconciles)
+			return NewReconciler(mgr, mgr.GetClient(), opts).SetupWithManager(mgr, opts.MaxConcurrentReconciles)
 		},
 	}
-}
-
-// defaultInstanceImage is the operator's own image, as its pod's
-// environment says, else the image of this version.
-func defaultInstanceImage() string {
-	if image := os.Getenv(InstanceImageEnv); image != "" {
-		return image
-	}
-	return "example.com/" + platform.Name + ":latest"
 }
 
 // CacheByObject keeps of every type the controller watches only what the

@@ -37,7 +37,7 @@ func DesiredRole(pg *v1alpha1.PostgresCluster) *rbacv1ac.RoleApplyConfiguration 
 			rbacv1ac.PolicyRule().WithAPIGroups("").WithResources("pods").
 				WithResourceNames(pods...).WithVerbs("get", "list", "watch", "patch"),
 			rbacv1ac.PolicyRule().WithAPIGroups("").WithResources("secrets").
-				WithResourceNames(appSecret(pg), superuserSecret(pg), replicationSecret(pg)).WithVerbs("get", "list", "watch"),
+				WithResourceNames(appSecret(pg), superuserSecret(pg), replicationSecret(pg), backupSecret(pg)).WithVerbs("get", "list", "watch"),
 			rbacv1ac.PolicyRule().WithAPIGroups("coordination.k8s.io").WithResources("leases").
 				WithResourceNames(leaseName(pg)).WithVerbs("get", "list", "watch", "update"),
 		)

@@ -28,6 +28,7 @@ const (
 const (
 	superuserRole   = "postgres"
 	replicationRole = "streaming_replica"
+	backupRole      = "streaming_backup"
 )
 
 // passwordAlphabet is what generated passwords are made of: letters and
@@ -83,6 +84,12 @@ func desiredSuperuserSecret(pg *v1alpha1.PostgresCluster, password string) *core
 // instance managers read.
 func desiredReplicationSecret(pg *v1alpha1.PostgresCluster, password string) *corev1.Secret {
 	return credentialsSecret(pg, replicationSecret(pg), map[string]string{UsernameKey: replicationRole, PasswordKey: password})
+}
+
+// desiredBackupSecret is the backup role's Secret, which the base backup
+// Jobs of BackupJobs read.
+func desiredBackupSecret(pg *v1alpha1.PostgresCluster, password string) *corev1.Secret {
+	return credentialsSecret(pg, backupSecret(pg), map[string]string{UsernameKey: backupRole, PasswordKey: password})
 }
 
 func credentialsSecret(pg *v1alpha1.PostgresCluster, name string, data map[string]string) *corev1.Secret {

@@ -120,7 +120,7 @@ func TestInstanceRoleIsLimitedByName(t *testing.T) {
 		g.Expect(rule.ResourceNames).NotTo(BeEmpty(), "rule on %v", rule.Resources)
 		g.Expect(rule.Verbs).NotTo(ContainElements("create", "delete", "*"))
 	}
-	g.Expect(role.Rules[2].ResourceNames).To(ConsistOf("db-app", "db-superuser", "db-replication"))
+	g.Expect(role.Rules[2].ResourceNames).To(ConsistOf("db-app", "db-superuser", "db-replication", "db-backup"))
 }
 
 // CLUSTER-rw selects the pod labelled primary, CLUSTER-ro those labelled

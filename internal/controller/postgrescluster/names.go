@@ -21,6 +21,9 @@ func superuserSecret(pg *v1alpha1.PostgresCluster) string { return pg.Name + "-s
 func replicationSecret(pg *v1alpha1.PostgresCluster) string {
 	return pg.Name + "-replication"
 }
+func backupSecret(pg *v1alpha1.PostgresCluster) string {
+	return v1alpha1.PostgresBackupSecretName(pg.Name)
+}
 
 // appSecret is the Secret of the application owner's credentials: the
 // user's own when bootstrap.initdb.secretName names one.

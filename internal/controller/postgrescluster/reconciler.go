@@ -6,6 +6,7 @@
 package postgrescluster
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"time"
@@ -58,7 +59,7 @@ func NewReconciler(mgr ctrl.Manager, c client.Client, opts controller.SetupOptio
 	r := &Reconciler{
 		Base:               kit.NewBase(mgr, c, kind, opts.Clock),
 		ClusterDomain:      opts.ClusterDomain,
-		InstanceImage:      defaultInstanceImage(),
+		InstanceImage:      cmp.Or(opts.OperatorImage, platform.DefaultImage()),
 		PodSecurityVersion: opts.PodSecurityVersion,
 	}
 	r.loop = kit.NewLoop(&r.Base, r, func(pg *v1alpha1.PostgresCluster) *v1alpha1.PostgresClusterStatus { return &pg.Status },

@@ -124,12 +124,14 @@ func TestRenderHBA(t *testing.T) {
 		"no superuser access": {false, []string{
 			"local all all trust",
 			"host replication streaming_replica all scram-sha-256",
+			"host replication streaming_backup all scram-sha-256",
 			"host all postgres all reject",
 			"host all all all scram-sha-256",
 		}},
 		"superuser access": {true, []string{
 			"local all all trust",
 			"host replication streaming_replica all scram-sha-256",
+			"host replication streaming_backup all scram-sha-256",
 			"host all all all scram-sha-256",
 		}},
 	}

@@ -6,6 +6,12 @@ import "strings"
 // a primary with.
 const ReplicationUser = "streaming_replica"
 
+// BackupUser is the role base backups stream with: replication rights
+// only, and a password of its own, so that a backup's credentials give no
+// access to the data through SQL and can be changed without touching the
+// standbys'.
+const BackupUser = "streaming_backup"
+
 // SuperUser is the superuser role initdb makes and the instance manager
 // connects as over the socket.
 const SuperUser = "postgres"
@@ -14,8 +20,8 @@ const SuperUser = "postgres"
 //
 //   - the Unix socket is trusted: its directory is 0700 and owned by the
 //     instance's user, so only that user (the instance manager) reaches it;
-//   - replication, over the network, only as ReplicationUser, with a
-//     password;
+//   - replication, over the network, only as ReplicationUser or
+//     BackupUser, with a password;
 //   - the superuser cannot log in over the network unless superuserAccess;
 //   - everyone else logs in with a password.
 func RenderHBA(superuserAccess bool) string {
@@ -24,6 +30,7 @@ func RenderHBA(superuserAccess bool) string {
 		"# TYPE  DATABASE     USER               ADDRESS  METHOD",
 		"local   all          all                         trust",
 		"host    replication  " + ReplicationUser + "  all      scram-sha-256",
+		"host    replication  " + BackupUser + "   all      scram-sha-256",
 	}
 	if !superuserAccess {
 		lines = append(lines, "host    all          "+SuperUser+"           all      reject")

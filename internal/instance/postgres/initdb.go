@@ -39,7 +39,7 @@ func (o InitOptions) validate() error {
 	if o.Owner != "" && o.OwnerPassword == "" {
 		errs = append(errs, fmt.Errorf("owner %q has no password", o.Owner))
 	}
-	if o.Owner == SuperUser || o.Owner == ReplicationUser {
+	if o.Owner == SuperUser || o.Owner == ReplicationUser || o.Owner == BackupUser {
 		errs = append(errs, fmt.Errorf("owner %q is a role the operator reserves", o.Owner))
 	}
 	return errors.Join(errs...)

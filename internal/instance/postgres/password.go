@@ -14,6 +14,17 @@ import (
 // the password itself never reaches the server. Existing sessions keep
 // going; new logins need the new password.
 func (i *Instance) SetPassword(ctx context.Context, role, password string) error {
+	return i.setPassword(ctx, role, password, false)
+}
+
+// EnsureReplicationRole makes role, with the replication right, login and
+// password, when it is missing (a cluster made before the role was one the
+// operator keeps), else sets its password as SetPassword does.
+func (i *Instance) EnsureReplicationRole(ctx context.Context, role, password string) error {
+	return i.setPassword(ctx, role, password, true)
+}
+
+func (i *Instance) setPassword(ctx context.Context, role, password string, create bool) error {
 	if err := i.validate(); err != nil {
 		return err
 	}
@@ -25,9 +36,25 @@ func (i *Instance) SetPassword(ctx context.Context, role, password string) error
 		return fmt.Errorf("set the password of %s: %w", role, err)
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
+	var exists bool
 	var current *string
-	if err := conn.QueryRow(ctx, "SELECT rolpassword FROM pg_authid WHERE rolname = $1", role).Scan(&current); err != nil {
+	rows, err := conn.Query(ctx, "SELECT rolpassword FROM pg_authid WHERE rolname = $1", role)
+	if err != nil {
 		return fmt.Errorf("set the password of %s: %w", role, err)
+	}
+	for rows.Next() {
+		exists = true
+		if err := rows.Scan(&current); err != nil {
+			rows.Close()
+			return fmt.Errorf("set the password of %s: %w", role, err)
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("set the password of %s: %w", role, err)
+	}
+	if !exists && !create {
+		return fmt.Errorf("set the password of %s: no such role", role)
 	}
 	if current != nil && verifies(*current, password) {
 		// Already set: no write, which a primary without its synchronous
@@ -43,10 +70,14 @@ func (i *Instance) SetPassword(ctx context.Context, role, password string) error
 	if _, err := conn.Exec(ctx, "SET synchronous_commit TO local"); err != nil {
 		return fmt.Errorf("set the password of %s: %w", role, err)
 	}
-	if _, err := conn.Exec(ctx, fmt.Sprintf("ALTER ROLE %s WITH PASSWORD %s", quoteIdent(role), quoteLiteral(verifier))); err != nil {
+	statement, done := "ALTER ROLE %s WITH PASSWORD %s", "Set a role's password"
+	if !exists {
+		statement, done = "CREATE ROLE %s WITH REPLICATION LOGIN PASSWORD %s", "Made a replication role"
+	}
+	if _, err := conn.Exec(ctx, fmt.Sprintf(statement, quoteIdent(role), quoteLiteral(verifier))); err != nil {
 		return fmt.Errorf("set the password of %s: %w", role, err)
 	}
-	i.Log.Info("Set a role's password", "role", role)
+	i.Log.Info(done, "role", role)
 	return nil
 }
 

@@ -1,0 +1,107 @@
+package instance
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/go-logr/logr"
+
+	"example.com/platform-operator/internal/instance/postgres"
+)
+
+// `platform-operator instance basebackup` is the command of a BackupJob's
+// run of a PostgresCluster with a volume target: the run's Job streams a
+// base backup from an instance into the run's new claim, as the backup
+// role, and says where the backup starts in its termination message.
+
+// Defaults of the base backup command: where a run's Job mounts its claim,
+// and the path a container's termination message is read from.
+const (
+	DefaultBaseBackupDir  = "/backup/pgdata"
+	defaultTerminationLog = "/dev/termination-log"
+	// BackupPasswordEnv holds the backup role's password.
+	BackupPasswordEnv = "PGPASSWORD"
+)
+
+// BaseBackupOptions are the flags of `instance basebackup`, and the
+// password from the environment.
+type BaseBackupOptions struct {
+	Host, User     string
+	Port           int
+	Dir, Label     string
+	TerminationLog string
+	BinDir         string
+	Password       string
+}
+
+// BaseBackupResult is the termination message of a base backup's
+// container, which the operator records on the backup.
+type BaseBackupResult struct {
+	StartLSN    string `json:"startLSN"`
+	Timeline    int64  `json:"timeline"`
+	FromStandby bool   `json:"fromStandby"`
+}
+
+// ParseBaseBackupOptions reads the flags of `instance basebackup` and the
+// environment: the backup role's password in PGPASSWORD (a Secret's key
+// in the Job), so that it is never on a command line.
+func ParseBaseBackupOptions(args []string, getenv func(string) string, usage io.Writer) (BaseBackupOptions, error) {
+	opts := BaseBackupOptions{}
+	fs := flag.NewFlagSet("instance basebackup", flag.ContinueOnError)
+	fs.SetOutput(usage)
+	fs.StringVar(&opts.Host, "host", "", "the instance to copy (required)")
+	fs.IntVar(&opts.Port, "port", postgresPort, "its PostgreSQL port")
+	fs.StringVar(&opts.User, "user", postgres.BackupUser, "the role to stream as, with the replication right")
+	fs.StringVar(&opts.Dir, "dir", DefaultBaseBackupDir, "the data directory to make (absolute)")
+	fs.StringVar(&opts.Label, "label", "", "the backup's label (required)")
+	fs.StringVar(&opts.TerminationLog, "termination-log", defaultTerminationLog, "where to write the result for the operator; empty for nowhere")
+	if err := fs.Parse(args); err != nil {
+		return opts, err
+	}
+	opts.BinDir = envOr(getenv, "PG_BIN_DIR", "/usr/lib/postgresql/15/bin")
+	opts.Password = getenv(BackupPasswordEnv)
+	var problems []error
+	if opts.Host == "" {
+		problems = append(problems, errors.New("--host is required"))
+	}
+	if opts.Label == "" {
+		problems = append(problems, errors.New("--label is required"))
+	}
+	if !filepath.IsAbs(opts.Dir) {
+		problems = append(problems, fmt.Errorf("--dir %q is not an absolute path", opts.Dir))
+	}
+	if opts.Password == "" {
+		problems = append(problems, fmt.Errorf("%s is empty: the backup role's password comes from the environment", BackupPasswordEnv))
+	}
+	return opts, errors.Join(problems...)
+}
+
+// TakeBaseBackup takes the base backup opts say and writes its result to
+// the termination log.
+func TakeBaseBackup(ctx context.Context, opts BaseBackupOptions, log logr.Logger) (BaseBackupResult, error) {
+	backup := postgres.BaseBackup{
+		BinDir: opts.BinDir, Dir: opts.Dir, Label: opts.Label, Log: log,
+		Source: postgres.ConnInfo{Host: opts.Host, Port: opts.Port, User: opts.User, DBName: "postgres", Password: opts.Password},
+	}
+	label, err := backup.Take(ctx)
+	if err != nil {
+		return BaseBackupResult{}, err
+	}
+	result := BaseBackupResult{StartLSN: label.StartLSN.String(), Timeline: label.Timeline, FromStandby: label.FromStandby}
+	if opts.TerminationLog != "" {
+		data, err := json.Marshal(result)
+		if err != nil {
+			return result, fmt.Errorf("encode the result: %w", err)
+		}
+		if err := os.WriteFile(opts.TerminationLog, data, 0o644); err != nil {
+			return result, fmt.Errorf("write the result to %s: %w", opts.TerminationLog, err)
+		}
+	}
+	return result, nil
+}
