@@ -44,9 +44,9 @@ const (
 // BackupJobSpec is the desired state of a BackupJob: what to back up, when,
 // where the copies go, and how many of them to keep.
 //
-// +kubebuilder:validation:XValidation:rule="!has(self.target) || !has(self.target.volume) || has(self.jobTemplate)",message="jobTemplate is required with a volume target: its Job copies /source into /backup",fieldPath=".jobTemplate",reason=FieldValueRequired
+// +kubebuilder:validation:XValidation:rule="!has(self.target) || !has(self.target.volume) || has(self.jobTemplate) || has(self.source.postgresCluster)",message="jobTemplate is required with a volume target of a claim: its Job copies /source into /backup",fieldPath=".jobTemplate",reason=FieldValueRequired
+// +kubebuilder:validation:XValidation:rule="!has(self.source.postgresCluster) || !has(self.jobTemplate)",message="a postgresCluster source takes no jobTemplate: the operator's Job streams a base backup of the cluster",fieldPath=".jobTemplate",reason=FieldValueForbidden
 // +kubebuilder:validation:XValidation:rule="!has(self.target) || !has(self.target.snapshot) || !has(self.jobTemplate)",message="a snapshot target takes no jobTemplate: the snapshot is the copy",fieldPath=".jobTemplate",reason=FieldValueForbidden
-// +kubebuilder:validation:XValidation:rule="!has(self.source.postgresCluster) || (has(self.target) && has(self.target.snapshot))",message="spec.source.postgresCluster needs spec.target.snapshot (a cold snapshot of a fenced replica): a volume target is not supported yet with a PostgresCluster",fieldPath=".target",reason=FieldValueForbidden
 // +kubebuilder:validation:XValidation:rule="!has(self.verify) || !has(self.source.postgresCluster)",message="verify.jobTemplate checks a volume restored from the backup; with spec.source.postgresCluster it is not supported yet: restore into a new PostgresCluster (spec.bootstrap.fromBackup) to check a backup",fieldPath=".verify.jobTemplate",reason=FieldValueForbidden
 type BackupJobSpec struct {
 	// schedule says when runs start: five cron fields (minute, hour, day of
@@ -232,12 +232,16 @@ type BackupSource struct {
 	PersistentVolumeClaimName string `json:"persistentVolumeClaimName,omitempty"`
 
 	// postgresCluster names a PostgresCluster, in the BackupJob's
-	// namespace, to back up consistently: each run fences its most
-	// caught-up ready replica (its PostgreSQL stops cleanly; the primary
-	// and the other replicas go on serving), takes a VolumeSnapshot of that
-	// replica's claim once it reports a clean shutdown, and unfences it
-	// once the snapshot is ready, after which it catches up. One run at a
-	// time fences a cluster. It needs a snapshot target. Restore with a
+	// namespace, to back up consistently. With a volume target (the
+	// default) each run's Job streams a base backup (pg_basebackup, with
+	// its WAL, checked against its manifest) of the most caught-up ready
+	// replica, else of the primary, into the run's new claim, as the
+	// cluster's backup role (Secret CLUSTER-backup); nothing is stopped.
+	// With a snapshot target each run fences that replica (its PostgreSQL
+	// stops cleanly; the primary and the other replicas go on serving),
+	// takes a VolumeSnapshot of its claim once it reports a clean shutdown,
+	// and unfences it once the snapshot is ready, after which it catches
+	// up; one run at a time fences a cluster. Restore with a
 	// PostgresCluster's spec.bootstrap.fromBackup.
 	// +optional
 	// +kubebuilder:validation:MinLength=1
@@ -245,8 +249,9 @@ type BackupSource struct {
 	// +kubebuilder:validation:Pattern=`^[a-z]([-a-z0-9]*[a-z0-9])?$`
 	PostgresCluster string `json:"postgresCluster,omitempty"`
 
-	// allowPrimaryFencing lets a run fence the primary of a PostgresCluster
-	// of a single instance, which has no replica: writes stop while
+	// allowPrimaryFencing lets a snapshot run fence the primary of a
+	// PostgresCluster of a single instance, which has no replica (a base
+	// backup, the volume target, needs no fence): writes stop while
 	// PostgreSQL is stopped and the snapshot is cut. Without it such a run
 	// is refused and the cluster is not touched. A cluster with replicas
 	// never has its primary fenced: its runs wait for a ready replica.

@@ -151,6 +151,10 @@ spec:
   verify:
     jobTemplate: {spec: {template: {spec: {containers: [{name: check, image: busybox}]}}}}`},
 		{"timeZone Etc/GMT+5", backupJobWith("timeZone: Etc/GMT+5")},
+		{"a PostgresCluster's base backups: the default volume target, no jobTemplate", `
+spec:
+  schedule: "@daily"
+  source: {postgresCluster: db}`},
 		{"labels and annotations of the user's", strings.Replace(strings.Replace(minimalBackupJob,
 			"  jobTemplate:\n", "  jobTemplate:\n    metadata: {labels: {app.kubernetes.io/name: backup, team: a}, annotations: {owner: team-a}}\n", 1),
 			"      template:\n", "      template:\n        metadata: {labels: {app.kubernetes.io/instance: shop}, annotations: {simulation.example.com/fail: \"true\"}}\n", 1)},
@@ -241,6 +245,8 @@ spec:
   schedule: "@daily"
   source: {persistentVolumeClaimName: data}`, "spec.jobTemplate: Required value: jobTemplate is required with a volume target"},
 		{"a jobTemplate for a snapshot", backupJobWith("target: {snapshot: {}}"), "spec.jobTemplate: Forbidden: a snapshot target takes no jobTemplate"},
+		{"a jobTemplate for a PostgresCluster", strings.Replace(minimalBackupJob, "persistentVolumeClaimName: data", "postgresCluster: db", 1),
+			"spec.jobTemplate: Forbidden: a postgresCluster source takes no jobTemplate"},
 		{"jobTemplate without a pod", strings.SplitAfter(minimalBackupJob, "jobTemplate:")[0] + " {metadata: {labels: {a: b}}}\n", "spec.jobTemplate: Required value: jobTemplate.spec.template.spec is required"},
 		{"hostNetwork", backupJobWithPod("hostNetwork: true"), pod + "hostNetwork"},
 		{"hostPID", backupJobWithPod("hostPID: true"), pod + "hostPID"},

@@ -127,7 +127,7 @@ func TestASharedListOutlivesTheCallerThatStartedIt(t *testing.T) {
 	giveUp()
 
 	g.Eventually(firstErr).WithTimeout(5 * time.Second).Should(Receive(MatchError(context.Canceled)))
-	g.Eventually(secondErr).WithTimeout(5 * time.Second).Should(Receive(BeNil()), "the list shared with the run that gave up")
+	g.Eventually(secondErr).WithTimeout(5*time.Second).Should(Receive(BeNil()), "the list shared with the run that gave up")
 	g.Expect(<-secondPods).To(HaveLen(1))
 	g.Expect(reader.count("shop")).To(BeEquivalentTo(1), "one list for both")
 }

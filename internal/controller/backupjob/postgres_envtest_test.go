@@ -59,9 +59,21 @@ func newPostgresFixture(t *testing.T, instances int32, allowPrimary bool) *pgFix
 	if !testing.Short() {
 		serveSnapshots(t)
 	}
-	f := newFixture(t, true, func(bj *v1alpha1.BackupJob) {
+	return newPostgresFixtureWith(t, instances, allowPrimary, &v1alpha1.BackupTarget{Snapshot: &v1alpha1.BackupSnapshotTarget{}})
+}
+
+// newBaseBackupFixture is a fixture whose BackupJob backs up the
+// PostgresCluster db with a volume target: base backups.
+func newBaseBackupFixture(t *testing.T, instances int32) *pgFixture {
+	t.Helper()
+	return newPostgresFixtureWith(t, instances, false, &v1alpha1.BackupTarget{Volume: &v1alpha1.BackupVolumeTarget{}})
+}
+
+func newPostgresFixtureWith(t *testing.T, instances int32, allowPrimary bool, target *v1alpha1.BackupTarget) *pgFixture {
+	t.Helper()
+	f := newFixture(t, target.Snapshot != nil, func(bj *v1alpha1.BackupJob) {
 		bj.Spec.Source = v1alpha1.BackupSource{PostgresCluster: "db", AllowPrimaryFencing: allowPrimary}
-		bj.Spec.Target = &v1alpha1.BackupTarget{Snapshot: &v1alpha1.BackupSnapshotTarget{}}
+		bj.Spec.Target = target
 		bj.Spec.JobTemplate = nil
 		bj.Spec.Schedule = "0 0 1 1 *" // in effect, runs by runNow only
 	})
@@ -232,4 +244,50 @@ func TestPostgresClaimAsSourceRefused(t *testing.T) {
 	degraded := f.condition(v1alpha1.BackupJobDegradedCondition)
 	f.g.Expect(degraded.Reason).To(Equal(v1alpha1.BackupJobSourceIsPostgresClusterReason))
 	f.g.Expect(degraded.Message).To(ContainSubstring("spec.source.postgresCluster"))
+}
+
+// A base backup run fences nothing: it makes the run's claim, annotated
+// with the replica it copies (the one with the most WAL), and a Job that
+// streams from that replica's stable name with the backup role's Secret;
+// the Job's success is the backup's. A single-instance cluster is copied
+// from its primary, without allowPrimaryFencing; with no ready instance
+// the run waits and says why.
+func TestPostgresBaseBackupRun(t *testing.T) {
+	p := newBaseBackupFixture(t, 3)
+	before := p.cluster().ResourceVersion
+	p.runNow("first")
+	p.at(time.Second)
+	run := p.runName(time.Second)
+
+	p.g.Expect(p.cluster().ResourceVersion).To(Equal(before), "no fence: the PostgresCluster is not written")
+	claim, ok := p.claims()[run]
+	p.g.Expect(ok).To(BeTrue(), "the run's claim")
+	p.g.Expect(claim.Annotations).To(And(HaveKeyWithValue(v1alpha1.BackupSourceClusterAnnotation, "db"),
+		HaveKeyWithValue(v1alpha1.BackupSourceInstanceAnnotation, "db-3"), HaveKeyWithValue(v1alpha1.BackupTimelineAnnotation, "1")))
+	jobs := p.jobs()
+	p.g.Expect(jobs).To(HaveLen(1))
+	c := jobs[0].Spec.Template.Spec.Containers[0]
+	p.g.Expect(c.Command).To(ContainElements("basebackup", "db-3.db."+p.ns+".svc.cluster.local"))
+	p.g.Expect(c.Env).To(ContainElement(HaveField("ValueFrom.SecretKeyRef.Name", "db-backup")))
+
+	p.finishJob(run, true)
+	p.at(2 * time.Second)
+	p.g.Expect(p.claims()[run].Labels).To(HaveKeyWithValue(v1alpha1.BackupResultLabel, "Succeeded"), "what a restore selects")
+	p.g.Expect(p.condition(v1alpha1.BackupJobLastRunSucceededCondition).Status).To(Equal(metav1.ConditionTrue))
+
+	single := newBaseBackupFixture(t, 1)
+	single.runNow("first")
+	single.at(time.Second)
+	p.g.Expect(single.claims()[single.runName(time.Second)].Annotations).To(HaveKeyWithValue(v1alpha1.BackupSourceInstanceAnnotation, "db-1"),
+		"a base backup of the primary stops no write: no allowPrimaryFencing needed")
+
+	waiting := newBaseBackupFixture(t, 2)
+	waiting.setInstances(v1alpha1.PostgresInstanceStatus{Name: "db-1", Role: v1alpha1.PostgresPrimaryRole}, v1alpha1.PostgresInstanceStatus{Name: "db-2"})
+	waiting.runNow("first")
+	waiting.at(time.Second)
+	p.g.Expect(waiting.claims()).To(BeEmpty())
+	p.g.Expect(waiting.jobs()).To(BeEmpty())
+	ready := waiting.condition(v1alpha1.BackupJobReadyCondition)
+	p.g.Expect(ready.Reason).To(Equal(v1alpha1.BackupJobNoReadyReplicaReason))
+	p.g.Expect(ready.Message).To(ContainSubstring("ready to stream a base backup"))
 }

@@ -1,6 +1,7 @@
 package backupjob
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"time"
@@ -48,6 +49,10 @@ type Reconciler struct {
 	// deletionPolicy Delete waits for its backups to go (default 1 min).
 	DeletionGracePeriod time.Duration
 
+	// baseBackup is what base backup Jobs need: the operator's image and
+	// the cluster's DNS domain.
+	baseBackup baseBackupOptions
+
 	// namespacePods is where copy Jobs' sources are mounted, shared by the
 	// runs that start together.
 	namespacePods namespacePods
@@ -65,6 +70,7 @@ func NewReconciler(mgr ctrl.Manager, c client.Client, opts controller.SetupOptio
 		PodSecurityVersion:     opts.PodSecurityVersion,
 		RecheckInterval:        defaultRecheckInterval,
 		DeletionGracePeriod:    defaultDeletionGracePeriod,
+		baseBackup:             baseBackupOptions{operatorImage: cmp.Or(opts.OperatorImage, platform.DefaultImage()), clusterDomain: opts.ClusterDomain},
 	}
 	r.loop = r.newLoop()
 	return r

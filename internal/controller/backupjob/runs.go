@@ -234,8 +234,11 @@ func (r *Reconciler) startRun(ctx context.Context, bj *v1alpha1.BackupJob, obs *
 		}
 	}
 
-	if bj.Spec.Source.PostgresCluster != "" {
+	switch {
+	case bj.Spec.Source.PostgresCluster != "" && snapshot:
 		return r.startPostgresRun(ctx, bj, obs, run, now, out)
+	case bj.Spec.Source.PostgresCluster != "":
+		return r.startBaseBackupRun(ctx, bj, obs, run, out)
 	}
 	if snapshot {
 		snap := &snapshotv1.VolumeSnapshot{}
@@ -273,17 +276,9 @@ func (r *Reconciler) startRun(ctx context.Context, bj *v1alpha1.BackupJob, obs *
 // ensureRunJob creates the Job of a run whose backup claim exists, and
 // marks the claim with the Job's UID (JobStartedAnnotation).
 func (r *Reconciler) ensureRunJob(ctx context.Context, bj *v1alpha1.BackupJob, obs *observation, run run, out *outcome) startOutcome {
-	desired := desiredRunJob(bj, run)
-	if r.refuseTemplate(bj, jobTemplatePath, bj.Spec.JobTemplate, desired, out) {
-		return runFailed
-	}
-	node, err := r.nodeOfSource(ctx, obs.source)
-	if err != nil {
-		out.add(err, false)
-		return runFailed
-	}
-	if node != "" {
-		pinToNode(&desired.Spec.Template.Spec, node)
+	desired, o := r.desiredJobOfRun(ctx, bj, obs, run, out)
+	if o != runStarted {
+		return o
 	}
 	job := &batchv1.Job{}
 	res := r.Children.Ensure(ctx, bj, children.Typed(desired), job, children.WithoutCreateEvent())
@@ -299,6 +294,34 @@ func (r *Reconciler) ensureRunJob(ctx context.Context, bj *v1alpha1.BackupJob, o
 		}
 	}
 	return runStarted
+}
+
+// desiredJobOfRun is the Job of a run with a volume target: a base backup
+// of the instance its claim names for a PostgresCluster source, else the
+// user's template, on the node where its source is mounted.
+func (r *Reconciler) desiredJobOfRun(ctx context.Context, bj *v1alpha1.BackupJob, obs *observation, run run, out *outcome) (*batchv1.Job, startOutcome) {
+	if bj.Spec.Source.PostgresCluster != "" {
+		b := obs.backupNamed(run.name)
+		if obs.cluster == nil || b == nil {
+			out.add(fmt.Errorf("run %s: no PostgresCluster %s or no backup claim to make its Job for", run.name, bj.Spec.Source.PostgresCluster), false)
+			return nil, runFailed
+		}
+		source := b.object.GetAnnotations()[v1alpha1.BackupSourceInstanceAnnotation]
+		return desiredBaseBackupJob(bj, run, obs.cluster, source, r.baseBackup), runStarted
+	}
+	desired := desiredRunJob(bj, run)
+	if r.refuseTemplate(bj, jobTemplatePath, bj.Spec.JobTemplate, desired, out) {
+		return nil, runFailed
+	}
+	node, err := r.nodeOfSource(ctx, obs.source)
+	if err != nil {
+		out.add(err, false)
+		return nil, runFailed
+	}
+	if node != "" {
+		pinToNode(&desired.Spec.Template.Spec, node)
+	}
+	return desired, runStarted
 }
 
 // markJobStarted writes the UID of job, the run's Job, on its backup claim.

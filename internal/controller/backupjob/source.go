@@ -21,7 +21,7 @@ func (o *observation) sourceProblem(bj *v1alpha1.BackupJob, postgresServed bool)
 		return &cause{reason: v1alpha1.BackupJobSourceNotFoundReason,
 			message: fmt.Sprintf("spec.source.postgresCluster: PostgresCluster %s not found in namespace %s; runs are skipped and counted as missed until it exists",
 				src.PostgresCluster, bj.Namespace)}
-	case src.PostgresCluster != "" && o.cluster.Spec.Instances <= 1 && !src.AllowPrimaryFencing:
+	case src.PostgresCluster != "" && snapshotTarget(bj) != nil && o.cluster.Spec.Instances <= 1 && !src.AllowPrimaryFencing:
 		return &cause{reason: v1alpha1.BackupJobPrimaryFencingRefusedReason,
 			message: fmt.Sprintf("PostgresCluster %s has a single instance, its primary: a cold snapshot would stop its writes while it is taken. "+
 				"Add a replica (spec.instances: 2 or more), or set spec.source.allowPrimaryFencing: true to accept that; runs are skipped and the cluster is not touched",
@@ -35,7 +35,7 @@ func (o *observation) sourceProblem(bj *v1alpha1.BackupJob, postgresServed bool)
 	case o.source.Labels[v1alpha1.PostgresClusterLabel] != "":
 		return &cause{reason: v1alpha1.BackupJobSourceIsPostgresClusterReason,
 			message: fmt.Sprintf("spec.source.persistentVolumeClaimName: claim %s holds the data of PostgresCluster %s: a copy of a running database's files is not a backup. "+
-				"Set spec.source.postgresCluster: %s (with a snapshot target) instead; runs are skipped",
+				"Set spec.source.postgresCluster: %s instead (a base backup, or a cold snapshot of a fenced replica); runs are skipped",
 				src.PersistentVolumeClaimName, o.source.Labels[v1alpha1.PostgresClusterLabel], o.source.Labels[v1alpha1.PostgresClusterLabel])}
 	case snapshotTarget(bj) == nil && slices.Contains(o.source.Spec.AccessModes, corev1.ReadWriteOncePod):
 		return &cause{reason: v1alpha1.BackupJobSourceNotMountableReason,

@@ -15,6 +15,9 @@ func TestSourceProblem(t *testing.T) {
 	bj := testBackupJob()
 	pgSource := bj.DeepCopy()
 	pgSource.Spec.Source = v1alpha1.BackupSource{PostgresCluster: "db"}
+	pgSource.Spec.Target = &v1alpha1.BackupTarget{Snapshot: &v1alpha1.BackupSnapshotTarget{}}
+	pgBaseBackup := pgSource.DeepCopy()
+	pgBaseBackup.Spec.Target = &v1alpha1.BackupTarget{Volume: &v1alpha1.BackupVolumeTarget{}}
 	allowed := pgSource.DeepCopy()
 	allowed.Spec.Source.AllowPrimaryFencing = true
 	rwop := &corev1.PersistentVolumeClaim{Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOncePod}}}
@@ -38,6 +41,7 @@ func TestSourceProblem(t *testing.T) {
 		{name: "a cluster with replicas", bj: pgSource, obs: observation{cluster: testCluster(3)}, served: true},
 		{name: "a single instance", bj: pgSource, obs: observation{cluster: testCluster(1)}, served: true, wantReason: v1alpha1.BackupJobPrimaryFencingRefusedReason},
 		{name: "a single instance, allowed", bj: allowed, obs: observation{cluster: testCluster(1)}, served: true},
+		{name: "a single instance, base backups (nothing fenced)", bj: pgBaseBackup, obs: observation{cluster: testCluster(1)}, served: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -47,6 +47,7 @@ func newReconciler(now time.Time, snapshotsServed bool) (*backupjob.Reconciler, 
 	clock := clocktesting.NewFakeClock(now)
 	r := backupjob.NewReconciler(mgr, k8sClient, controller.SetupOptions{
 		Clock:              clock,
+		ClusterDomain:      "cluster.local",
 		ServedOptionalAPIs: map[schema.GroupVersionResource]bool{backupjob.SnapshotAPI: snapshotsServed, backupjob.PostgresClusterAPI: true},
 	})
 	r.APIReader = k8sClient

@@ -1,0 +1,201 @@
+package backupjob
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"example.com/platform-operator/api/v1alpha1"
+	"example.com/platform-operator/internal/children"
+	"example.com/platform-operator/internal/instance"
+)
+
+// A run of a PostgresCluster source with a volume target is a base
+// backup: a Job streams a copy of one ready instance (the most caught-up
+// replica, else the primary) with pg_basebackup, as the cluster's backup
+// role (replication only), into the run's new claim, with the WAL that
+// makes the copy consistent, and checks it against its manifest. Nothing
+// is fenced: writes go on and every replica stays a failover candidate.
+// The claim's data directory (pgdata) is what a PostgresCluster restored
+// from it (spec.bootstrap.fromBackup) starts from. The run's result is its
+// Job's, recorded as for any copy Job.
+
+// The base backup Job shares the layout of the PostgresCluster's pods: the
+// PostgreSQL image runs the operator's binary, which an init container
+// copies from the operator's image, as the postgres user of the official
+// images.
+const (
+	baseBackupContainer = "pg-basebackup"
+	toolsVolume         = "tools"
+	toolsDir            = "/controller"
+	toolsBinary         = toolsDir + "/manager"
+	postgresUID         = int64(999)
+	postgresBinDir      = "/usr/lib/postgresql/15/bin"
+	// baseBackupRetries is how often a failed copy is tried again: the
+	// copy restarts from nothing each time (a good copy already made is
+	// kept), so a lost connection costs one more attempt, not the run.
+	baseBackupRetries = 2
+)
+
+// baseBackupOptions are what a base backup Job needs besides the
+// BackupJob and the cluster.
+type baseBackupOptions struct {
+	operatorImage, clusterDomain string
+}
+
+// chooseBaseBackupSource is the instance of pg that a base backup copies,
+// or why the run waits: the most caught-up ready replica (as for a fence),
+// else the ready primary, whose copy costs it reads, not writes.
+func chooseBaseBackupSource(pg *v1alpha1.PostgresCluster) (string, *cause) {
+	var replicas []v1alpha1.PostgresInstanceStatus
+	primary := ""
+	for _, i := range pg.Status.Instances {
+		switch {
+		case !i.Ready || i.Fenced:
+		case i.Name == pg.Status.CurrentPrimary && i.Role == v1alpha1.PostgresPrimaryRole:
+			primary = i.Name
+		case i.Role == v1alpha1.PostgresReplicaRole && i.Name != pg.Status.TargetPrimary && ordinal(pg.Name, i.Name) <= int(pg.Spec.Instances):
+			replicas = append(replicas, i)
+		}
+	}
+	if len(replicas) > 0 {
+		slices.SortFunc(replicas, func(x, y v1alpha1.PostgresInstanceStatus) int {
+			return cmp.Or(cmp.Compare(parseLSN(y.ReceivedLSN), parseLSN(x.ReceivedLSN)),
+				cmp.Compare(parseLSN(y.ReplayedLSN), parseLSN(x.ReplayedLSN)), cmp.Compare(x.Name, y.Name))
+		})
+		return replicas[0].Name, nil
+	}
+	if primary != "" {
+		return primary, nil
+	}
+	return "", &cause{reason: v1alpha1.BackupJobNoReadyReplicaReason,
+		message: fmt.Sprintf("No instance of PostgresCluster %s is ready to stream a base backup from: the run waits", pg.Name)}
+}
+
+// startBaseBackupRun starts a base backup run: its claim, annotated with
+// the instance it copies, then its Job.
+func (r *Reconciler) startBaseBackupRun(ctx context.Context, bj *v1alpha1.BackupJob, obs *observation, rn run, out *outcome) startOutcome {
+	source, wait := chooseBaseBackupSource(obs.cluster)
+	if wait != nil {
+		obs.waiting = wait
+		return runWaiting
+	}
+	claim := &corev1.PersistentVolumeClaim{}
+	desired := desiredBaseBackupClaim(bj, rn, obs.cluster, instanceOf(obs.cluster, source))
+	res := r.Children.Ensure(ctx, bj, children.Typed(desired), claim, children.OwnedBy(isRunOf(bj, rn.name)), children.WithoutCreateEvent())
+	if o := r.judgeCreate(res, out); o != runStarted {
+		return o
+	}
+	obs.backups = append(obs.backups, claimBackup(claim))
+	sortBackups(obs.backups)
+	if o := r.ensureRunJob(ctx, bj, obs, rn, out); o != runStarted {
+		return o
+	}
+	r.Recorder.Eventf(bj, nil, corev1.EventTypeNormal, "RunStarted", "Run",
+		"Run %s started (scheduled for %s): Job %s streams a base backup of instance %s of PostgresCluster %s into the new claim %s",
+		rn.name, stamp(rn.scheduled), rn.name, source, obs.cluster.Name, rn.name)
+	return runStarted
+}
+
+// desiredBaseBackupClaim is the claim of a base backup run: the size of
+// spec.target.volume, else the cluster's storage size, in the target's
+// storage class, else the cluster's (a restore clones the claim, which
+// needs the class of the cluster it makes), annotated with the cluster,
+// the instance copied and its timeline.
+func desiredBaseBackupClaim(bj *v1alpha1.BackupJob, rn run, pg *v1alpha1.PostgresCluster, source *v1alpha1.PostgresInstanceStatus) *corev1.PersistentVolumeClaim {
+	target := volumeTarget(bj)
+	size := pg.Spec.Storage.Size
+	if target.Size != nil {
+		size = *target.Size
+	}
+	annotations := backupAnnotations(bj, rn)
+	annotations[v1alpha1.BackupSourceClusterAnnotation] = pg.Name
+	annotations[v1alpha1.BackupSourceInstanceAnnotation] = source.Name
+	if source.Timeline > 0 {
+		annotations[v1alpha1.BackupTimelineAnnotation] = strconv.FormatInt(source.Timeline, 10)
+	}
+	claim := &corev1.PersistentVolumeClaim{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolumeClaim"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name: rn.name, Namespace: bj.Namespace, Labels: runLabels(bj.Name, rn.name), Annotations: annotations,
+		},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: size}},
+			StorageClassName: pg.Spec.Storage.StorageClassName,
+		},
+	}
+	if target.StorageClassName != "" {
+		claim.Spec.StorageClassName = ptr.To(target.StorageClassName)
+	}
+	return claim
+}
+
+// desiredBaseBackupJob is the Job of a base backup run: `instance
+// basebackup` from the instance named on the run's claim, through its
+// stable DNS name under the cluster's headless Service, into /backup/pgdata
+// of the run's claim, with the backup role's password from its Secret.
+func desiredBaseBackupJob(bj *v1alpha1.BackupJob, rn run, pg *v1alpha1.PostgresCluster, source string, opts baseBackupOptions) *batchv1.Job {
+	host := fmt.Sprintf("%s.%s.%s.svc.%s", source, pg.Name, pg.Namespace, opts.clusterDomain)
+	restricted := func() *corev1.SecurityContext {
+		return &corev1.SecurityContext{
+			AllowPrivilegeEscalation: ptr.To(false),
+			ReadOnlyRootFilesystem:   ptr.To(true),
+			RunAsNonRoot:             ptr.To(true),
+			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		}
+	}
+	template := &v1alpha1.BackupJobTemplate{Spec: batchv1.JobSpec{
+		BackoffLimit: ptr.To[int32](baseBackupRetries),
+		Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+			SecurityContext: &corev1.PodSecurityContext{
+				RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To(postgresUID), RunAsGroup: ptr.To(postgresUID), FSGroup: ptr.To(postgresUID),
+				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+			},
+			EnableServiceLinks: ptr.To(false),
+			InitContainers: []corev1.Container{{
+				Name:            "install",
+				Image:           opts.operatorImage,
+				Command:         []string{"/platform-operator", "instance", "install", toolsBinary},
+				SecurityContext: restricted(),
+				VolumeMounts:    []corev1.VolumeMount{{Name: toolsVolume, MountPath: toolsDir}},
+				Resources: corev1.ResourceRequirements{
+					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("32Mi")},
+					Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi")},
+				},
+			}},
+			Containers: []corev1.Container{{
+				Name:  baseBackupContainer,
+				Image: pg.Spec.Image,
+				Command: []string{toolsBinary, "instance", "basebackup",
+					"--host", host, "--label", rn.name, "--dir", instance.DefaultBaseBackupDir},
+				Env: []corev1.EnvVar{
+					{Name: "PG_BIN_DIR", Value: postgresBinDir},
+					{Name: instance.BackupPasswordEnv, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+						LocalObjectReference: corev1.LocalObjectReference{Name: v1alpha1.PostgresBackupSecretName(pg.Name)},
+						Key:                  corev1.BasicAuthPasswordKey,
+					}}},
+				},
+				// Its result, or the end of its log when it failed
+				// before writing one, is what the operator records.
+				TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+				SecurityContext:          restricted(),
+				VolumeMounts:             []corev1.VolumeMount{{Name: toolsVolume, MountPath: toolsDir}},
+			}},
+			Volumes: []corev1.Volume{{Name: toolsVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
+		}},
+	}}
+	job := jobFromTemplate(bj, template, rn.name, runLabels(bj.Name, rn.name),
+		[]corev1.Volume{claimVolume(backupVolume, rn.name, false)},
+		[]corev1.VolumeMount{{Name: backupVolume, MountPath: BackupPath}})
+	job.Annotations = mergeMaps(job.Annotations, runAnnotations(rn))
+	return job
+}

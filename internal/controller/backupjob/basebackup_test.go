@@ -1,0 +1,99 @@
+package backupjob
+
+import (
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"example.com/platform-operator/api/v1alpha1"
+	"example.com/platform-operator/internal/instance"
+	"example.com/platform-operator/internal/podsecurity"
+)
+
+func TestChooseBaseBackupSource(t *testing.T) {
+	primary := v1alpha1.PostgresInstanceStatus{Name: "db-1", Role: v1alpha1.PostgresPrimaryRole, Ready: true, ReceivedLSN: "0/9000000"}
+	replica := func(name, received string) v1alpha1.PostgresInstanceStatus {
+		return v1alpha1.PostgresInstanceStatus{Name: name, Role: v1alpha1.PostgresReplicaRole, Ready: true, ReceivedLSN: received}
+	}
+	tests := map[string]struct {
+		instances int32
+		members   []v1alpha1.PostgresInstanceStatus
+		want      string
+	}{
+		"the replica with the most WAL":   {3, []v1alpha1.PostgresInstanceStatus{primary, replica("db-2", "0/7000000"), replica("db-3", "0/8000000")}, "db-3"},
+		"a fenced replica is not one":     {3, []v1alpha1.PostgresInstanceStatus{primary, replica("db-2", "0/7000000"), {Name: "db-3", Role: v1alpha1.PostgresReplicaRole, Ready: true, Fenced: true, ReceivedLSN: "0/8000000"}}, "db-2"},
+		"a replica being removed is not":  {2, []v1alpha1.PostgresInstanceStatus{primary, replica("db-2", "0/7000000"), replica("db-3", "0/8000000")}, "db-2"},
+		"no ready replica: the primary":   {3, []v1alpha1.PostgresInstanceStatus{primary, {Name: "db-2", Role: v1alpha1.PostgresReplicaRole}}, "db-1"},
+		"a single instance: its primary":  {1, []v1alpha1.PostgresInstanceStatus{primary}, "db-1"},
+		"nothing ready: the run waits":    {2, []v1alpha1.PostgresInstanceStatus{{Name: "db-1", Role: v1alpha1.PostgresPrimaryRole}, {Name: "db-2", Role: v1alpha1.PostgresReplicaRole}}, ""},
+		"a primary not yet routed: waits": {1, []v1alpha1.PostgresInstanceStatus{{Name: "db-1", Ready: true}}, ""},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			pg := &v1alpha1.PostgresCluster{ObjectMeta: metav1.ObjectMeta{Name: "db"}, Spec: v1alpha1.PostgresClusterSpec{Instances: tc.instances},
+				Status: v1alpha1.PostgresClusterStatus{CurrentPrimary: "db-1", TargetPrimary: "db-1", Instances: tc.members}}
+			got, wait := chooseBaseBackupSource(pg)
+			g.Expect(got).To(Equal(tc.want))
+			if tc.want == "" {
+				g.Expect(wait).NotTo(BeNil())
+				g.Expect(wait.reason).To(Equal(v1alpha1.BackupJobNoReadyReplicaReason))
+			}
+		})
+	}
+}
+
+// The base backup Job runs the command `instance basebackup` parses, as the
+// postgres user, with the backup role's password from its Secret, into the
+// run's claim only, and meets the restricted Pod Security Standard.
+func TestDesiredBaseBackupJob(t *testing.T) {
+	g := NewWithT(t)
+	bj := &v1alpha1.BackupJob{ObjectMeta: metav1.ObjectMeta{Name: "nightly", Namespace: "shop", UID: "u1"}}
+	pg := &v1alpha1.PostgresCluster{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "shop"},
+		Spec: v1alpha1.PostgresClusterSpec{Image: "postgres:15", Storage: v1alpha1.PostgresStorage{Size: resource.MustParse("5Gi"), StorageClassName: ptr.To("fast")}}}
+	rn := newRun("nightly", time.Date(2026, 12, 3, 1, 0, 0, 0, time.UTC), "")
+	job := desiredBaseBackupJob(bj, rn, pg, "db-2", baseBackupOptions{operatorImage: "example.com/platform-operator:v2", clusterDomain: "cluster.local"})
+
+	pod := job.Spec.Template.Spec
+	g.Expect(pod.Containers).To(HaveLen(1))
+	c := pod.Containers[0]
+	g.Expect(c.Image).To(Equal("postgres:15"))
+	g.Expect(c.Command[:3]).To(Equal([]string{toolsBinary, "instance", "basebackup"}))
+	opts, err := instance.ParseBaseBackupOptions(c.Command[3:], func(k string) string {
+		if k == instance.BackupPasswordEnv {
+			return "from the Secret"
+		}
+		return ""
+	}, nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(opts.Host).To(Equal("db-2.db.shop.svc.cluster.local"))
+	g.Expect(opts.Dir).To(Equal("/backup/pgdata"))
+	g.Expect(opts.Label).To(Equal(rn.name))
+	g.Expect(c.Env).To(ContainElement(corev1.EnvVar{Name: instance.BackupPasswordEnv, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+		LocalObjectReference: corev1.LocalObjectReference{Name: "db-backup"}, Key: "password"}}}))
+	g.Expect(pod.InitContainers[0].Image).To(Equal("example.com/platform-operator:v2"))
+	g.Expect(*pod.SecurityContext.RunAsUser).To(Equal(postgresUID))
+	var claims []string
+	for _, v := range pod.Volumes {
+		if v.PersistentVolumeClaim != nil {
+			claims = append(claims, v.PersistentVolumeClaim.ClaimName)
+			g.Expect(v.PersistentVolumeClaim.ReadOnly).To(BeFalse())
+		}
+	}
+	g.Expect(claims).To(Equal([]string{rn.name}), "the run's claim, and no instance's")
+	g.Expect(*pod.AutomountServiceAccountToken).To(BeFalse(), "a copy needs no credentials for the Kubernetes API")
+	g.Expect(podsecurity.Restricted(podsecurity.VersionOf("v1.37.2"), &job.Spec.Template.ObjectMeta, &pod)).To(BeEmpty())
+	g.Expect(job.OwnerReferences).To(HaveLen(1))
+
+	claim := desiredBaseBackupClaim(bj, rn, pg, &v1alpha1.PostgresInstanceStatus{Name: "db-2", Timeline: 3})
+	g.Expect(claim.Spec.Resources.Requests[corev1.ResourceStorage]).To(Equal(resource.MustParse("5Gi")), "the cluster's size")
+	g.Expect(*claim.Spec.StorageClassName).To(Equal("fast"), "the class a restore clones it in")
+	g.Expect(claim.Annotations).To(And(HaveKeyWithValue(v1alpha1.BackupSourceClusterAnnotation, "db"),
+		HaveKeyWithValue(v1alpha1.BackupSourceInstanceAnnotation, "db-2"), HaveKeyWithValue(v1alpha1.BackupTimelineAnnotation, "3")))
+	g.Expect(claim.OwnerReferences).To(BeEmpty(), "a backup holds data: nothing is garbage-collected with the BackupJob")
+}
