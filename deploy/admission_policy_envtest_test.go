@@ -353,7 +353,9 @@ func testOperatorsWorkIsAllowed(t *testing.T, e *policyEnv) {
 	// rights with the operator's).
 	g.Expect(e.operator.Apply(ctx, postgrescluster.DesiredRole(pg), client.FieldOwner(platform.Name))).To(Succeed(), "their Role")
 	g.Expect(apply(postgrescluster.DesiredRoleBinding(pg))).To(Succeed(), "its binding")
-	g.Expect(e.operator.Create(ctx, postgrescluster.DesiredAppSecret(pg, "pa55word", "cluster.local"), client.DryRunAll)).To(Succeed(), "its credentials")
+	for _, secret := range postgrescluster.DesiredGeneratedSecrets(pg, "pa55word", "cluster.local") {
+		g.Expect(e.operator.Create(ctx, secret, client.DryRunAll)).To(Succeed(), "its credentials: Secret %s", secret.Name)
+	}
 	pod := postgrescluster.DesiredPod(pg, 2, postgrescluster.PodOptions{InstanceImage: "example.com/platform-operator:v1", ClusterDomain: "cluster.local"})
 	g.Expect(e.operator.Create(ctx, pod, client.DryRunAll)).To(Succeed(), "a pet, as its instance account")
 	// The role label that routes CLUSTER-rw, on a pet the scheduler has

@@ -90,15 +90,8 @@ type credentials struct {
 // application Secret must exist and hold a username and a password.
 func (r *Reconciler) ensureSecrets(ctx context.Context, pg *v1alpha1.PostgresCluster, out *outcome) credentials {
 	creds := credentials{appSecret: appSecret(pg)}
-	generated := []func(string) *corev1.Secret{
-		func(p string) *corev1.Secret { return desiredSuperuserSecret(pg, p) },
-		func(p string) *corev1.Secret { return desiredReplicationSecret(pg, p) },
-		func(p string) *corev1.Secret { return desiredBackupSecret(pg, p) },
-	}
-	if creds.appSecret == generatedAppSecret(pg) {
-		generated = append(generated, func(p string) *corev1.Secret { return DesiredAppSecret(pg, p, r.ClusterDomain) })
-	}
-	for _, build := range generated {
+	for i := range DesiredGeneratedSecrets(pg, "", r.ClusterDomain) {
+		build := func(p string) *corev1.Secret { return DesiredGeneratedSecrets(pg, p, r.ClusterDomain)[i] }
 		live, err := r.createSecretOnce(ctx, pg, build)
 		if err != nil {
 			out.add(err, false)

@@ -75,6 +75,17 @@ func connectionKeys(user, password, host, database string) map[string]string {
 	}
 }
 
+// DesiredGeneratedSecrets are the Secrets the operator generates for pg,
+// each with password: the superuser's, the replication and backup roles',
+// and the application's unless bootstrap.initdb names the user's own.
+func DesiredGeneratedSecrets(pg *v1alpha1.PostgresCluster, password, clusterDomain string) []*corev1.Secret {
+	out := []*corev1.Secret{desiredSuperuserSecret(pg, password), desiredReplicationSecret(pg, password), desiredBackupSecret(pg, password)}
+	if appSecret(pg) == generatedAppSecret(pg) {
+		out = append(out, DesiredAppSecret(pg, password, clusterDomain))
+	}
+	return out
+}
+
 // desiredSuperuserSecret is the superuser's Secret.
 func desiredSuperuserSecret(pg *v1alpha1.PostgresCluster, password string) *corev1.Secret {
 	return credentialsSecret(pg, superuserSecret(pg), map[string]string{UsernameKey: superuserRole, PasswordKey: password})
