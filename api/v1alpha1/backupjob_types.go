@@ -27,7 +27,7 @@ const (
 )
 
 // Annotations on the backups of a PostgresCluster (spec.source.postgresCluster):
-// where the cold snapshot was taken and how far its data reaches.
+// which instance was copied and how far its data reaches.
 const (
 	// BackupSourceClusterAnnotation names the PostgresCluster backed up.
 	BackupSourceClusterAnnotation = "example.com/source-postgrescluster"
@@ -39,6 +39,15 @@ const (
 	// BackupCheckpointLSNAnnotation is the WAL position of the checkpoint
 	// that the clean shutdown wrote (pg_controldata's latest checkpoint).
 	BackupCheckpointLSNAnnotation = "example.com/checkpoint-lsn"
+	// BackupStartLSNAnnotation, on a base backup's claim, is the WAL
+	// position where a restore's recovery starts (its backup_label's START
+	// WAL LOCATION).
+	BackupStartLSNAnnotation = "example.com/start-lsn"
+	// BackupEndLSNAnnotation, on a base backup's claim, is the WAL
+	// position from which the backup is consistent (the end of the WAL
+	// range in its manifest): every transaction whose commit ended there or
+	// before is in the backup.
+	BackupEndLSNAnnotation = "example.com/end-lsn"
 )
 
 // BackupJobSpec is the desired state of a BackupJob: what to back up, when,

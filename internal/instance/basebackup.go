@@ -44,6 +44,7 @@ type BaseBackupOptions struct {
 // container, which the operator records on the backup.
 type BaseBackupResult struct {
 	StartLSN    string `json:"startLSN"`
+	EndLSN      string `json:"endLSN"`
 	Timeline    int64  `json:"timeline"`
 	FromStandby bool   `json:"fromStandby"`
 }
@@ -93,7 +94,7 @@ func TakeBaseBackup(ctx context.Context, opts BaseBackupOptions, log logr.Logger
 	if err != nil {
 		return BaseBackupResult{}, err
 	}
-	result := BaseBackupResult{StartLSN: label.StartLSN.String(), Timeline: label.Timeline, FromStandby: label.FromStandby}
+	result := BaseBackupResult{StartLSN: label.StartLSN.String(), EndLSN: label.EndLSN.String(), Timeline: label.Timeline, FromStandby: label.FromStandby}
 	if opts.TerminationLog != "" {
 		data, err := json.Marshal(result)
 		if err != nil {

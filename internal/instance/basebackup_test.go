@@ -65,8 +65,10 @@ func TestBaseBackupCommandRestores(t *testing.T) {
 	if err := json.Unmarshal(data, &result); err != nil {
 		t.Fatalf("termination message %q: %v", data, err)
 	}
-	if result.Timeline != 1 || result.FromStandby || result.StartLSN == "" {
-		t.Fatalf("termination message %+v, want timeline 1, from the primary, a start LSN", result)
+	start, startErr := postgres.ParseLSN(result.StartLSN)
+	end, endErr := postgres.ParseLSN(result.EndLSN)
+	if result.Timeline != 1 || result.FromStandby || startErr != nil || endErr != nil || end <= start {
+		t.Fatalf("termination message %+v, want timeline 1, from the primary, a start LSN and a later end", result)
 	}
 
 	// The Job runs as the postgres user; here the copy is handed to the

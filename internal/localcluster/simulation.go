@@ -97,7 +97,7 @@ func (c *Cluster) startSimulations(ctx context.Context) error {
 		if s.postgres, err = c.startPostgresSimulation(cl); err != nil {
 			return err
 		}
-		postgres = fmt.Sprintf("instance managers of %s on network %s (%s)", s.postgres.binary, s.postgres.net.bridge, s.postgres.net.prefix)
+		postgres = fmt.Sprintf("instance managers and base backups of %s on network %s (%s)", s.postgres.binary, s.postgres.net.bridge, s.postgres.net.prefix)
 	}
 	var volumesDir string
 	if s.postgres != nil {

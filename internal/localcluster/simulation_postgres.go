@@ -225,6 +225,7 @@ func (s *postgresSimulation) round(ctx context.Context) {
 			live[pod.UID] = pod
 		}
 	}
+	s.jobPods(ctx, live)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.rounds++
@@ -250,6 +251,10 @@ func (s *postgresSimulation) round(ctx context.Context) {
 	}
 	s.writeHostsFiles()
 	for _, inst := range s.instances {
+		if inst.oneShot != nil && !inst.terminating {
+			s.runOnce(ctx, inst, live[inst.uid])
+			continue
+		}
 		if !inst.terminating {
 			inst.ensureRunning(s)
 			if time.Now().After(inst.token.renewAt) {

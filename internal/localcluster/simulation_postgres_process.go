@@ -57,15 +57,26 @@ type pgInstance struct {
 	terminating bool
 	killAt      time.Time
 	cutOff      bool
+
+	// oneShot is the container of a pod that runs once (a base backup
+	// Job's, simulation_postgres_jobs.go), nil for a PostgreSQL pod;
+	// paths maps its paths to the host, and terminationLog is where it
+	// writes its termination message.
+	oneShot        *corev1.Container
+	paths          *containerPaths
+	terminationLog string
 }
 
 // newInstance prepares a pod to run: its claims' folders, its namespace,
 // its own folders, environment and credentials. What it made is removed
 // again on failure.
 func (s *postgresSimulation) newInstance(ctx context.Context, pod *corev1.Pod) (inst *pgInstance, err error) {
-	container := findContainer(pod, postgresContainer)
+	container, oneShot := findContainer(pod, postgresContainer), false
 	if container == nil {
-		return nil, fmt.Errorf("it has no container named %q", postgresContainer)
+		container, oneShot = findContainer(pod, baseBackupContainer), true
+	}
+	if container == nil {
+		return nil, fmt.Errorf("it has no container named %q or %q", postgresContainer, baseBackupContainer)
 	}
 	claimDirs, err := s.claimDirs(ctx, pod)
 	if err != nil {
@@ -105,6 +116,9 @@ func (s *postgresSimulation) newInstance(ctx context.Context, pod *corev1.Pod) (
 	paths := &containerPaths{pod: pod, container: container, claimDirs: claimDirs, podDir: inst.dir, owner: s.owner}
 	if inst.env, inst.pgdata, err = s.environment(ctx, pod, container, inst, paths); err != nil {
 		return nil, err
+	}
+	if oneShot {
+		inst.oneShot, inst.paths, inst.terminationLog = container, paths, filepath.Join(inst.dir, "termination-log")
 	}
 	inst.kubeconfig = filepath.Join(inst.dir, "kubeconfig")
 	server := "https://" + s.api.addr()

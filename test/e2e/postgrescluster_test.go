@@ -161,15 +161,27 @@ type pgWriter struct {
 	failures  atomic.Int64
 	mu        sync.Mutex
 	ids       []int64
-	stop      chan struct{}
-	done      chan struct{}
+	// afterCommit, when recorded, is the primary's WAL position read
+	// after each row's commit returned: the commit record ends before it.
+	afterCommit map[int64]postgres.LSN
+	stop        chan struct{}
+	done        chan struct{}
 }
 
 func (e *environment) startWriter(t *testing.T, ns, cluster, password string) *pgWriter {
+	return e.startWriterWith(t, ns, cluster, password, false)
+}
+
+// startWriterWith starts a writer that also records, when recordLSN, the
+// WAL position after each commit (one more query per row).
+func (e *environment) startWriterWith(t *testing.T, ns, cluster, password string, recordLSN bool) *pgWriter {
 	t.Helper()
 	g := NewWithT(t)
 	host, port := e.serviceAddress(g, ns, cluster+"-rw")
 	w := &pgWriter{stop: make(chan struct{}), done: make(chan struct{})}
+	if recordLSN {
+		w.afterCommit = map[int64]postgres.LSN{}
+	}
 	go func() {
 		defer close(w.done)
 		var conn *pgx.Conn
@@ -197,8 +209,15 @@ func (e *environment) startWriter(t *testing.T, ns, cluster, password string) *p
 					conn.Close(ctx)
 					conn = nil
 				} else {
+					var after string
+					if recordLSN && conn.QueryRow(ctx, "SELECT pg_current_wal_lsn()::text").Scan(&after) != nil {
+						after = ""
+					}
 					w.mu.Lock()
 					w.ids = append(w.ids, id)
+					if lsn, err := postgres.ParseLSN(after); err == nil && recordLSN {
+						w.afterCommit[id] = lsn
+					}
 					w.mu.Unlock()
 					w.committed.Add(1)
 				}

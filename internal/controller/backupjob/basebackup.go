@@ -3,6 +3,7 @@ package backupjob
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -12,10 +13,13 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"example.com/platform-operator/api/v1alpha1"
 	"example.com/platform-operator/internal/children"
 	"example.com/platform-operator/internal/instance"
+	"example.com/platform-operator/internal/instance/postgres"
 )
 
 // A run of a PostgresCluster source with a volume target is a base
@@ -198,4 +202,54 @@ func desiredBaseBackupJob(bj *v1alpha1.BackupJob, rn run, pg *v1alpha1.PostgresC
 		[]corev1.VolumeMount{{Name: backupVolume, MountPath: BackupPath}})
 	job.Annotations = mergeMaps(job.Annotations, runAnnotations(rn))
 	return job
+}
+
+// baseBackupStart is what the successful base backup b records of itself,
+// read from its Job's pod: the termination message of `instance
+// basebackup` (the WAL position and timeline where the backup starts). It
+// is nil for other runs, and when the pod or its message is gone: the
+// backup is whole all the same, its start is then not on record.
+func (r *Reconciler) baseBackupStart(ctx context.Context, bj *v1alpha1.BackupJob, b *backup) map[string]string {
+	if bj.Spec.Source.PostgresCluster == "" {
+		return nil
+	}
+	pods := &corev1.PodList{}
+	if err := r.APIReader.List(ctx, pods, client.InNamespace(bj.Namespace), client.MatchingLabels{batchv1.JobNameLabel: b.name}); err != nil {
+		ctrl.LoggerFrom(ctx).Info("The start of a base backup is not recorded: its pods cannot be listed", "run", b.name, "error", err.Error())
+		return nil
+	}
+	for _, p := range pods.Items {
+		if p.Status.Phase != corev1.PodSucceeded {
+			continue
+		}
+		if start := parseBaseBackupResult(&p); start != nil {
+			return start
+		}
+	}
+	return nil
+}
+
+// parseBaseBackupResult reads the termination message of a base backup's
+// container as annotations of its backup, nil when there is none.
+func parseBaseBackupResult(p *corev1.Pod) map[string]string {
+	for _, c := range p.Status.ContainerStatuses {
+		if c.Name != baseBackupContainer || c.State.Terminated == nil || c.State.Terminated.ExitCode != 0 {
+			continue
+		}
+		var result instance.BaseBackupResult
+		if err := json.Unmarshal([]byte(c.State.Terminated.Message), &result); err != nil || result.Timeline < 1 {
+			return nil
+		}
+		start, startErr := postgres.ParseLSN(result.StartLSN)
+		end, endErr := postgres.ParseLSN(result.EndLSN)
+		if startErr != nil || endErr != nil || end < start {
+			return nil
+		}
+		return map[string]string{
+			v1alpha1.BackupStartLSNAnnotation: start.String(),
+			v1alpha1.BackupEndLSNAnnotation:   end.String(),
+			v1alpha1.BackupTimelineAnnotation: strconv.FormatInt(result.Timeline, 10),
+		}
+	}
+	return nil
 }

@@ -97,3 +97,31 @@ func TestDesiredBaseBackupJob(t *testing.T) {
 		HaveKeyWithValue(v1alpha1.BackupSourceInstanceAnnotation, "db-2"), HaveKeyWithValue(v1alpha1.BackupTimelineAnnotation, "3")))
 	g.Expect(claim.OwnerReferences).To(BeEmpty(), "a backup holds data: nothing is garbage-collected with the BackupJob")
 }
+
+func TestParseBaseBackupResult(t *testing.T) {
+	terminated := func(name string, code int32, message string) *corev1.Pod {
+		return &corev1.Pod{Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: name,
+			State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: code, Message: message}}}}}}
+	}
+	good := `{"startLSN":"16/B374D848","endLSN":"16/B4000100","timeline":3,"fromStandby":true}`
+	tests := map[string]struct {
+		pod  *corev1.Pod
+		want map[string]string
+	}{
+		"the result": {terminated(baseBackupContainer, 0, good),
+			map[string]string{v1alpha1.BackupStartLSNAnnotation: "16/B374D848", v1alpha1.BackupEndLSNAnnotation: "16/B4000100", v1alpha1.BackupTimelineAnnotation: "3"}},
+		"another container's message": {terminated("sidecar", 0, good), nil},
+		"a failed container's":        {terminated(baseBackupContainer, 1, good), nil},
+		"the end of a log":            {terminated(baseBackupContainer, 0, "pg_basebackup: error: connection refused"), nil},
+		"not a position":              {terminated(baseBackupContainer, 0, `{"startLSN":"nowhere","endLSN":"0/2","timeline":3}`), nil},
+		"no end":                      {terminated(baseBackupContainer, 0, `{"startLSN":"0/1","timeline":3}`), nil},
+		"an end before the start":     {terminated(baseBackupContainer, 0, `{"startLSN":"0/2","endLSN":"0/1","timeline":3}`), nil},
+		"no timeline":                 {terminated(baseBackupContainer, 0, `{"startLSN":"0/1","endLSN":"0/2"}`), nil},
+		"still running":               {&corev1.Pod{Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: baseBackupContainer}}}}, nil},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			NewWithT(t).Expect(parseBaseBackupResult(tc.pod)).To(Equal(tc.want))
+		})
+	}
+}

@@ -270,9 +270,20 @@ func TestPostgresBaseBackupRun(t *testing.T) {
 	p.g.Expect(c.Command).To(ContainElements("basebackup", "db-3.db."+p.ns+".svc.cluster.local"))
 	p.g.Expect(c.Env).To(ContainElement(HaveField("ValueFrom.SecretKeyRef.Name", "db-backup")))
 
+	// The Job's pod says where the backup starts, in its termination
+	// message; the backup records it.
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: run + "-x1", Namespace: p.ns, Labels: map[string]string{"batch.kubernetes.io/job-name": run}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "pg-basebackup", Image: "postgres:15"}}}}
+	p.g.Expect(k8sClient.Create(t.Context(), pod)).To(Succeed())
+	pod.Status = corev1.PodStatus{Phase: corev1.PodSucceeded, ContainerStatuses: []corev1.ContainerStatus{{Name: "pg-basebackup",
+		State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Message: `{"startLSN":"0/A000028","endLSN":"0/A000100","timeline":2,"fromStandby":true}`}}}}}
+	p.g.Expect(k8sClient.Status().Update(t.Context(), pod)).To(Succeed())
 	p.finishJob(run, true)
 	p.at(2 * time.Second)
 	p.g.Expect(p.claims()[run].Labels).To(HaveKeyWithValue(v1alpha1.BackupResultLabel, "Succeeded"), "what a restore selects")
+	p.g.Expect(p.claims()[run].Annotations).To(And(HaveKeyWithValue(v1alpha1.BackupStartLSNAnnotation, "0/A000028"),
+		HaveKeyWithValue(v1alpha1.BackupEndLSNAnnotation, "0/A000100"), HaveKeyWithValue(v1alpha1.BackupTimelineAnnotation, "2")),
+		"where the backup starts and ends, as its pod said")
 	p.g.Expect(p.condition(v1alpha1.BackupJobLastRunSucceededCondition).Status).To(Equal(metav1.ConditionTrue))
 
 	single := newBaseBackupFixture(t, 1)

@@ -54,7 +54,7 @@ func (r *Reconciler) recordResults(ctx context.Context, bj *v1alpha1.BackupJob, 
 			at = now
 		}
 		if succeeded {
-			if err := r.recordResult(ctx, b, v1alpha1.BackupSucceeded, v1alpha1.BackupJobRunSucceededReason, "", at); err != nil {
+			if err := r.recordResultWith(ctx, b, v1alpha1.BackupSucceeded, v1alpha1.BackupJobRunSucceededReason, "", at, r.baseBackupStart(ctx, bj, b)); err != nil {
 				out.add(err, false)
 				continue
 			}
@@ -111,6 +111,12 @@ func (r *Reconciler) liveJob(ctx context.Context, namespace, name string) (*batc
 
 // recordResult writes a run's result on its backup claim, and sets it on b.
 func (r *Reconciler) recordResult(ctx context.Context, b *backup, result v1alpha1.BackupResult, reason, message string, at time.Time) error {
+	return r.recordResultWith(ctx, b, result, reason, message, at, nil)
+}
+
+// recordResultWith records the result as recordResult does, with more
+// annotations that say what the backup holds.
+func (r *Reconciler) recordResultWith(ctx context.Context, b *backup, result v1alpha1.BackupResult, reason, message string, at time.Time, annotations map[string]string) error {
 	claim, ok := b.object.(*corev1.PersistentVolumeClaim)
 	if !ok {
 		return nil // a snapshot's status is its record
@@ -124,6 +130,9 @@ func (r *Reconciler) recordResult(ctx context.Context, b *backup, result v1alpha
 	}
 	updated.Labels[ResultLabel] = string(result)
 	updated.Annotations[finishedAnnotation] = stamp(at)
+	for k, v := range annotations {
+		updated.Annotations[k] = v
+	}
 	if result == v1alpha1.BackupFailed {
 		updated.Annotations[ResultReasonAnnotation] = reason
 		updated.Annotations[ResultMessageAnnotation] = kit.TruncateMessage(message)

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -40,11 +41,14 @@ type BaseBackup struct {
 	Log        logr.Logger
 }
 
-// BackupLabel is where a base backup starts: the WAL position and
-// timeline of its starting checkpoint, and whether it was taken from a
-// standby.
+// BackupLabel is where a base backup starts and ends: the WAL position
+// and timeline of its starting checkpoint (from its backup_label), the
+// position from which it is consistent (from its manifest's WAL range:
+// every transaction whose commit record ends there or before is in it),
+// and whether it was taken from a standby.
 type BackupLabel struct {
 	StartLSN    LSN
+	EndLSN      LSN
 	Timeline    int64
 	FromStandby bool
 	Label       string
@@ -104,11 +108,12 @@ func (b BaseBackup) Take(ctx context.Context) (BackupLabel, error) {
 	if err := os.Rename(staging, b.Dir); err != nil {
 		return BackupLabel{}, fmt.Errorf("base backup: move the copy into place: %w", err)
 	}
-	log.Info("Took a base backup", "startLSN", label.StartLSN.String(), "timeline", label.Timeline, "fromStandby", label.FromStandby)
+	log.Info("Took a base backup", "startLSN", label.StartLSN.String(), "endLSN", label.EndLSN.String(), "timeline", label.Timeline, "fromStandby", label.FromStandby)
 	return label, nil
 }
 
-// ReadBackupLabel reads the backup_label of the base backup in dir.
+// ReadBackupLabel reads the backup_label and the manifest's WAL range of
+// the base backup in dir.
 func ReadBackupLabel(dir string) (BackupLabel, error) {
 	data, err := os.ReadFile(filepath.Join(dir, backupLabelFile))
 	if err != nil {
@@ -118,7 +123,39 @@ func ReadBackupLabel(dir string) (BackupLabel, error) {
 	if err != nil {
 		return BackupLabel{}, fmt.Errorf("%s: %w", filepath.Join(dir, backupLabelFile), err)
 	}
+	manifest, err := os.ReadFile(filepath.Join(dir, backupManifestFile))
+	if err != nil {
+		return BackupLabel{}, fmt.Errorf("read the backup manifest: %w", err)
+	}
+	if label.EndLSN, err = ParseManifestEnd(manifest); err != nil {
+		return BackupLabel{}, fmt.Errorf("%s: %w", filepath.Join(dir, backupManifestFile), err)
+	}
 	return label, nil
+}
+
+// backupManifestFile lists a base backup's files with their checksums, and
+// the WAL it needs (pg_verifybackup reads it).
+const backupManifestFile = "backup_manifest"
+
+// ParseManifestEnd is the end of the WAL a backup manifest says the backup
+// needs: the position from which the copy is consistent.
+func ParseManifestEnd(manifest []byte) (LSN, error) {
+	var m struct {
+		WALRanges []struct {
+			EndLSN string `json:"End-LSN"`
+		} `json:"WAL-Ranges"`
+	}
+	if err := json.Unmarshal(manifest, &m); err != nil {
+		return 0, fmt.Errorf("not a backup manifest: %w", err)
+	}
+	if len(m.WALRanges) == 0 {
+		return 0, errors.New("the backup manifest lists no WAL range")
+	}
+	end, err := ParseLSN(m.WALRanges[len(m.WALRanges)-1].EndLSN)
+	if err != nil {
+		return 0, fmt.Errorf("End-LSN: %w", err)
+	}
+	return end, nil
 }
 
 // ParseBackupLabel reads what a backup_label says, such as

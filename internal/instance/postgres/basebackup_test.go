@@ -58,8 +58,8 @@ func TestBaseBackupFromAStandbyRestores(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !label.FromStandby || label.Timeline != 1 || label.StartLSN == 0 || label.Label != "nightly" {
-		t.Fatalf("backup label %+v, want from a standby, timeline 1, a start LSN, label nightly", label)
+	if !label.FromStandby || label.Timeline != 1 || label.StartLSN == 0 || label.EndLSN < label.StartLSN || label.Label != "nightly" {
+		t.Fatalf("backup label %+v, want from a standby, timeline 1, a start LSN, an end after it, label nightly", label)
 	}
 	execOn(ctx, t, a, "INSERT INTO rows VALUES (101, 1)") // after the backup: not in it
 	again, err := backup.Take(ctx)
