@@ -17,7 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"example.com/platform-operator/api/v1alpha1"
-	"example.com/platform-operator/internal/children"
 	"example.com/platform-operator/internal/instance"
 	"example.com/platform-operator/internal/instance/postgres"
 )
@@ -92,15 +91,8 @@ func (r *Reconciler) startBaseBackupRun(ctx context.Context, bj *v1alpha1.Backup
 		obs.waiting = wait
 		return runWaiting
 	}
-	claim := &corev1.PersistentVolumeClaim{}
 	desired := desiredBaseBackupClaim(bj, rn, obs.cluster, instanceOf(obs.cluster, source))
-	res := r.Children.Ensure(ctx, bj, children.Typed(desired), claim, children.OwnedBy(isRunOf(bj, rn.name)), children.WithoutCreateEvent())
-	if o := r.judgeCreate(res, out); o != runStarted {
-		return o
-	}
-	obs.backups = append(obs.backups, claimBackup(claim))
-	sortBackups(obs.backups)
-	if o := r.ensureRunJob(ctx, bj, obs, rn, out); o != runStarted {
+	if o := r.startClaimRun(ctx, bj, obs, rn, desired, out); o != runStarted {
 		return o
 	}
 	r.Recorder.Eventf(bj, nil, corev1.EventTypeNormal, "RunStarted", "Run",

@@ -257,20 +257,25 @@ func (r *Reconciler) startRun(ctx context.Context, bj *v1alpha1.BackupJob, obs *
 	if r.refuseTemplate(bj, jobTemplatePath, bj.Spec.JobTemplate, desiredRunJob(bj, run), out) {
 		return runFailed
 	}
-	claim := &corev1.PersistentVolumeClaim{}
-	res := r.Children.Ensure(ctx, bj, children.Typed(desiredBackupClaim(bj, run, obs.source)), claim,
-		children.OwnedBy(isRunOf(bj, run.name)), children.WithoutCreateEvent())
-	if o := r.judgeCreate(res, out); o != runStarted {
-		return o
-	}
-	obs.backups = append(obs.backups, claimBackup(claim))
-	sortBackups(obs.backups)
-	if o := r.ensureRunJob(ctx, bj, obs, run, out); o != runStarted {
+	if o := r.startClaimRun(ctx, bj, obs, run, desiredBackupClaim(bj, run, obs.source), out); o != runStarted {
 		return o
 	}
 	r.Recorder.Eventf(bj, nil, corev1.EventTypeNormal, "RunStarted", "Run",
 		"Run %s started (scheduled for %s): Job %s copies claim %s into the new claim %s", run.name, stamp(run.scheduled), run.name, bj.Spec.Source.PersistentVolumeClaimName, run.name)
 	return runStarted
+}
+
+// startClaimRun creates the backup claim of a run with a volume target,
+// then its Job.
+func (r *Reconciler) startClaimRun(ctx context.Context, bj *v1alpha1.BackupJob, obs *observation, run run, desired *corev1.PersistentVolumeClaim, out *outcome) startOutcome {
+	claim := &corev1.PersistentVolumeClaim{}
+	res := r.Children.Ensure(ctx, bj, children.Typed(desired), claim, children.OwnedBy(isRunOf(bj, run.name)), children.WithoutCreateEvent())
+	if o := r.judgeCreate(res, out); o != runStarted {
+		return o
+	}
+	obs.backups = append(obs.backups, claimBackup(claim))
+	sortBackups(obs.backups)
+	return r.ensureRunJob(ctx, bj, obs, run, out)
 }
 
 // ensureRunJob creates the Job of a run whose backup claim exists, and
