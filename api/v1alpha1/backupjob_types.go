@@ -56,7 +56,8 @@ const (
 // +kubebuilder:validation:XValidation:rule="!has(self.target) || !has(self.target.volume) || has(self.jobTemplate) || has(self.source.postgresCluster)",message="jobTemplate is required with a volume target of a claim: its Job copies /source into /backup",fieldPath=".jobTemplate",reason=FieldValueRequired
 // +kubebuilder:validation:XValidation:rule="!has(self.source.postgresCluster) || !has(self.jobTemplate)",message="a postgresCluster source takes no jobTemplate: the operator's Job streams a base backup of the cluster",fieldPath=".jobTemplate",reason=FieldValueForbidden
 // +kubebuilder:validation:XValidation:rule="!has(self.target) || !has(self.target.snapshot) || !has(self.jobTemplate)",message="a snapshot target takes no jobTemplate: the snapshot is the copy",fieldPath=".jobTemplate",reason=FieldValueForbidden
-// +kubebuilder:validation:XValidation:rule="!has(self.verify) || !has(self.source.postgresCluster)",message="verify.jobTemplate checks a volume restored from the backup; with spec.source.postgresCluster it is not supported yet: restore into a new PostgresCluster (spec.bootstrap.fromBackup) to check a backup",fieldPath=".verify.jobTemplate",reason=FieldValueForbidden
+// +kubebuilder:validation:XValidation:rule="!has(self.verify) || has(self.source.postgresCluster) || (has(self.verify.jobTemplate) && !has(self.verify.sql))",message="a claim's backups are checked by verify.jobTemplate (required), not verify.sql",fieldPath=".verify",reason=FieldValueInvalid
+// +kubebuilder:validation:XValidation:rule="!has(self.verify) || !has(self.source.postgresCluster) || (has(self.verify.sql) && !has(self.verify.jobTemplate))",message="a PostgresCluster's backups are checked by verify.sql (required), a query run in a restored copy, not verify.jobTemplate",fieldPath=".verify",reason=FieldValueInvalid
 type BackupJobSpec struct {
 	// schedule says when runs start: five cron fields (minute, hour, day of
 	// month, month, day of week; names such as MON or JAN allowed), or one of
@@ -158,9 +159,10 @@ type BackupJobSpec struct {
 	Retention *BackupRetention `json:"retention,omitempty"`
 
 	// verify, when set, runs a restore drill after every Nth successful
-	// backup: a new claim is made from the backup, the verify Job checks it,
-	// and the result is recorded on the backup and in the Verified
-	// condition. Not supported yet with spec.source.postgresCluster.
+	// backup: a new claim is made from the backup and the verify Job
+	// checks it, or, for a PostgresCluster, a temporary PostgresCluster is
+	// restored from it and the verify query runs there; the result is
+	// recorded on the backup and in the Verified condition.
 	// +optional
 	Verify *BackupVerify `json:"verify,omitempty"`
 
@@ -432,12 +434,25 @@ type BackupVerify struct {
 	// +kubebuilder:validation:Maximum=1000
 	EveryNth int32 `json:"everyNth,omitempty"`
 
-	// jobTemplate is the Job that checks a restored copy. The operator
-	// mounts a new claim made from the backup at /backup, read-only, and
-	// records the Job's result on the backup. The API server refuses the
-	// same templates as for spec.jobTemplate.
-	// +required
-	JobTemplate BackupJobTemplate `json:"jobTemplate"`
+	// jobTemplate is the Job that checks a restored copy of a claim's
+	// backup (required with spec.source.persistentVolumeClaimName). The
+	// operator mounts a new claim made from the backup at /backup,
+	// read-only, and records the Job's result on the backup. The API server
+	// refuses the same templates as for spec.jobTemplate.
+	// +optional
+	JobTemplate *BackupJobTemplate `json:"jobTemplate,omitempty"`
+
+	// sql checks a restored copy of a PostgresCluster's backup (required
+	// with spec.source.postgresCluster): the operator brings up a
+	// temporary single-instance PostgresCluster from the backup, runs this
+	// query in its application database as its owner, and records on the
+	// backup whether it returned true (its first column of its first row,
+	// such as SELECT count(*) > 0 FROM orders), or the database's message;
+	// then it deletes the temporary cluster and its claims.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=4096
+	SQL string `json:"sql,omitempty"`
 }
 
 // BackupKind is what a backup is.

@@ -155,6 +155,11 @@ spec:
 spec:
   schedule: "@daily"
   source: {postgresCluster: db}`},
+		{"a PostgresCluster's backups checked by a query", `
+spec:
+  schedule: "@daily"
+  source: {postgresCluster: db}
+  verify: {sql: "SELECT count(*) > 0 FROM orders"}`},
 		{"labels and annotations of the user's", strings.Replace(strings.Replace(minimalBackupJob,
 			"  jobTemplate:\n", "  jobTemplate:\n    metadata: {labels: {app.kubernetes.io/name: backup, team: a}, annotations: {owner: team-a}}\n", 1),
 			"      template:\n", "      template:\n        metadata: {labels: {app.kubernetes.io/instance: shop}, annotations: {simulation.example.com/fail: \"true\"}}\n", 1)},
@@ -226,7 +231,14 @@ func testBackupJobsRefused(t *testing.T, c client.Client) {
 		{"keepFailed 101", backupJobWith("retention: {keepFailed: 101}"), "spec.retention.keepFailed"},
 		{"retention adding up to 401", backupJobWith("retention: {keepLast: 100, keepDaily: 100, keepWeekly: 100, keepMonthly: 100, keepFailed: 1}"), "spec.retention: Invalid value: keepLast, keepDaily, keepWeekly, keepMonthly and keepFailed may add up to at most 400"},
 		{"verify everyNth 0", backupJobWith("verify: {everyNth: 0, jobTemplate: {spec: {template: {spec: {containers: [{name: c, image: busybox}]}}}}}"), "spec.verify.everyNth"},
-		{"verify without a template", backupJobWith("verify: {everyNth: 1}"), "spec.verify.jobTemplate"},
+		{"verify without a template", backupJobWith("verify: {everyNth: 1}"), "spec.verify: Invalid value: a claim's backups are checked by verify.jobTemplate (required), not verify.sql"},
+		{"verify.sql for a claim", backupJobWith("verify: {sql: \"SELECT true\", jobTemplate: {spec: {template: {spec: {containers: [{name: c, image: busybox}]}}}}}"),
+			"spec.verify: Invalid value: a claim's backups are checked by verify.jobTemplate"},
+		{"verify.jobTemplate for a PostgresCluster", `
+spec:
+  schedule: "@daily"
+  source: {postgresCluster: db}
+  verify: {jobTemplate: {spec: {template: {spec: {containers: [{name: c, image: busybox}]}}}}}`, "spec.verify: Invalid value: a PostgresCluster's backups are checked by verify.sql (required)"},
 
 		// source and target
 		{"no source", strings.Replace(minimalBackupJob, "source: {persistentVolumeClaimName: data}", "", 1), "spec.source"},

@@ -16,11 +16,12 @@ import (
 )
 
 // Main runs `platform-operator instance SUBCOMMAND`: run (the instance
-// manager), install DEST, or basebackup (a BackupJob run's copy of a
-// PostgresCluster). It returns the exit code.
+// manager), install DEST, basebackup (a BackupJob run's copy of a
+// PostgresCluster) or verify (a restore drill's query). It returns the exit
+// code.
 func Main(args []string, getenv func(string) string, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "usage: platform-operator instance run [flags] | install DEST | basebackup [flags]")
+		fmt.Fprintln(stderr, "usage: platform-operator instance run [flags] | install DEST | basebackup [flags] | verify [flags]")
 		return 2
 	}
 	switch args[0] {
@@ -82,7 +83,23 @@ func Main(args []string, getenv func(string) string, stderr io.Writer) int {
 			return 1
 		}
 		return 0
+	case "verify":
+		opts, err := ParseVerifyOptions(args[1:], getenv, stderr)
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		if err != nil {
+			fmt.Fprintln(stderr, "instance verify:", err)
+			return 2
+		}
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		if err := Verify(ctx, opts); err != nil {
+			fmt.Fprintln(stderr, "instance verify:", err)
+			return 1
+		}
+		return 0
 	}
-	fmt.Fprintf(stderr, "unknown subcommand %q: run, install or basebackup\n", args[0])
+	fmt.Fprintf(stderr, "unknown subcommand %q: run, install, basebackup or verify\n", args[0])
 	return 2
 }

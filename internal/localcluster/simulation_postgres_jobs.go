@@ -1,11 +1,12 @@
 package localcluster
 
-// SIMULATION: the base backup Jobs of BackupJobs, run. See
+// SIMULATION: the PostgreSQL Jobs of BackupJobs, run. See
 // simulation_postgres.go.
 //
 // kwok ends a Job's pod Succeeded without running anything; a base backup
-// that copied nothing would pass for one. A pod whose container is named
-// pg-basebackup (a BackupJob's base backup of a PostgresCluster) is kept
+// that copied nothing, or a restore drill that queried nothing, would pass.
+// A pod whose container is named pg-basebackup (a BackupJob's base backup
+// of a PostgresCluster) or pg-verify (a restore drill's query) is kept
 // Running by a kwok stage instead (simulation_stages.go) and run here once,
 // as its kubelet would: its command, whose first word (the operator's
 // binary, which the pod's init container copies from the operator's
@@ -34,31 +35,44 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
+// oneShotContainers are the containers of the PostgreSQL Jobs' pods that
+// the simulation runs: a base backup's and a restore drill's.
+var oneShotContainers = []string{"pg-basebackup", "pg-verify"}
+
+// oneShotContainer is the container of pod that the simulation runs once,
+// or nil.
+func oneShotContainer(pod *corev1.Pod) *corev1.Container {
+	for _, name := range oneShotContainers {
+		if c := findContainer(pod, name); c != nil {
+			return c
+		}
+	}
+	return nil
+}
+
 const (
-	// baseBackupContainer is the container of a base backup Job's pod.
-	baseBackupContainer = "pg-basebackup"
-	// backupRunLabel marks the pods of BackupJobs' runs.
-	backupRunLabel = "example.com/run"
+	// backupJobLabel marks the pods of BackupJobs' runs and drills.
+	backupJobLabel = "example.com/backupjob"
 	// terminationMessageLimit is what a kubelet keeps of a termination
 	// message.
 	terminationMessageLimit = 4096
 )
 
-// jobPods adds to live the scheduled base backup pods, which the
-// simulation runs.
+// jobPods adds to live the scheduled pods of base backups and restore
+// drills, which the simulation runs.
 func (s *postgresSimulation) jobPods(ctx context.Context, live map[types.UID]*corev1.Pod) {
 	pods := &corev1.PodList{}
-	if err := s.cl.List(ctx, pods, client.HasLabels{backupRunLabel}); err != nil {
+	if err := s.cl.List(ctx, pods, client.HasLabels{backupJobLabel}); err != nil {
 		return
 	}
 	for i := range pods.Items {
-		if pod := &pods.Items[i]; pod.Spec.NodeName != "" && findContainer(pod, baseBackupContainer) != nil {
+		if pod := &pods.Items[i]; pod.Spec.NodeName != "" && oneShotContainer(pod) != nil {
 			live[pod.UID] = pod
 		}
 	}
 }
 
-// runOnce starts the container of a base backup pod, or, once it exited,
+// runOnce starts the container of a one-shot pod, or, once it exited,
 // ends the pod with its result and removes what the simulation made for
 // it.
 func (s *postgresSimulation) runOnce(ctx context.Context, inst *pgInstance, pod *corev1.Pod) {

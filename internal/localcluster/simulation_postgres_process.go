@@ -58,8 +58,9 @@ type pgInstance struct {
 	killAt      time.Time
 	cutOff      bool
 
-	// oneShot is the container of a pod that runs once (a base backup
-	// Job's, simulation_postgres_jobs.go), nil for a PostgreSQL pod;
+	// oneShot is the container of a pod that runs once (a base backup's
+	// or a restore drill's, simulation_postgres_jobs.go), nil for a
+	// PostgreSQL pod;
 	// paths maps its paths to the host, and terminationLog is where it
 	// writes its termination message.
 	oneShot        *corev1.Container
@@ -73,10 +74,10 @@ type pgInstance struct {
 func (s *postgresSimulation) newInstance(ctx context.Context, pod *corev1.Pod) (inst *pgInstance, err error) {
 	container, oneShot := findContainer(pod, postgresContainer), false
 	if container == nil {
-		container, oneShot = findContainer(pod, baseBackupContainer), true
+		container, oneShot = oneShotContainer(pod), true
 	}
 	if container == nil {
-		return nil, fmt.Errorf("it has no container named %q or %q", postgresContainer, baseBackupContainer)
+		return nil, fmt.Errorf("it has no container named %q, nor one the simulation runs once (%s)", postgresContainer, strings.Join(oneShotContainers, ", "))
 	}
 	claimDirs, err := s.claimDirs(ctx, pod)
 	if err != nil {

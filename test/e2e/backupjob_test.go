@@ -356,7 +356,7 @@ func testRestoreDrill(t *testing.T, e *environment) {
 	ns := backupNamespace(t, e)
 	bj := newBackupJob(t, e, ns, func(bj *v1alpha1.BackupJob) {
 		bj.Spec.Schedule = "@every 30s"
-		bj.Spec.Verify = &v1alpha1.BackupVerify{EveryNth: 1, JobTemplate: v1alpha1.BackupJobTemplate{Spec: batchv1.JobSpec{
+		bj.Spec.Verify = &v1alpha1.BackupVerify{EveryNth: 1, JobTemplate: &v1alpha1.BackupJobTemplate{Spec: batchv1.JobSpec{
 			BackoffLimit: ptr.To(int32(0)),
 			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
 				Containers: []corev1.Container{{Name: "verify", Image: "busybox:1.36", Command: []string{"test", "-s", "/backup/data"}}},
@@ -685,7 +685,7 @@ func testFailedRestoreDrill(t *testing.T, e *environment) {
 	verify.Spec.Template.Spec.Containers = []corev1.Container{{Name: "verify", Image: "busybox:1.36", Command: []string{"test", "-s", "/backup/data"}}}
 	bj := newBackupJob(t, e, ns, func(bj *v1alpha1.BackupJob) {
 		bj.Spec.Schedule = "@every 30s"
-		bj.Spec.Verify = &v1alpha1.BackupVerify{EveryNth: 1, JobTemplate: *verify}
+		bj.Spec.Verify = &v1alpha1.BackupVerify{EveryNth: 1, JobTemplate: verify}
 	})
 	g.Eventually(func(g Gomega) {
 		got := getBackupJob(g, ctx, e, bj)

@@ -29,7 +29,7 @@ func (e *environment) newPostgresBackupJob(t *testing.T, ns, name, cluster strin
 	return e.newPostgresBackupJobTo(t, ns, name, cluster, allowPrimary, &v1alpha1.BackupTarget{Snapshot: &v1alpha1.BackupSnapshotTarget{}})
 }
 
-func (e *environment) newPostgresBackupJobTo(t *testing.T, ns, name, cluster string, allowPrimary bool, target *v1alpha1.BackupTarget) *v1alpha1.BackupJob {
+func (e *environment) newPostgresBackupJobTo(t *testing.T, ns, name, cluster string, allowPrimary bool, target *v1alpha1.BackupTarget, change ...func(*v1alpha1.BackupJob)) *v1alpha1.BackupJob {
 	t.Helper()
 	bj := &v1alpha1.BackupJob{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
@@ -40,6 +40,9 @@ func (e *environment) newPostgresBackupJobTo(t *testing.T, ns, name, cluster str
 			Source:   v1alpha1.BackupSource{PostgresCluster: cluster, AllowPrimaryFencing: allowPrimary},
 			Target:   target,
 		},
+	}
+	for _, c := range change {
+		c(bj)
 	}
 	if err := e.Client.Create(t.Context(), bj); err != nil {
 		t.Fatal(err)
@@ -151,7 +154,10 @@ func TestPostgresBaseBackupAndRestore(t *testing.T) {
 	w := env.startWriterWith(t, ns, "db", password, true)
 	w.resumes(g, 20, time.Minute)
 	started := time.Now()
-	bj := env.newPostgresBackupJobTo(t, ns, "basebackup", "db", false, &v1alpha1.BackupTarget{Volume: &v1alpha1.BackupVolumeTarget{}})
+	bj := env.newPostgresBackupJobTo(t, ns, "basebackup", "db", false, &v1alpha1.BackupTarget{Volume: &v1alpha1.BackupVolumeTarget{}},
+		func(bj *v1alpha1.BackupJob) {
+			bj.Spec.Verify = &v1alpha1.BackupVerify{EveryNth: 1, SQL: "SELECT count(*) >= 20 FROM writes"}
+		})
 
 	var backup corev1.PersistentVolumeClaim
 	g.Eventually(func(g Gomega) {
@@ -189,6 +195,41 @@ func TestPostgresBaseBackupAndRestore(t *testing.T) {
 	g.Expect(env.missingRows(t, ns, "restored", restoredPassword, before)).To(BeZero(),
 		"rows whose commit ended before the backup's end LSN %s, of %d", end, len(before))
 	t.Logf("%d rows committed before the base backup's end LSN %s, all restored", len(before), end)
+
+	// Its drill restored it into a temporary cluster and ran the query
+	// there: passed, and the temporary cluster is gone. A query the
+	// restored copy refuses fails its drill with the database's message.
+	env.newPostgresBackupJobTo(t, ns, "wrong-query", "db", false, &v1alpha1.BackupTarget{Volume: &v1alpha1.BackupVolumeTarget{}},
+		func(bj *v1alpha1.BackupJob) {
+			bj.Spec.Verify = &v1alpha1.BackupVerify{EveryNth: 1, SQL: "SELECT count(*) > 0 FROM invoices"}
+		})
+	g.Eventually(func(g Gomega) {
+		passed := &v1alpha1.BackupJob{}
+		g.Expect(env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: bj.Name}, passed)).To(Succeed())
+		c := findCondition(passed, v1alpha1.BackupJobVerifiedCondition)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Status).To(Equal(metav1.ConditionTrue), "%s: %s", c.Reason, c.Message)
+		failed := &v1alpha1.BackupJob{}
+		g.Expect(env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "wrong-query"}, failed)).To(Succeed())
+		c = findCondition(failed, v1alpha1.BackupJobVerifiedCondition)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Status).To(Equal(metav1.ConditionFalse), "%s: %s", c.Reason, c.Message)
+		g.Expect(c.Message).To(ContainSubstring(`relation "invoices" does not exist`), "the database's message")
+		drills := &v1alpha1.PostgresClusterList{}
+		g.Expect(env.Client.List(context.Background(), drills, client.InNamespace(ns), client.HasLabels{backupjob.DrillLabel})).To(Succeed())
+		g.Expect(drills.Items).To(BeEmpty(), "the drills' temporary clusters are deleted")
+	}).WithTimeout(2 * pgTimeout).WithPolling(time.Second).Should(Succeed())
+	g.Eventually(func(g Gomega) []string {
+		claims := &corev1.PersistentVolumeClaimList{}
+		g.Expect(env.Client.List(context.Background(), claims, client.InNamespace(ns))).To(Succeed())
+		var left []string
+		for _, c := range claims.Items {
+			if strings.HasPrefix(c.Name, "drill-") {
+				left = append(left, c.Name)
+			}
+		}
+		return left
+	}).WithTimeout(time.Minute).Should(BeEmpty(), "the claims of the drills' clusters go with them")
 }
 
 // A single-instance cluster is not fenced without allowPrimaryFencing: the

@@ -141,54 +141,17 @@ func desiredBaseBackupClaim(bj *v1alpha1.BackupJob, rn run, pg *v1alpha1.Postgre
 // of the run's claim, with the backup role's password from its Secret.
 func desiredBaseBackupJob(bj *v1alpha1.BackupJob, rn run, pg *v1alpha1.PostgresCluster, source string, opts baseBackupOptions) *batchv1.Job {
 	host := fmt.Sprintf("%s.%s.%s.svc.%s", source, pg.Name, pg.Namespace, opts.clusterDomain)
-	restricted := func() *corev1.SecurityContext {
-		return &corev1.SecurityContext{
-			AllowPrivilegeEscalation: ptr.To(false),
-			ReadOnlyRootFilesystem:   ptr.To(true),
-			RunAsNonRoot:             ptr.To(true),
-			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-		}
+	container := corev1.Container{
+		Name:  baseBackupContainer,
+		Image: pg.Spec.Image,
+		Command: []string{toolsBinary, "instance", "basebackup",
+			"--host", host, "--label", rn.name, "--dir", instance.DefaultBaseBackupDir},
+		Env: []corev1.EnvVar{
+			{Name: "PG_BIN_DIR", Value: postgresBinDir},
+			secretEnv(instance.BackupPasswordEnv, v1alpha1.PostgresBackupSecretName(pg.Name), corev1.BasicAuthPasswordKey),
+		},
 	}
-	template := &v1alpha1.BackupJobTemplate{Spec: batchv1.JobSpec{
-		BackoffLimit: ptr.To[int32](baseBackupRetries),
-		Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
-			SecurityContext: &corev1.PodSecurityContext{
-				RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To(postgresUID), RunAsGroup: ptr.To(postgresUID), FSGroup: ptr.To(postgresUID),
-				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-			},
-			EnableServiceLinks: ptr.To(false),
-			InitContainers: []corev1.Container{{
-				Name:            "install",
-				Image:           opts.operatorImage,
-				Command:         []string{"/platform-operator", "instance", "install", toolsBinary},
-				SecurityContext: restricted(),
-				VolumeMounts:    []corev1.VolumeMount{{Name: toolsVolume, MountPath: toolsDir}},
-				Resources: corev1.ResourceRequirements{
-					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("32Mi")},
-					Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi")},
-				},
-			}},
-			Containers: []corev1.Container{{
-				Name:  baseBackupContainer,
-				Image: pg.Spec.Image,
-				Command: []string{toolsBinary, "instance", "basebackup",
-					"--host", host, "--label", rn.name, "--dir", instance.DefaultBaseBackupDir},
-				Env: []corev1.EnvVar{
-					{Name: "PG_BIN_DIR", Value: postgresBinDir},
-					{Name: instance.BackupPasswordEnv, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
-						LocalObjectReference: corev1.LocalObjectReference{Name: v1alpha1.PostgresBackupSecretName(pg.Name)},
-						Key:                  corev1.BasicAuthPasswordKey,
-					}}},
-				},
-				// Its result, or the end of its log when it failed
-				// before writing one, is what the operator records.
-				TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
-				SecurityContext:          restricted(),
-				VolumeMounts:             []corev1.VolumeMount{{Name: toolsVolume, MountPath: toolsDir}},
-			}},
-			Volumes: []corev1.Volume{{Name: toolsVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
-		}},
-	}}
+	template := postgresToolTemplate(container, opts.operatorImage, baseBackupRetries)
 	job := jobFromTemplate(bj, template, rn.name, runLabels(bj.Name, rn.name),
 		[]corev1.Volume{claimVolume(backupVolume, rn.name, false)},
 		[]corev1.VolumeMount{{Name: backupVolume, MountPath: BackupPath}})
@@ -205,16 +168,13 @@ func (r *Reconciler) baseBackupStart(ctx context.Context, bj *v1alpha1.BackupJob
 	if bj.Spec.Source.PostgresCluster == "" {
 		return nil
 	}
-	pods := &corev1.PodList{}
-	if err := r.APIReader.List(ctx, pods, client.InNamespace(bj.Namespace), client.MatchingLabels{batchv1.JobNameLabel: b.name}); err != nil {
-		ctrl.LoggerFrom(ctx).Info("The start of a base backup is not recorded: its pods cannot be listed", "run", b.name, "error", err.Error())
+	terminated, err := r.terminatedContainers(ctx, bj.Namespace, b.name, baseBackupContainer, corev1.PodSucceeded)
+	if err != nil {
+		ctrl.LoggerFrom(ctx).Info("The start and end of a base backup are not recorded", "run", b.name, "error", err.Error())
 		return nil
 	}
-	for _, p := range pods.Items {
-		if p.Status.Phase != corev1.PodSucceeded {
-			continue
-		}
-		if start := parseBaseBackupResult(&p); start != nil {
+	for _, t := range terminated {
+		if start := parseBaseBackupResult(t); start != nil {
 			return start
 		}
 	}
@@ -222,26 +182,95 @@ func (r *Reconciler) baseBackupStart(ctx context.Context, bj *v1alpha1.BackupJob
 }
 
 // parseBaseBackupResult reads the termination message of a base backup's
-// container as annotations of its backup, nil when there is none.
-func parseBaseBackupResult(p *corev1.Pod) map[string]string {
-	for _, c := range p.Status.ContainerStatuses {
-		if c.Name != baseBackupContainer || c.State.Terminated == nil || c.State.Terminated.ExitCode != 0 {
-			continue
-		}
-		var result instance.BaseBackupResult
-		if err := json.Unmarshal([]byte(c.State.Terminated.Message), &result); err != nil || result.Timeline < 1 {
-			return nil
-		}
-		start, startErr := postgres.ParseLSN(result.StartLSN)
-		end, endErr := postgres.ParseLSN(result.EndLSN)
-		if startErr != nil || endErr != nil || end < start {
-			return nil
-		}
-		return map[string]string{
-			v1alpha1.BackupStartLSNAnnotation: start.String(),
-			v1alpha1.BackupEndLSNAnnotation:   end.String(),
-			v1alpha1.BackupTimelineAnnotation: strconv.FormatInt(result.Timeline, 10),
+// container as annotations of its backup, nil when it is not a result.
+func parseBaseBackupResult(t *corev1.ContainerStateTerminated) map[string]string {
+	if t.ExitCode != 0 {
+		return nil
+	}
+	var result instance.BaseBackupResult
+	if err := json.Unmarshal([]byte(t.Message), &result); err != nil || result.Timeline < 1 {
+		return nil
+	}
+	start, startErr := postgres.ParseLSN(result.StartLSN)
+	end, endErr := postgres.ParseLSN(result.EndLSN)
+	if startErr != nil || endErr != nil || end < start {
+		return nil
+	}
+	return map[string]string{
+		v1alpha1.BackupStartLSNAnnotation: start.String(),
+		v1alpha1.BackupEndLSNAnnotation:   end.String(),
+		v1alpha1.BackupTimelineAnnotation: strconv.FormatInt(result.Timeline, 10),
+	}
+}
+
+// postgresToolTemplate is the Job of a command of the operator's binary
+// run in a PostgreSQL image, as the PostgresCluster's pods run it: an init
+// container copies the binary from the operator's image, and the
+// container runs as the postgres user of the official images, under the
+// restricted Pod Security Standard, its result or the end of its log as
+// its termination message.
+func postgresToolTemplate(container corev1.Container, operatorImage string, retries int32) *v1alpha1.BackupJobTemplate {
+	restricted := func() *corev1.SecurityContext {
+		return &corev1.SecurityContext{
+			AllowPrivilegeEscalation: ptr.To(false),
+			ReadOnlyRootFilesystem:   ptr.To(true),
+			RunAsNonRoot:             ptr.To(true),
+			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
 		}
 	}
-	return nil
+	container.TerminationMessagePolicy = corev1.TerminationMessageFallbackToLogsOnError
+	container.SecurityContext = restricted()
+	container.VolumeMounts = append(container.VolumeMounts, corev1.VolumeMount{Name: toolsVolume, MountPath: toolsDir})
+	return &v1alpha1.BackupJobTemplate{Spec: batchv1.JobSpec{
+		BackoffLimit: ptr.To(retries),
+		Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+			SecurityContext: &corev1.PodSecurityContext{
+				RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To(postgresUID), RunAsGroup: ptr.To(postgresUID), FSGroup: ptr.To(postgresUID),
+				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+			},
+			EnableServiceLinks: ptr.To(false),
+			InitContainers: []corev1.Container{{
+				Name:            "install",
+				Image:           operatorImage,
+				Command:         []string{"/platform-operator", "instance", "install", toolsBinary},
+				SecurityContext: restricted(),
+				VolumeMounts:    []corev1.VolumeMount{{Name: toolsVolume, MountPath: toolsDir}},
+				Resources: corev1.ResourceRequirements{
+					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("32Mi")},
+					Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi")},
+				},
+			}},
+			Containers: []corev1.Container{container},
+			Volumes:    []corev1.Volume{{Name: toolsVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
+		}},
+	}}
+}
+
+// secretEnv is a variable from a key of a Secret.
+func secretEnv(name, secret, key string) corev1.EnvVar {
+	return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+		LocalObjectReference: corev1.LocalObjectReference{Name: secret}, Key: key,
+	}}}
+}
+
+// terminatedContainers are the terminated states of container in the pods
+// of Job job, those that ended in phase only.
+func (r *Reconciler) terminatedContainers(ctx context.Context, namespace, job, container string, phase corev1.PodPhase) ([]*corev1.ContainerStateTerminated, error) {
+	pods := &corev1.PodList{}
+	if err := r.APIReader.List(ctx, pods, client.InNamespace(namespace), client.MatchingLabels{batchv1.JobNameLabel: job}); err != nil {
+		return nil, fmt.Errorf("list the pods of Job %s: %w", job, err)
+	}
+	var out []*corev1.ContainerStateTerminated
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if p.Status.Phase != phase {
+			continue
+		}
+		for _, c := range p.Status.ContainerStatuses {
+			if c.Name == container && c.State.Terminated != nil {
+				out = append(out, c.State.Terminated)
+			}
+		}
+	}
+	return out, nil
 }

@@ -99,29 +99,74 @@ func TestDesiredBaseBackupJob(t *testing.T) {
 }
 
 func TestParseBaseBackupResult(t *testing.T) {
-	terminated := func(name string, code int32, message string) *corev1.Pod {
-		return &corev1.Pod{Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: name,
-			State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: code, Message: message}}}}}}
+	terminated := func(code int32, message string) *corev1.ContainerStateTerminated {
+		return &corev1.ContainerStateTerminated{ExitCode: code, Message: message}
 	}
 	good := `{"startLSN":"16/B374D848","endLSN":"16/B4000100","timeline":3,"fromStandby":true}`
 	tests := map[string]struct {
-		pod  *corev1.Pod
-		want map[string]string
+		state *corev1.ContainerStateTerminated
+		want  map[string]string
 	}{
-		"the result": {terminated(baseBackupContainer, 0, good),
+		"the result": {terminated(0, good),
 			map[string]string{v1alpha1.BackupStartLSNAnnotation: "16/B374D848", v1alpha1.BackupEndLSNAnnotation: "16/B4000100", v1alpha1.BackupTimelineAnnotation: "3"}},
-		"another container's message": {terminated("sidecar", 0, good), nil},
-		"a failed container's":        {terminated(baseBackupContainer, 1, good), nil},
-		"the end of a log":            {terminated(baseBackupContainer, 0, "pg_basebackup: error: connection refused"), nil},
-		"not a position":              {terminated(baseBackupContainer, 0, `{"startLSN":"nowhere","endLSN":"0/2","timeline":3}`), nil},
-		"no end":                      {terminated(baseBackupContainer, 0, `{"startLSN":"0/1","timeline":3}`), nil},
-		"an end before the start":     {terminated(baseBackupContainer, 0, `{"startLSN":"0/2","endLSN":"0/1","timeline":3}`), nil},
-		"no timeline":                 {terminated(baseBackupContainer, 0, `{"startLSN":"0/1","endLSN":"0/2"}`), nil},
-		"still running":               {&corev1.Pod{Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: baseBackupContainer}}}}, nil},
+		"a failed container's":    {terminated(1, good), nil},
+		"the end of a log":        {terminated(0, "pg_basebackup: error: connection refused"), nil},
+		"not a position":          {terminated(0, `{"startLSN":"nowhere","endLSN":"0/2","timeline":3}`), nil},
+		"no end":                  {terminated(0, `{"startLSN":"0/1","timeline":3}`), nil},
+		"an end before the start": {terminated(0, `{"startLSN":"0/2","endLSN":"0/1","timeline":3}`), nil},
+		"no timeline":             {terminated(0, `{"startLSN":"0/1","endLSN":"0/2"}`), nil},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			NewWithT(t).Expect(parseBaseBackupResult(tc.pod)).To(Equal(tc.want))
+			NewWithT(t).Expect(parseBaseBackupResult(tc.state)).To(Equal(tc.want))
 		})
 	}
+}
+
+// A PostgreSQL drill restores the backup into a temporary single-instance
+// cluster that the BackupJob owns and whose deletion takes its claims; its
+// Job runs the query that `instance verify` parses, as the restored
+// cluster's owner.
+func TestDesiredPostgresDrill(t *testing.T) {
+	g := NewWithT(t)
+	bj := &v1alpha1.BackupJob{ObjectMeta: metav1.ObjectMeta{Name: "nightly", Namespace: "shop", UID: "u1"},
+		Spec: v1alpha1.BackupJobSpec{Verify: &v1alpha1.BackupVerify{SQL: "SELECT count(*) > 0 FROM orders"}}}
+	source := &v1alpha1.PostgresCluster{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "shop"},
+		Spec: v1alpha1.PostgresClusterSpec{Image: "postgres:15.9", Storage: v1alpha1.PostgresStorage{Size: resource.MustParse("5Gi"), StorageClassName: ptr.To("fast")}}}
+	b := &backup{name: "nightly-1796300000", scheduled: time.Unix(1796300000, 0), requested: resource.MustParse("5Gi")}
+
+	drill := desiredDrillCluster(bj, b, source)
+	g.Expect(len(drill.Name)).To(BeNumerically("<=", 50))
+	g.Expect(drill.Name).To(Equal(drillClusterName(bj, b)), "a fixed name: a retry finds it")
+	g.Expect(drill.Spec.Instances).To(BeEquivalentTo(1))
+	g.Expect(drill.Spec.Image).To(Equal("postgres:15.9"))
+	g.Expect(drill.Spec.Bootstrap.FromBackup).To(Equal(&v1alpha1.PostgresFromBackup{BackupJob: "nightly", Name: b.name}))
+	g.Expect(drill.Spec.DeletionPolicy).To(Equal(v1alpha1.DeleteClaims))
+	g.Expect(drill.Annotations).To(HaveKeyWithValue(v1alpha1.PostgresConfirmDeleteAnnotation, drill.Name), "its claims go with it")
+	g.Expect(*drill.Spec.Storage.StorageClassName).To(Equal("fast"))
+	g.Expect(drill.OwnerReferences).To(ConsistOf(HaveField("UID", bj.UID)))
+
+	drill.Namespace = "shop"
+	job := desiredVerifyJob(bj, b, drill, baseBackupOptions{operatorImage: "example.com/platform-operator:v2", clusterDomain: "cluster.local"})
+	c := job.Spec.Template.Spec.Containers[0]
+	g.Expect(c.Command[:3]).To(Equal([]string{toolsBinary, "instance", "verify"}))
+	env := map[string]string{}
+	for _, e := range c.Env {
+		switch {
+		case e.ValueFrom != nil:
+			g.Expect(e.ValueFrom.SecretKeyRef.Name).To(Equal(drill.Name+"-app"), "the restored cluster's own credentials")
+			env[e.Name] = "from " + e.ValueFrom.SecretKeyRef.Key
+		default:
+			env[e.Name] = e.Value
+		}
+	}
+	opts, err := instance.ParseVerifyOptions(c.Command[3:], func(k string) string { return env[k] }, nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(opts.Host).To(Equal(drill.Name + "-1." + drill.Name + ".shop.svc.cluster.local"))
+	g.Expect(opts.SQL).To(Equal("SELECT count(*) > 0 FROM orders"))
+	g.Expect(opts.User).To(Equal("from username"))
+	g.Expect(opts.Database).To(Equal("from dbname"))
+	g.Expect(*job.Spec.BackoffLimit).To(BeZero(), "a query that fails once is the drill's answer")
+	g.Expect(job.Labels).To(HaveKeyWithValue(DrillLabel, b.name))
+	g.Expect(podsecurity.Restricted(podsecurity.VersionOf("v1.37.2"), &job.Spec.Template.ObjectMeta, &job.Spec.Template.Spec)).To(BeEmpty())
 }

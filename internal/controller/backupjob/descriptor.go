@@ -6,6 +6,7 @@ import (
 	snapshotv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -79,8 +80,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error
 }
 
 // backupJobsOfCluster maps a PostgresCluster to the BackupJobs of its
-// namespace that back it up or whose run fences it: its fence and its
-// instances' reports are what their runs wait on.
+// namespace that back it up, whose run fences it, or whose drill restored
+// it: its fence, its instances' reports and its health are what their runs
+// and drills wait on.
 func (r *Reconciler) backupJobsOfCluster(ctx context.Context, obj client.Object) []reconcile.Request {
 	list := &v1alpha1.BackupJobList{}
 	if err := r.Client.List(ctx, list, client.InNamespace(obj.GetNamespace())); err != nil {
@@ -90,7 +92,7 @@ func (r *Reconciler) backupJobsOfCluster(ctx context.Context, obj client.Object)
 	pg, _ := obj.(*v1alpha1.PostgresCluster)
 	var out []reconcile.Request
 	for _, bj := range list.Items {
-		if bj.Spec.Source.PostgresCluster == obj.GetName() || (pg != nil && fenceOf(bj.Name, pg) != nil) {
+		if bj.Spec.Source.PostgresCluster == obj.GetName() || (pg != nil && fenceOf(bj.Name, pg) != nil) || metav1.IsControlledBy(obj, &bj) {
 			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: bj.Namespace, Name: bj.Name}})
 		}
 	}

@@ -18,7 +18,7 @@ import (
 // at the next scheduled check.
 func TestEventsOfTheBackupJobsJobsReconcileIt(t *testing.T) {
 	bj := testBackupJob()
-	bj.Spec.Verify = &v1alpha1.BackupVerify{JobTemplate: *bj.Spec.JobTemplate}
+	bj.Spec.Verify = &v1alpha1.BackupVerify{JobTemplate: bj.Spec.JobTemplate.DeepCopy()}
 	b := &backup{name: testRun.name, kind: v1alpha1.VolumeBackup, scheduled: testRun.scheduled}
 	want := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: bj.Namespace, Name: bj.Name}}
 	for name, job := range map[string]*batchv1.Job{

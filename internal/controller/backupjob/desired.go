@@ -199,7 +199,7 @@ func desiredDrillJob(bj *v1alpha1.BackupJob, b *backup) *batchv1.Job {
 	name := DrillName(bj.Name, b.scheduled)
 	volumes := []corev1.Volume{claimVolume(backupVolume, name, true)}
 	mounts := []corev1.VolumeMount{{Name: backupVolume, MountPath: BackupPath, ReadOnly: true}}
-	return jobFromTemplate(bj, &bj.Spec.Verify.JobTemplate, name, drillLabels(bj.Name, b.name), volumes, mounts)
+	return jobFromTemplate(bj, bj.Spec.Verify.JobTemplate, name, drillLabels(bj.Name, b.name), volumes, mounts)
 }
 
 func claimVolume(name, claim string, readOnly bool) corev1.Volume {

@@ -247,7 +247,7 @@ func TestChildrenAsBuiltShowNoDrift(t *testing.T) {
 	utilruntime.Must(AddToScheme(scheme))
 	bj := testBackupJob()
 	bj.Spec.Target = &v1alpha1.BackupTarget{Volume: &v1alpha1.BackupVolumeTarget{StorageClassName: "cheap", Size: ptr.To(resource.MustParse("20Gi"))}}
-	bj.Spec.Verify = &v1alpha1.BackupVerify{EveryNth: 2, JobTemplate: *bj.Spec.JobTemplate.DeepCopy()}
+	bj.Spec.Verify = &v1alpha1.BackupVerify{EveryNth: 2, JobTemplate: bj.Spec.JobTemplate.DeepCopy()}
 	volume := &backup{name: testRun.name, kind: v1alpha1.VolumeBackup, scheduled: testRun.scheduled, size: ptr.To(resource.MustParse("3Gi"))}
 	snapshot := &backup{name: testRun.name, kind: v1alpha1.SnapshotBackup, scheduled: testRun.scheduled, size: ptr.To(resource.MustParse("3Gi"))}
 	for name, desired := range map[string]client.Object{

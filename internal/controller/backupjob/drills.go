@@ -3,6 +3,7 @@ package backupjob
 import (
 	"context"
 	"fmt"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -40,9 +41,10 @@ func drillCandidate(backups []*backup, everyNth int32) *backup {
 }
 
 // runDrills records the drills that finished on their backups and removes
-// their claim and Job, then starts the next drill when one is due. One
-// drill runs at a time.
-func (r *Reconciler) runDrills(ctx context.Context, bj *v1alpha1.BackupJob, obs *observation, out *outcome) {
+// their claim or temporary PostgresCluster and Job, moves PostgreSQL drills
+// on, then starts the next drill when one is due. One drill runs at a
+// time.
+func (r *Reconciler) runDrills(ctx context.Context, bj *v1alpha1.BackupJob, obs *observation, now time.Time, out *outcome) {
 	for name, job := range obs.drillJobs {
 		finished, succeeded, message, _ := jobOutcome(job)
 		b := obs.backupNamed(name)
@@ -52,29 +54,22 @@ func (r *Reconciler) runDrills(ctx context.Context, bj *v1alpha1.BackupJob, obs 
 			}
 			continue
 		}
-		result, reason := v1alpha1.VerificationPassed, "DrillPassed"
 		if !succeeded {
-			result, reason = v1alpha1.VerificationFailed, "DrillFailed"
+			if obs.drillClusters[name] != nil {
+				message = r.verifyMessage(ctx, job, message)
+			}
 			message = fmt.Sprintf("Restore drill of backup %s failed: %s", name, message)
 		}
-		if b != nil {
-			if err := r.recordVerification(ctx, b, result, message); err != nil {
+		r.finishDrill(ctx, bj, obs, b, succeeded, message, out)
+		if b == nil {
+			if err := r.removeDrill(ctx, bj, obs, name); err != nil {
 				out.add(err, false)
-				continue
 			}
 		}
-		if err := r.removeDrill(ctx, bj, obs, name); err != nil {
-			out.add(err, false)
-			continue
-		}
-		if succeeded {
-			r.Recorder.Eventf(bj, nil, corev1.EventTypeNormal, reason, "Verify", "Restore drill of backup %s passed", name)
-		} else {
-			r.Recorder.Eventf(bj, nil, corev1.EventTypeWarning, reason, "Verify", "%s", message)
-		}
 	}
-	// A drill claim without its Job: the Job's creation failed, or the
-	// drill's backup is gone.
+	// A drill claim or cluster without its Job: the Job's creation failed,
+	// a PostgreSQL drill's cluster is still starting, or the drill's
+	// backup is gone.
 	for name := range obs.drillClaims {
 		if obs.drillJobs[name] == nil {
 			if b := obs.backupNamed(name); b != nil && b.verified == "" && bj.Spec.Verify != nil {
@@ -86,8 +81,19 @@ func (r *Reconciler) runDrills(ctx context.Context, bj *v1alpha1.BackupJob, obs 
 			}
 		}
 	}
+	for name, drill := range obs.drillClusters {
+		if obs.drillJobs[name] == nil {
+			if b := obs.backupNamed(name); b != nil && b.verified == "" && bj.Spec.Verify != nil && drill.DeletionTimestamp == nil {
+				r.advancePostgresDrill(ctx, bj, obs, b, drill, now, out)
+				continue
+			}
+			if err := r.removeDrill(ctx, bj, obs, name); err != nil {
+				out.add(err, false)
+			}
+		}
+	}
 
-	if bj.Spec.Verify == nil || len(obs.drillJobs) > 0 {
+	if bj.Spec.Verify == nil || len(obs.drillJobs) > 0 || len(obs.drillClusters) > 0 {
 		return
 	}
 	if b := drillCandidate(obs.backups, bj.Spec.Verify.EveryNth); b != nil {
@@ -95,8 +101,38 @@ func (r *Reconciler) runDrills(ctx context.Context, bj *v1alpha1.BackupJob, obs 
 	}
 }
 
-// startDrill creates a drill's claim from backup b and its verify Job.
+// finishDrill records the result of the drill of backup b on it, removes
+// the drill's objects and says so.
+func (r *Reconciler) finishDrill(ctx context.Context, bj *v1alpha1.BackupJob, obs *observation, b *backup, passed bool, message string, out *outcome) {
+	if b == nil {
+		return
+	}
+	result, reason := v1alpha1.VerificationPassed, "DrillPassed"
+	if !passed {
+		result, reason = v1alpha1.VerificationFailed, "DrillFailed"
+	}
+	if err := r.recordVerification(ctx, b, result, message); err != nil {
+		out.add(err, false)
+		return
+	}
+	if err := r.removeDrill(ctx, bj, obs, b.name); err != nil {
+		out.add(err, false)
+		return
+	}
+	if passed {
+		r.Recorder.Eventf(bj, nil, corev1.EventTypeNormal, reason, "Verify", "Restore drill of backup %s passed", b.name)
+	} else {
+		r.Recorder.Eventf(bj, nil, corev1.EventTypeWarning, reason, "Verify", "%s", message)
+	}
+}
+
+// startDrill creates a drill's claim from backup b and its verify Job, or,
+// for a PostgresCluster's backup, its temporary cluster.
 func (r *Reconciler) startDrill(ctx context.Context, bj *v1alpha1.BackupJob, obs *observation, b *backup, out *outcome) {
+	if bj.Spec.Source.PostgresCluster != "" {
+		r.startPostgresDrill(ctx, bj, obs, b, out)
+		return
+	}
 	if b.kind == v1alpha1.SnapshotBackup && obs.source != nil {
 		// A snapshot is restored into the class of the volume it was taken
 		// of, and at least at its size.
@@ -108,7 +144,7 @@ func (r *Reconciler) startDrill(ctx context.Context, bj *v1alpha1.BackupJob, obs
 		}
 	}
 	desired := desiredDrillJob(bj, b)
-	if r.refuseTemplate(bj, verifyTemplatePath, &bj.Spec.Verify.JobTemplate, desired, out) {
+	if r.refuseTemplate(bj, verifyTemplatePath, bj.Spec.Verify.JobTemplate, desired, out) {
 		return
 	}
 	claim := &corev1.PersistentVolumeClaim{}
@@ -150,13 +186,17 @@ func (r *Reconciler) recordVerification(ctx context.Context, b *backup, result v
 	return nil
 }
 
-// removeDrill deletes a drill's Job (with its pods) and claim.
+// removeDrill deletes a drill's Job (with its pods), and its claim or
+// temporary PostgresCluster.
 func (r *Reconciler) removeDrill(ctx context.Context, bj *v1alpha1.BackupJob, obs *observation, name string) error {
 	if j := obs.drillJobs[name]; j != nil {
 		if err := r.deleteJob(ctx, j); err != nil {
 			return err
 		}
 		delete(obs.drillJobs, name)
+	}
+	if err := r.removeDrillCluster(ctx, bj, obs, name); err != nil {
+		return err
 	}
 	if c := obs.drillClaims[name]; c != nil {
 		// Only a claim the BackupJob controls: never a backup.

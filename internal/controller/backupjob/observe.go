@@ -54,6 +54,9 @@ type observation struct {
 	// name of the backup they restore.
 	drillJobs   map[string]*batchv1.Job
 	drillClaims map[string]*corev1.PersistentVolumeClaim
+	// drillClusters are the temporary PostgresClusters of PostgreSQL
+	// drills, by the name of the backup they were restored from.
+	drillClusters map[string]*v1alpha1.PostgresCluster
 }
 
 // backup is a run's claim or snapshot as status and retention see it.
@@ -95,6 +98,7 @@ func (r *Reconciler) observe(ctx context.Context, bj *v1alpha1.BackupJob, now ti
 		runJobs:         map[string]*batchv1.Job{},
 		drillJobs:       map[string]*batchv1.Job{},
 		drillClaims:     map[string]*corev1.PersistentVolumeClaim{},
+		drillClusters:   map[string]*v1alpha1.PostgresCluster{},
 	}
 	if name := bj.Spec.Source.PersistentVolumeClaimName; name != "" {
 		source := &corev1.PersistentVolumeClaim{}

@@ -64,7 +64,7 @@ func TestARunWhosePodBreaksTheRestrictedStandardIsRefused(t *testing.T) {
 // port of its node starts no claim and no Job.
 func TestADrillWhosePodBreaksTheRestrictedStandardIsRefused(t *testing.T) {
 	f := newFixture(t, false, func(bj *v1alpha1.BackupJob) {
-		bj.Spec.Verify = &v1alpha1.BackupVerify{EveryNth: 1, JobTemplate: v1alpha1.BackupJobTemplate{Spec: batchv1.JobSpec{
+		bj.Spec.Verify = &v1alpha1.BackupVerify{EveryNth: 1, JobTemplate: &v1alpha1.BackupJobTemplate{Spec: batchv1.JobSpec{
 			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{
 				Name: "verify", Image: "busybox:1.36",
 				Ports: []corev1.ContainerPort{{ContainerPort: 22, HostPort: 22}},

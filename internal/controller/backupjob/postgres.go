@@ -123,6 +123,9 @@ func (r *Reconciler) observePostgres(ctx context.Context, bj *v1alpha1.BackupJob
 		if f := fenceOf(bj.Name, pg); f != nil {
 			obs.fences = append(obs.fences, f)
 		}
+		if backup := pg.Labels[DrillLabel]; backup != "" && pg.Labels[v1alpha1.BackupJobLabel] == bj.Name && isControlledBy(pg, bj) && obs.drillClusters != nil {
+			obs.drillClusters[backup] = pg
+		}
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	snapshotv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -301,4 +302,56 @@ func TestPostgresBaseBackupRun(t *testing.T) {
 	ready := waiting.condition(v1alpha1.BackupJobReadyCondition)
 	p.g.Expect(ready.Reason).To(Equal(v1alpha1.BackupJobNoReadyReplicaReason))
 	p.g.Expect(ready.Message).To(ContainSubstring("ready to stream a base backup"))
+}
+
+// podOfJob creates a pod of Job job whose container ended in phase with
+// message, as the Job controller and a kubelet would have left it.
+func (p *pgFixture) podOfJob(job, container string, phase corev1.PodPhase, code int32, message string) {
+	p.t.Helper()
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: job + "-x1", Namespace: p.ns, Labels: map[string]string{"batch.kubernetes.io/job-name": job}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: container, Image: "postgres:15"}}}}
+	p.g.Expect(k8sClient.Create(p.t.Context(), pod)).To(Succeed())
+	pod.Status = corev1.PodStatus{Phase: phase, ContainerStatuses: []corev1.ContainerStatus{{Name: container,
+		State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: code, Message: message}}}}}
+	p.g.Expect(k8sClient.Status().Update(p.t.Context(), pod)).To(Succeed())
+}
+
+// A PostgreSQL drill restores the new backup into a temporary cluster,
+// runs its query once that cluster is Healthy, records the database's
+// message when the query fails, and deletes the temporary cluster.
+func TestPostgresDrillQueriesARestoredCluster(t *testing.T) {
+	p := newBaseBackupFixture(t, 3)
+	bj := p.get()
+	bj.Spec.Verify = &v1alpha1.BackupVerify{EveryNth: 1, SQL: "SELECT count(*) > 0 FROM orders"}
+	p.g.Expect(k8sClient.Update(t.Context(), bj)).To(Succeed())
+	p.runNow("first")
+	p.at(time.Second)
+	run := p.runName(time.Second)
+	p.finishJob(run, true)
+	p.at(2 * time.Second)
+
+	drills := &v1alpha1.PostgresClusterList{}
+	p.g.Expect(k8sClient.List(t.Context(), drills, client.InNamespace(p.ns), client.MatchingLabels{backupjob.DrillLabel: run})).To(Succeed())
+	p.g.Expect(drills.Items).To(HaveLen(1), "a temporary cluster restored from the backup")
+	drill := drills.Items[0]
+	p.g.Expect(drill.Spec.Bootstrap.FromBackup.Name).To(Equal(run))
+	p.g.Expect(p.jobs()).To(HaveLen(1), "no query before the restored cluster is Healthy")
+	p.g.Expect(p.condition(v1alpha1.BackupJobVerifiedCondition).Reason).To(Equal(v1alpha1.BackupJobVerifyPendingReason))
+
+	drill.Status.Phase, drill.Status.CurrentPrimary = v1alpha1.PostgresHealthy, drill.Name+"-1"
+	p.g.Expect(k8sClient.Status().Update(t.Context(), &drill)).To(Succeed())
+	p.at(3 * time.Second)
+	verify := backupjob.DrillName(p.bj.Name, p.created.Add(time.Second))
+	p.g.Expect(p.jobs()).To(ContainElement(HaveField("Name", verify)), "the query runs once the cluster is Healthy")
+
+	p.podOfJob(verify, "pg-verify", corev1.PodFailed, 1, `the verify query failed: ERROR: relation "orders" does not exist (SQLSTATE 42P01)`)
+	p.finishJob(verify, false)
+	p.at(4 * time.Second)
+	verified := p.condition(v1alpha1.BackupJobVerifiedCondition)
+	p.g.Expect(verified.Status).To(Equal(metav1.ConditionFalse))
+	p.g.Expect(verified.Message).To(ContainSubstring(`relation "orders" does not exist`), "the database's message")
+	p.g.Expect(p.claims()[run].Annotations).To(HaveKeyWithValue(backupjob.VerifiedAnnotation, "Failed"))
+	p.g.Eventually(func() error {
+		return k8sClient.Get(t.Context(), client.ObjectKeyFromObject(&drill), &v1alpha1.PostgresCluster{})
+	}).Should(Satisfy(apierrors.IsNotFound), "the temporary cluster is deleted")
 }

@@ -96,7 +96,7 @@ func (r *Reconciler) newLoop() *kit.Loop[v1alpha1.BackupJob, *v1alpha1.BackupJob
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=snapshot.storage.k8s.io,resources=volumesnapshots,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
-// +kubebuilder:rbac:groups=example.com,resources=postgresclusters,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=example.com,resources=postgresclusters,verbs=get;list;watch;patch;create;delete
 // +kubebuilder:rbac:groups="",resources=pods,verbs=list
 
 // Reconcile brings one BackupJob's runs, drills and backups to what its
@@ -119,7 +119,7 @@ func (r *Reconciler) Sync(ctx context.Context, bj *v1alpha1.BackupJob) kit.Outco
 	obs.lastFailure = lastFailure(obs, bj.Status.LastFailure)
 	r.advanceFences(ctx, bj, obs, now, &out)
 	sched := r.runSchedule(ctx, bj, obs, now, &out)
-	r.runDrills(ctx, bj, obs, &out)
+	r.runDrills(ctx, bj, obs, now, &out)
 	ret := r.applyRetention(ctx, bj, obs, sched.loc, now, &out)
 	r.pruneJobs(ctx, bj, obs, &out)
 	if errors.Is(out.err, platform.ErrNotLeader) {

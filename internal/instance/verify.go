@@ -1,0 +1,122 @@
+package instance
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"example.com/platform-operator/internal/instance/postgres"
+)
+
+// `platform-operator instance verify` is the command of a restore drill of
+// a PostgresCluster's backup: it runs the BackupJob's verify query in the
+// temporary cluster restored from the backup, and passes only when the
+// query's first column of its first row is true. What it says (the
+// database's message, or that the query returned false) is its
+// termination message, which the operator records on the backup.
+
+// Environment of the verify command: the restored cluster's owner and
+// database (keys of its application Secret), its password, and the query.
+const (
+	VerifyUserEnv     = "PGUSER"
+	VerifyDatabaseEnv = "PGDATABASE"
+	VerifySQLEnv      = "VERIFY_SQL"
+)
+
+// VerifyOptions are the flags and environment of `instance verify`.
+type VerifyOptions struct {
+	Host, User, Database, Password, SQL string
+	Port                                int
+	TerminationLog                      string
+}
+
+// ParseVerifyOptions reads the flags of `instance verify` and its
+// environment.
+func ParseVerifyOptions(args []string, getenv func(string) string, usage io.Writer) (VerifyOptions, error) {
+	opts := VerifyOptions{}
+	fs := flag.NewFlagSet("instance verify", flag.ContinueOnError)
+	fs.SetOutput(usage)
+	fs.StringVar(&opts.Host, "host", "", "the restored instance (required)")
+	fs.IntVar(&opts.Port, "port", postgresPort, "its PostgreSQL port")
+	fs.StringVar(&opts.TerminationLog, "termination-log", defaultTerminationLog, "where to write the result for the operator; empty for nowhere")
+	if err := fs.Parse(args); err != nil {
+		return opts, err
+	}
+	opts.User, opts.Database = getenv(VerifyUserEnv), getenv(VerifyDatabaseEnv)
+	opts.Password, opts.SQL = getenv(BackupPasswordEnv), getenv(VerifySQLEnv)
+	var problems []error
+	if opts.Host == "" {
+		problems = append(problems, errors.New("--host is required"))
+	}
+	for name, v := range map[string]string{VerifyUserEnv: opts.User, VerifyDatabaseEnv: opts.Database, BackupPasswordEnv: opts.Password, VerifySQLEnv: opts.SQL} {
+		if v == "" {
+			problems = append(problems, fmt.Errorf("%s is empty", name))
+		}
+	}
+	return opts, errors.Join(problems...)
+}
+
+// errVerifyFalse is a query that ran and did not return true.
+var errVerifyFalse = errors.New("the verify query did not return true")
+
+// Verify runs the query and writes what came of it to the termination log:
+// nil when it returned true.
+func Verify(ctx context.Context, opts VerifyOptions) error {
+	err := verify(ctx, opts)
+	message := "the verify query returned true"
+	if err != nil {
+		message = err.Error()
+	}
+	if opts.TerminationLog != "" {
+		if werr := os.WriteFile(opts.TerminationLog, []byte(message), 0o644); werr != nil {
+			return errors.Join(err, fmt.Errorf("write the result to %s: %w", opts.TerminationLog, werr))
+		}
+	}
+	return err
+}
+
+func verify(ctx context.Context, opts VerifyOptions) error {
+	conn, err := postgres.Connect(ctx, postgres.ConnInfo{Host: opts.Host, Port: opts.Port, User: opts.User, Password: opts.Password, DBName: opts.Database})
+	if err != nil {
+		return fmt.Errorf("connect to the restored copy: %w", err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	rows, err := conn.Query(ctx, opts.SQL)
+	if err != nil {
+		return fmt.Errorf("the verify query failed: %w", err)
+	}
+	defer rows.Close()
+	if !rows.Next() {
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("the verify query failed: %w", err)
+		}
+		return fmt.Errorf("%w: it returned no row", errVerifyFalse)
+	}
+	values, err := rows.Values()
+	if err != nil {
+		return fmt.Errorf("the verify query failed: %w", err)
+	}
+	if len(values) == 0 {
+		return fmt.Errorf("%w: it returned no column", errVerifyFalse)
+	}
+	if b, ok := values[0].(bool); ok && b {
+		rows.Close()
+		return rows.Err()
+	}
+	return fmt.Errorf("%w: its first column is %s", errVerifyFalse, describe(values[0]))
+}
+
+func describe(v any) string {
+	if v == nil {
+		return "NULL"
+	}
+	s := fmt.Sprint(v)
+	if len(s) > 64 {
+		s = s[:64] + "…"
+	}
+	return strings.TrimSpace(s)
+}
