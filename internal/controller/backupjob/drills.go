@@ -129,8 +129,17 @@ func (r *Reconciler) finishDrill(ctx context.Context, bj *v1alpha1.BackupJob, ob
 // startDrill creates a drill's claim from backup b and its verify Job, or,
 // for a PostgresCluster's backup, its temporary cluster.
 func (r *Reconciler) startDrill(ctx context.Context, bj *v1alpha1.BackupJob, obs *observation, b *backup, out *outcome) {
-	if bj.Spec.Source.PostgresCluster != "" {
+	// The API server refuses these; a BackupJob stored before its rules
+	// were is reported, not run.
+	switch {
+	case bj.Spec.Source.PostgresCluster != "" && bj.Spec.Verify.SQL == "":
+		out.report(v1alpha1.BackupJobInvalidSpecReason, "spec.verify.sql is required to check a PostgresCluster's backups: no restore drill runs")
+		return
+	case bj.Spec.Source.PostgresCluster != "":
 		r.startPostgresDrill(ctx, bj, obs, b, out)
+		return
+	case bj.Spec.Verify.JobTemplate == nil:
+		out.report(v1alpha1.BackupJobInvalidSpecReason, "spec.verify.jobTemplate is required to check a claim's backups: no restore drill runs")
 		return
 	}
 	if b.kind == v1alpha1.SnapshotBackup && obs.source != nil {

@@ -167,3 +167,19 @@ func (r *Reconciler) removeDrillCluster(ctx context.Context, bj *v1alpha1.Backup
 	delete(obs.drillClusters, name)
 	return nil
 }
+
+// drillDeadline is when the soonest temporary cluster still starting fails
+// its drill, zero for none: a cluster that never turns Healthy may never
+// change either.
+func drillDeadline(obs *observation) time.Time {
+	var soonest time.Time
+	for name, drill := range obs.drillClusters {
+		if obs.drillJobs[name] != nil || drill.DeletionTimestamp != nil {
+			continue
+		}
+		if d := drill.CreationTimestamp.Add(drillClusterTimeout); soonest.IsZero() || d.Before(soonest) {
+			soonest = d
+		}
+	}
+	return soonest
+}

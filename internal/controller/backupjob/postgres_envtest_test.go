@@ -355,3 +355,34 @@ func TestPostgresDrillQueriesARestoredCluster(t *testing.T) {
 		return k8sClient.Get(t.Context(), client.ObjectKeyFromObject(&drill), &v1alpha1.PostgresCluster{})
 	}).Should(Satisfy(apierrors.IsNotFound), "the temporary cluster is deleted")
 }
+
+// A temporary cluster that never turns Healthy fails its drill at the
+// deadline, with its Ready message, and is deleted.
+func TestPostgresDrillOfAClusterThatNeverStarts(t *testing.T) {
+	p := newBaseBackupFixture(t, 3)
+	bj := p.get()
+	bj.Spec.Verify = &v1alpha1.BackupVerify{EveryNth: 1, SQL: "SELECT true"}
+	p.g.Expect(k8sClient.Update(t.Context(), bj)).To(Succeed())
+	p.runNow("first")
+	p.at(time.Second)
+	run := p.runName(time.Second)
+	p.finishJob(run, true)
+	p.at(2 * time.Second)
+	drills := &v1alpha1.PostgresClusterList{}
+	p.g.Expect(k8sClient.List(t.Context(), drills, client.InNamespace(p.ns), client.MatchingLabels{backupjob.DrillLabel: run})).To(Succeed())
+	p.g.Expect(drills.Items).To(HaveLen(1))
+	drill := drills.Items[0]
+	drill.Status.Conditions = []metav1.Condition{{Type: v1alpha1.PostgresReadyCondition, Status: metav1.ConditionFalse, Reason: "Restoring",
+		Message: "waiting for the backup to be restored onto the claim", LastTransitionTime: metav1.Now()}}
+	p.g.Expect(k8sClient.Status().Update(t.Context(), &drill)).To(Succeed())
+
+	p.at(2*time.Second + 9*time.Minute)
+	p.g.Expect(p.condition(v1alpha1.BackupJobVerifiedCondition).Status).To(Equal(metav1.ConditionUnknown), "still waiting")
+	p.at(2*time.Second + 11*time.Minute)
+	verified := p.condition(v1alpha1.BackupJobVerifiedCondition)
+	p.g.Expect(verified.Status).To(Equal(metav1.ConditionFalse))
+	p.g.Expect(verified.Message).To(And(ContainSubstring("was not Healthy within 10m0s"), ContainSubstring("waiting for the backup to be restored")))
+	p.g.Eventually(func() error {
+		return k8sClient.Get(t.Context(), client.ObjectKeyFromObject(&drill), &v1alpha1.PostgresCluster{})
+	}).Should(Satisfy(apierrors.IsNotFound))
+}

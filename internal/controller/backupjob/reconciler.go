@@ -186,6 +186,11 @@ func (r *Reconciler) requeueAfter(bj *v1alpha1.BackupJob, sched scheduleResult, 
 		// A fence not acted on by its deadline is removed then.
 		soonest(d.Sub(now) + 50*time.Millisecond)
 	}
+	if d := drillDeadline(obs); !d.IsZero() {
+		// A drill's cluster not Healthy by its deadline fails the drill
+		// then, whether or not it changes.
+		soonest(d.Sub(now) + 50*time.Millisecond)
+	}
 	if len(ret.blocked) > 0 || obs.sourceProblem(bj, r.PostgresClustersServed) != nil || obs.waiting != nil {
 		soonest(wait.Jitter(r.RecheckInterval, 0.2))
 	}
