@@ -51,8 +51,10 @@ func oneShotContainer(pod *corev1.Pod) *corev1.Container {
 }
 
 const (
-	// backupJobLabel marks the pods of BackupJobs' runs and drills.
-	backupJobLabel = "example.com/backupjob"
+	// postgresToolLabel marks the pods of the operator's PostgreSQL Jobs
+	// (internal/controller/backupjob): a few, where the pods of BackupJobs'
+	// runs may be thousands.
+	postgresToolLabel = "example.com/postgres-tool"
 	// terminationMessageLimit is what a kubelet keeps of a termination
 	// message.
 	terminationMessageLimit = 4096
@@ -62,7 +64,7 @@ const (
 // drills, which the simulation runs.
 func (s *postgresSimulation) jobPods(ctx context.Context, live map[types.UID]*corev1.Pod) {
 	pods := &corev1.PodList{}
-	if err := s.cl.List(ctx, pods, client.HasLabels{backupJobLabel}); err != nil {
+	if err := s.cl.List(ctx, pods, client.HasLabels{postgresToolLabel}); err != nil {
 		return
 	}
 	for i := range pods.Items {

@@ -203,6 +203,12 @@ func parseBaseBackupResult(t *corev1.ContainerStateTerminated) map[string]string
 	}
 }
 
+// PostgresToolLabel marks the pods of the operator's PostgreSQL Jobs (base
+// backups and restore drills' queries) with their container's name:
+// `kubectl get pods -l example.com/postgres-tool` lists them, and the local
+// cluster's simulation finds them without listing every run's pod.
+const PostgresToolLabel = "example.com/postgres-tool"
+
 // postgresToolTemplate is the Job of a command of the operator's binary
 // run in a PostgreSQL image, as the PostgresCluster's pods run it: an init
 // container copies the binary from the operator's image, and the
@@ -223,7 +229,7 @@ func postgresToolTemplate(container corev1.Container, operatorImage string, retr
 	container.VolumeMounts = append(container.VolumeMounts, corev1.VolumeMount{Name: toolsVolume, MountPath: toolsDir})
 	return &v1alpha1.BackupJobTemplate{Spec: batchv1.JobSpec{
 		BackoffLimit: ptr.To(retries),
-		Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{PostgresToolLabel: container.Name}}, Spec: corev1.PodSpec{
 			SecurityContext: &corev1.PodSecurityContext{
 				RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To(postgresUID), RunAsGroup: ptr.To(postgresUID), FSGroup: ptr.To(postgresUID),
 				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},

@@ -89,6 +89,7 @@ func TestDesiredBaseBackupJob(t *testing.T) {
 	g.Expect(*pod.AutomountServiceAccountToken).To(BeFalse(), "a copy needs no credentials for the Kubernetes API")
 	g.Expect(podsecurity.Restricted(podsecurity.VersionOf("v1.37.2"), &job.Spec.Template.ObjectMeta, &pod)).To(BeEmpty())
 	g.Expect(job.OwnerReferences).To(HaveLen(1))
+	g.Expect(job.Spec.Template.Labels).To(HaveKeyWithValue(PostgresToolLabel, baseBackupContainer), "what the pods are found by")
 
 	claim := desiredBaseBackupClaim(bj, rn, pg, &v1alpha1.PostgresInstanceStatus{Name: "db-2", Timeline: 3})
 	g.Expect(claim.Spec.Resources.Requests[corev1.ResourceStorage]).To(Equal(resource.MustParse("5Gi")), "the cluster's size")
@@ -168,5 +169,6 @@ func TestDesiredPostgresDrill(t *testing.T) {
 	g.Expect(opts.Database).To(Equal("from dbname"))
 	g.Expect(*job.Spec.BackoffLimit).To(BeZero(), "a query that fails once is the drill's answer")
 	g.Expect(job.Labels).To(HaveKeyWithValue(DrillLabel, b.name))
+	g.Expect(job.Spec.Template.Labels).To(HaveKeyWithValue(PostgresToolLabel, verifyContainer))
 	g.Expect(podsecurity.Restricted(podsecurity.VersionOf("v1.37.2"), &job.Spec.Template.ObjectMeta, &job.Spec.Template.Spec)).To(BeEmpty())
 }
