@@ -5,3 +5,6 @@ package postgres
 func SCRAMVerifierWithSalt(password string, salt []byte, iterations int) (string, error) {
 	return scramVerifier(password, salt, iterations)
 }
+
+// Running exposes whether a process still runs to the external tests.
+var Running = running

@@ -172,42 +172,41 @@ func (p *Process) Stop(ctx context.Context, mode StopMode) error {
 	}
 }
 
-// Kill ends postgres and every process of its group with SIGKILL, as a
-// crash of its container would, and waits for the postmaster to exit and,
-// for at most killWait, for the rest of the group to be gone: a backend
-// still attached to the old shared memory would make the next start refuse
-// to run.
+// Kill ends postgres and every process below it with SIGKILL, as the end
+// of its container would, and waits for the postmaster to exit and, for at
+// most killWait, for the others to be gone: a backend busy with a query
+// notices its postmaster's death only at its next wait, and meanwhile
+// still writes to the data directory and holds the shared memory that
+// makes the next start refuse to run.
 func (p *Process) Kill() error {
 	select {
 	case <-p.exited:
 		return nil
 	default:
 	}
-	if err := syscall.Kill(-p.PID(), syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
-		return fmt.Errorf("kill PostgreSQL (pid %d): %w", p.PID(), err)
+	pid := p.PID()
+	// A stopped postmaster forks no child between the listing and the kill.
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("kill PostgreSQL (pid %d): stop it: %w", pid, err)
 	}
-	p.inst.Log.Info("Killed PostgreSQL", "pid", p.PID())
+	children := descendants(pid)
+	if err := syscall.Kill(-pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("kill PostgreSQL (pid %d): %w", pid, err)
+	}
+	if err := killAll(children); err != nil {
+		return fmt.Errorf("kill PostgreSQL's processes (pid %d): %w", pid, err)
+	}
+	p.inst.Log.Info("Killed PostgreSQL", "pid", pid, "children", len(children))
 	<-p.exited
-	waitGroupGone(p.PID(), killWait)
+	if !waitExited(children, killWait) {
+		return fmt.Errorf("kill PostgreSQL (pid %d): its processes still run after %s", pid, killWait)
+	}
 	return nil
 }
 
-// killWait bounds how long Kill waits for the backends of a killed
-// postmaster to be gone. Orphans are reaped by PID 1: where nothing reaps
-// them, their zombies outlive the wait, harmlessly (they hold no memory).
+// killWait bounds how long Kill waits for the processes of a killed
+// postmaster to be gone.
 const killWait = 5 * time.Second
-
-// waitGroupGone waits until no process of the process group pgid is left,
-// or until timeout.
-func waitGroupGone(pgid int, timeout time.Duration) {
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
-		if err := syscall.Kill(-pgid, 0); errors.Is(err, syscall.ESRCH) {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
 
 // Reload makes postgres read its configuration files again (SIGHUP):
 // enough for every change ConfigurePrimary and ConfigureStandby report as
