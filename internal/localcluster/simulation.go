@@ -56,6 +56,10 @@ const (
 	// SimulationFailAnnotation, set to "true" on a VolumeSnapshot or on a
 	// Job's pod (its template), makes the simulation fail it.
 	SimulationFailAnnotation = "simulation.example.com/fail"
+	// SimulationHoldAnnotation, set to "true" on a claim, makes the
+	// snapshots of the claim wait, as a slow storage system's would,
+	// until it is removed: tests use it to keep a backup running.
+	SimulationHoldAnnotation = "simulation.example.com/hold"
 	// simulationInterval is how often the simulators look for work.
 	simulationInterval = 300 * time.Millisecond
 )

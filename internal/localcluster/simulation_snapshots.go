@@ -69,7 +69,8 @@ func installSnapshotCRDs(ctx context.Context, cl client.Client) error {
 // claim's capacity as restore size, as the external-snapshotter's
 // controller and a CSI driver would; where the volume holds data (a real
 // process used it), the snapshot holds a copy of it (simulation_data.go). A snapshot annotated
-// simulation.example.com/fail: "true" gets an error instead. Contents whose
+// simulation.example.com/fail: "true" gets an error instead; the snapshots
+// of a claim annotated simulation.example.com/hold: "true" wait. Contents whose
 // snapshot is gone are deleted (their deletionPolicy is Delete).
 func simulateSnapshots(ctx context.Context, cl client.Client, volumesDir string) {
 	snapshots := &snapshotv1.VolumeSnapshotList{}
@@ -118,6 +119,9 @@ func takeSnapshot(ctx context.Context, cl client.Client, s *snapshotv1.VolumeSna
 	if err := cl.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: *s.Spec.Source.PersistentVolumeClaimName}, claim); err != nil ||
 		claim.Status.Phase != corev1.ClaimBound {
 		return // as a CSI snapshotter, wait for the claim to be bound
+	}
+	if claim.Annotations[SimulationHoldAnnotation] == "true" {
+		return // a storage system that takes its time
 	}
 	size := claim.Status.Capacity[corev1.ResourceStorage]
 	if size.IsZero() {

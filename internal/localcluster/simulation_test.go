@@ -27,7 +27,7 @@ import (
 // The simulation parts, on one cluster: claims of the class "local" bind,
 // also restores from a snapshot; Jobs that mount them complete, or fail when
 // their pod is annotated so; snapshots become ready, or fail when annotated
-// so.
+// so, or wait while their claim is held.
 func TestSimulationParts(t *testing.T) {
 	g := NewWithT(t)
 	cluster, _ := startCluster(t, localcluster.Options{Simulations: true})
@@ -57,10 +57,29 @@ func TestSimulationParts(t *testing.T) {
 		g.Expect(jobCondition(ctx, g, c, "broken")).To(Equal(batchv1.JobFailed))
 	}).WithTimeout(60 * time.Second).Should(Succeed())
 
-	// A snapshot becomes ready with a content and the claim's size; one
-	// annotated fails; a claim restored from the ready one binds.
+	// A snapshot waits while its claim is held, and one annotated fails;
+	// once the hold is removed, the snapshot becomes ready with a content
+	// and the claim's size; a claim restored from it binds.
+	data := &corev1.PersistentVolumeClaim{}
+	g.Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "data"}, data)).To(Succeed())
+	held := data.DeepCopy()
+	metav1.SetMetaDataAnnotation(&held.ObjectMeta, localcluster.SimulationHoldAnnotation, "true")
+	g.Expect(c.Patch(ctx, held, client.MergeFrom(data))).To(Succeed())
 	g.Expect(c.Create(ctx, snapshot("snap", false))).To(Succeed())
 	g.Expect(c.Create(ctx, snapshot("snap-broken", true))).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		broken := &snapshotv1.VolumeSnapshot{}
+		g.Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "snap-broken"}, broken)).To(Succeed())
+		g.Expect(broken.Status).NotTo(BeNil())
+		g.Expect(broken.Status.Error).NotTo(BeNil())
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+	// The round that failed snap-broken saw snap too.
+	waiting := &snapshotv1.VolumeSnapshot{}
+	g.Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "snap"}, waiting)).To(Succeed())
+	g.Expect(waiting.Status).To(BeNil(), "the snapshot of a held claim waits")
+	released := held.DeepCopy()
+	delete(released.Annotations, localcluster.SimulationHoldAnnotation)
+	g.Expect(c.Patch(ctx, released, client.MergeFrom(held))).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		s := &snapshotv1.VolumeSnapshot{}
 		g.Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "snap"}, s)).To(Succeed())
@@ -68,10 +87,6 @@ func TestSimulationParts(t *testing.T) {
 		g.Expect(s.Status.ReadyToUse).To(Equal(ptr.To(true)))
 		g.Expect(s.Status.RestoreSize.String()).To(Equal("1Gi"))
 		g.Expect(s.Status.BoundVolumeSnapshotContentName).NotTo(BeNil())
-		broken := &snapshotv1.VolumeSnapshot{}
-		g.Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "snap-broken"}, broken)).To(Succeed())
-		g.Expect(broken.Status).NotTo(BeNil())
-		g.Expect(broken.Status.Error).NotTo(BeNil())
 	}).WithTimeout(30 * time.Second).Should(Succeed())
 	restore := claim("restored", &corev1.TypedLocalObjectReference{APIGroup: ptr.To(snapshotv1.GroupName), Kind: "VolumeSnapshot", Name: "snap"})
 	g.Expect(c.Create(ctx, restore)).To(Succeed())
