@@ -27,7 +27,8 @@ import (
 // long as the snapshot is not ready and is removed once it is; the
 // fenced replica follows the new primary; no committed row is lost, no two
 // instances accept writes, and a cluster restored from the backup holds
-// every row committed before the backup was asked for. On a cluster of its
+// every row committed before the backup was asked for, as its restore drill
+// finds. On a cluster of its
 // own, since the operator is killed.
 func TestPostgresFailoverDuringBackup(t *testing.T) {
 	g := NewWithT(t)
@@ -53,7 +54,10 @@ func TestPostgresFailoverDuringBackup(t *testing.T) {
 	w.mu.Lock()
 	before := append([]int64(nil), w.ids...)
 	w.mu.Unlock()
-	bj := env.newPostgresBackupJob(t, ns, "nightly", "db", false)
+	bj := env.newPostgresBackupJobTo(t, ns, "nightly", "db", false, &v1alpha1.BackupTarget{Snapshot: &v1alpha1.BackupSnapshotTarget{}},
+		func(bj *v1alpha1.BackupJob) {
+			bj.Spec.Verify = &v1alpha1.BackupVerify{EveryNth: 1, SQL: "SELECT count(*) >= 20 FROM writes"}
+		})
 	var fenced string
 	g.Eventually(func(g Gomega) {
 		pg := env.postgresCluster(g, ns, "db")
@@ -130,7 +134,12 @@ func TestPostgresFailoverDuringBackup(t *testing.T) {
 	env.waitPostgresReady(t, ns, "restored", 1)
 	g.Expect(env.missingRows(t, ns, "restored", env.appSecret(g, ns, "restored")["password"], before)).To(BeZero(),
 		"rows committed before the backup was asked for, of %d", len(before))
-	t.Logf("%d rows committed, none lost; %d committed before the backup, all restored from it", len(ids), len(before))
+	g.Eventually(func(g Gomega) {
+		c := findCondition(getBackupJob(g, t.Context(), env, bj), v1alpha1.BackupJobVerifiedCondition)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Status).To(Equal(metav1.ConditionTrue), "%s: %s", c.Reason, c.Message)
+	}).WithTimeout(pgTimeout).WithPolling(time.Second).Should(Succeed(), "the backup's restore drill")
+	t.Logf("%d rows committed, none lost; %d committed before the backup, all restored from it; its drill passed", len(ids), len(before))
 }
 
 // setClaimHold makes the local cluster's storage keep the snapshots of a
