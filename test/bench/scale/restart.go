@@ -67,7 +67,7 @@ func (p *phase) runRestart(ctx context.Context, res *Restart) error {
 		return err
 	}
 	for _, ns := range []string{webNamespace, backupNamespace} {
-		if err := benchkit.CreateNamespace(ctx, p.c.Clientset, ns); err != nil {
+		if err := benchkit.CreateNamespace(ctx, p.cs, ns); err != nil {
 			return err
 		}
 	}
@@ -114,11 +114,11 @@ func (p *phase) runRestart(ctx context.Context, res *Restart) error {
 	if err := sleepUntil(ctx, across.Add(-stopBefore)); err != nil {
 		return err
 	}
-	before, err := benchkit.ScrapeAPIServer(ctx, p.c.Clientset)
+	before, err := benchkit.ScrapeAPIServer(ctx, p.cs)
 	if err != nil {
 		return err
 	}
-	events0, err := benchkit.EventWrites(ctx, p.c.Clientset, "")
+	events0, err := benchkit.EventWrites(ctx, p.cs, "")
 	if err != nil {
 		return err
 	}
@@ -138,7 +138,7 @@ func (p *phase) runRestart(ctx context.Context, res *Restart) error {
 		return err
 	}
 	res.WindowSeconds, res.Settled = benchkit.Round3(time.Since(sigterm).Seconds()), settled.Settled
-	events1, err := benchkit.EventWrites(ctx, p.c.Clientset, "")
+	events1, err := benchkit.EventWrites(ctx, p.cs, "")
 	if err != nil {
 		return err
 	}

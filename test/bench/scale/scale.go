@@ -238,7 +238,7 @@ func sleepUntil(ctx context.Context, t time.Time) error {
 // 2 s apart, with no new one, for 60 s at most.
 func (p *phase) settle(ctx context.Context, since benchkit.RequestCounts, resources []string) (benchkit.RequestCounts, benchkit.SettleResult, error) {
 	scrape := func(ctx context.Context) (benchkit.RequestCounts, error) {
-		return benchkit.ScrapeAPIServer(ctx, p.c.Clientset)
+		return benchkit.ScrapeAPIServer(ctx, p.cs)
 	}
 	return benchkit.SettleWrites(ctx, scrape, since, 2*time.Second, 60*time.Second, 2, func(c benchkit.RequestCounts) float64 {
 		return sumResources(c, resources)

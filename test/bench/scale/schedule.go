@@ -88,7 +88,7 @@ func (p *phase) runSchedule(ctx context.Context, res *Schedule, target string, m
 		return err
 	}
 	for _, ns := range []string{backupNamespace, cronNamespace} {
-		if err := benchkit.CreateNamespace(ctx, p.c.Clientset, ns); err != nil {
+		if err := benchkit.CreateNamespace(ctx, p.cs, ns); err != nil {
 			return err
 		}
 	}
@@ -131,11 +131,11 @@ func (p *phase) runSchedule(ctx context.Context, res *Schedule, target string, m
 	if err := sleepUntil(ctx, winStart); err != nil {
 		return err
 	}
-	before, err := benchkit.ScrapeAPIServer(ctx, p.c.Clientset)
+	before, err := benchkit.ScrapeAPIServer(ctx, p.cs)
 	if err != nil {
 		return err
 	}
-	events0, err := benchkit.EventWrites(ctx, p.c.Clientset, "")
+	events0, err := benchkit.EventWrites(ctx, p.cs, "")
 	if err != nil {
 		return err
 	}
@@ -146,13 +146,13 @@ func (p *phase) runSchedule(ctx context.Context, res *Schedule, target string, m
 		}
 		p.logf("schedule (%s): runs scheduled at %s seen: %d BackupJobs', %d CronJobs'", target, t.Format(time.TimeOnly), backups.seenAt(t), cronJobs.seenAt(t))
 	}
-	after, err := benchkit.ScrapeAPIServer(ctx, p.c.Clientset)
+	after, err := benchkit.ScrapeAPIServer(ctx, p.cs)
 	if err != nil {
 		return err
 	}
 	res.CPUSeconds = p.op.SnapshotCPU().Diff(cpu0)
 	res.OperatorCPUSeconds = res.CPUSeconds[benchkit.OperatorName]
-	events1, err := benchkit.EventWrites(ctx, p.c.Clientset, "")
+	events1, err := benchkit.EventWrites(ctx, p.cs, "")
 	if err != nil {
 		return err
 	}
@@ -171,7 +171,7 @@ func (p *phase) runSchedule(ctx context.Context, res *Schedule, target string, m
 	p.logf("schedule (%s): BackupJobs: %s; CronJobs: %s", target, tallyString(res.BackupJobs), tallyString(res.CronJobs))
 
 	// Retention, once no more runs start and its deletions stopped.
-	settleFrom, err := benchkit.ScrapeAPIServer(ctx, p.c.Clientset)
+	settleFrom, err := benchkit.ScrapeAPIServer(ctx, p.cs)
 	if err != nil {
 		return err
 	}
@@ -334,7 +334,7 @@ func (p *phase) suspendAll(ctx context.Context) error {
 // (snapshots or claims) and Jobs, and the CronJobs' Jobs.
 func (p *phase) watchRuns(ctx context.Context, target string, backups, bjJobs, cronJobs *ledger) (stop func(), err error) {
 	infCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	factory := informers.NewSharedInformerFactory(p.c.Clientset, 0)
+	factory := informers.NewSharedInformerFactory(p.cs, 0)
 	jobs := factory.Batch().V1().Jobs().Informer()
 	if _, err := jobs.AddEventHandler(handler(func(obj metav1.Object, deleted bool) {
 		job, ok := obj.(*batchv1.Job)

@@ -297,11 +297,11 @@ func (r *runner) tenantsOperator(ctx context.Context, k int, round *TenantRound,
 	if err != nil {
 		return err
 	}
-	before, err := benchkit.ScrapeAPIServer(ctx, p.c.Clientset)
+	before, err := benchkit.ScrapeAPIServer(ctx, p.cs)
 	if err != nil {
 		return err
 	}
-	events0, err := benchkit.EventWrites(ctx, p.c.Clientset, "")
+	events0, err := benchkit.EventWrites(ctx, p.cs, "")
 	if err != nil {
 		return err
 	}
@@ -332,7 +332,7 @@ func (r *runner) tenantsOperator(ctx context.Context, k int, round *TenantRound,
 	if err != nil {
 		return err
 	}
-	events1, err := benchkit.EventWrites(ctx, p.c.Clientset, "")
+	events1, err := benchkit.EventWrites(ctx, p.cs, "")
 	if err != nil {
 		return err
 	}
@@ -429,11 +429,11 @@ func (p *phase) credentialSecrets(ctx context.Context) (map[string]credentialSec
 // idleWindow counts the writes to the Tenants' kinds in a window with
 // nothing to do.
 func (p *phase) idleWindow(ctx context.Context) (*Window, error) {
-	before, err := benchkit.ScrapeAPIServer(ctx, p.c.Clientset)
+	before, err := benchkit.ScrapeAPIServer(ctx, p.cs)
 	if err != nil {
 		return nil, err
 	}
-	events0, err := benchkit.EventWrites(ctx, p.c.Clientset, "")
+	events0, err := benchkit.EventWrites(ctx, p.cs, "")
 	if err != nil {
 		return nil, err
 	}
@@ -442,11 +442,11 @@ func (p *phase) idleWindow(ctx context.Context) (*Window, error) {
 	if err := sleepUntil(ctx, start.Add(p.cfg.Idle)); err != nil {
 		return nil, err
 	}
-	after, err := benchkit.ScrapeAPIServer(ctx, p.c.Clientset)
+	after, err := benchkit.ScrapeAPIServer(ctx, p.cs)
 	if err != nil {
 		return nil, err
 	}
-	events1, err := benchkit.EventWrites(ctx, p.c.Clientset, "")
+	events1, err := benchkit.EventWrites(ctx, p.cs, "")
 	if err != nil {
 		return nil, err
 	}
@@ -462,11 +462,11 @@ func (p *phase) idleWindow(ctx context.Context) (*Window, error) {
 // restartTenants restarts the operator and counts what the new process
 // writes until it has been through every Tenant and its writes stopped.
 func (p *phase) restartTenants(ctx context.Context, secrets map[string]credentialSecret, changed *int) (*Window, error) {
-	before, err := benchkit.ScrapeAPIServer(ctx, p.c.Clientset)
+	before, err := benchkit.ScrapeAPIServer(ctx, p.cs)
 	if err != nil {
 		return nil, err
 	}
-	events0, err := benchkit.EventWrites(ctx, p.c.Clientset, "")
+	events0, err := benchkit.EventWrites(ctx, p.cs, "")
 	if err != nil {
 		return nil, err
 	}
@@ -483,7 +483,7 @@ func (p *phase) restartTenants(ctx context.Context, secrets map[string]credentia
 		return nil, err
 	}
 	w.Seconds, w.Settled = benchkit.Round3(time.Since(start).Seconds()), settled.Settled
-	events1, err := benchkit.EventWrites(ctx, p.c.Clientset, "")
+	events1, err := benchkit.EventWrites(ctx, p.cs, "")
 	if err != nil {
 		return nil, err
 	}
