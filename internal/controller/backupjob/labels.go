@@ -39,11 +39,12 @@ const (
 	// to it.
 	MadeByAnnotation = "example.com/backupjob-uid"
 
-	// JobStartedAnnotation, on a backup claim, is the UID of its run's Job,
-	// written once the Job is created: a Job gone before its result was
+	// JobStartedAnnotation, on a backup claim made by an earlier version,
+	// is the UID of its run's Job: a Job gone before its result was
 	// recorded (a TTL controller removed it while the operator was away)
 	// is not made again, which would copy into a backup that may be
-	// complete, under the time of its first run.
+	// complete, under the time of its first run. status.active records it
+	// now, in the status write the run makes anyway.
 	JobStartedAnnotation = "example.com/job-uid"
 
 	// RunNowAnnotation, on the objects of a run that spec.runNow asked for,

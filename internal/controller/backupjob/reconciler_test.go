@@ -455,15 +455,14 @@ func TestASquattedRunNameIsReportedAndLeftAlone(t *testing.T) {
 // A run's Job removed before its result was recorded (a TTL controller
 // removed it while the operator was away) is not made again: it would copy
 // into a backup that may be complete. The run failed. A claim whose Job
-// was never made gets it.
+// was never made (none in status.active) gets it.
 func TestAJobGoneAfterItStartedIsNotRunAgain(t *testing.T) {
 	f := newFixture(t, false)
 	f.at(10 * time.Second)
 	run := f.runName(10 * time.Second)
-	claim := f.claims()[run]
-	f.g.Expect(claim.Annotations).To(HaveKey(backupjob.JobStartedAnnotation))
 	job := &batchv1.Job{}
 	f.g.Expect(k8sClient.Get(t.Context(), types.NamespacedName{Namespace: f.ns, Name: run}, job)).To(Succeed())
+	f.g.Expect(f.get().Status.Active).To(ContainElement(HaveField("UID", job.UID)), "status records the Job it made")
 	f.g.Expect(k8sClient.Delete(t.Context(), job, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
 	f.g.Eventually(func() error {
 		return k8sClient.Get(t.Context(), types.NamespacedName{Namespace: f.ns, Name: run}, &batchv1.Job{})
@@ -471,19 +470,20 @@ func TestAJobGoneAfterItStartedIsNotRunAgain(t *testing.T) {
 
 	f.at(11 * time.Second)
 	f.g.Expect(f.jobs()).NotTo(ContainElement(HaveField("Name", run)), "not made again")
-	claim = f.claims()[run]
+	claim := f.claims()[run]
 	f.g.Expect(claim.Labels).To(HaveKeyWithValue(backupjob.ResultLabel, string(v1alpha1.BackupFailed)))
 	f.g.Expect(claim.Annotations[backupjob.ResultMessageAnnotation]).To(ContainSubstring("deleted before its result was recorded"))
 
 	// The next run's claim, as if its Job's creation had failed: no Job,
-	// no mark. Its Job is made.
+	// none in status. Its Job is made.
 	f.at(20 * time.Second)
 	next := f.runName(20 * time.Second)
 	f.g.Expect(k8sClient.Get(t.Context(), types.NamespacedName{Namespace: f.ns, Name: next}, job)).To(Succeed())
 	f.g.Expect(k8sClient.Delete(t.Context(), job, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
-	claim = f.claims()[next]
-	delete(claim.Annotations, backupjob.JobStartedAnnotation)
-	f.g.Expect(k8sClient.Update(t.Context(), &claim)).To(Succeed())
+	bj := f.get()
+	unrecorded := bj.DeepCopy()
+	unrecorded.Status.Active = nil
+	f.g.Expect(k8sClient.Status().Patch(t.Context(), unrecorded, client.MergeFrom(bj))).To(Succeed())
 	f.g.Eventually(func(g Gomega) {
 		g.Expect(k8sClient.Get(t.Context(), types.NamespacedName{Namespace: f.ns, Name: next}, &batchv1.Job{})).To(Satisfy(apierrors.IsNotFound))
 		f.at(21 * time.Second)

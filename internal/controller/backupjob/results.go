@@ -45,9 +45,6 @@ func (r *Reconciler) recordResults(ctx context.Context, bj *v1alpha1.BackupJob, 
 		}
 		finished, succeeded, message, at := jobOutcome(job)
 		if !finished {
-			if b.object.GetAnnotations()[JobStartedAnnotation] == "" {
-				out.add(r.markJobStarted(ctx, b, job), false)
-			}
 			continue
 		}
 		if at.IsZero() {
@@ -72,9 +69,10 @@ func (r *Reconciler) recordResults(ctx context.Context, bj *v1alpha1.BackupJob, 
 // jobGone handles a running backup claim whose Job does not exist. The
 // cache may not show yet the result this process recorded before the
 // history limit deleted the Job: the claim is read again. A claim whose Job
-// was created once (JobStartedAnnotation) gets none again: its copy may
-// have run, whole or in part, and the run failed for want of a result. One
-// whose Job was never created (the create failed) gets it.
+// was created once (status.active listed it, or, from earlier versions,
+// the claim's JobStartedAnnotation) gets none again: its copy may have run,
+// whole or in part, and the run failed for want of a result. One whose Job
+// was never created (the create failed) gets it.
 func (r *Reconciler) jobGone(ctx context.Context, bj *v1alpha1.BackupJob, obs *observation, b *backup, now time.Time, out *outcome) {
 	live := &corev1.PersistentVolumeClaim{}
 	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(b.object), live); err != nil {
@@ -86,13 +84,25 @@ func (r *Reconciler) jobGone(ctx context.Context, bj *v1alpha1.BackupJob, obs *o
 		*b = *fresh
 		return
 	}
-	if uid, started := live.Annotations[JobStartedAnnotation]; started {
+	if uid, started := jobRecorded(bj, live); started {
 		b.object = live
 		out.add(r.recordResult(ctx, b, v1alpha1.BackupFailed, v1alpha1.BackupJobJobFailedReason,
 			fmt.Sprintf("Job %s (UID %s) was deleted before its result was recorded: the backup may be incomplete", b.name, uid), now), false)
 		return
 	}
 	r.ensureRunJob(ctx, bj, obs, run{name: b.name, scheduled: b.scheduled, runNow: b.runNow}, out)
+}
+
+// jobRecorded is the UID of the Job that was made for the backup claim
+// claim, as status.active (or the claim itself) recorded it.
+func jobRecorded(bj *v1alpha1.BackupJob, claim *corev1.PersistentVolumeClaim) (types.UID, bool) {
+	for _, ref := range bj.Status.Active {
+		if ref.Kind == "Job" && ref.Name == claim.Name {
+			return ref.UID, true
+		}
+	}
+	uid, ok := claim.Annotations[JobStartedAnnotation]
+	return types.UID(uid), ok
 }
 
 // liveJob reads a run's Job from the API server, for a Job the cache may

@@ -11,7 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -278,8 +277,9 @@ func (r *Reconciler) startClaimRun(ctx context.Context, bj *v1alpha1.BackupJob, 
 	return r.ensureRunJob(ctx, bj, obs, run, out)
 }
 
-// ensureRunJob creates the Job of a run whose backup claim exists, and
-// marks the claim with the Job's UID (JobStartedAnnotation).
+// ensureRunJob creates the Job of a run whose backup claim exists. The
+// reconcile's status write lists it in status.active, the record that it
+// was made (see jobGone).
 func (r *Reconciler) ensureRunJob(ctx context.Context, bj *v1alpha1.BackupJob, obs *observation, run run, out *outcome) startOutcome {
 	desired, o := r.desiredJobOfRun(ctx, bj, obs, run, out)
 	if o != runStarted {
@@ -291,13 +291,6 @@ func (r *Reconciler) ensureRunJob(ctx context.Context, bj *v1alpha1.BackupJob, o
 		return o
 	}
 	obs.runJobs[run.name] = job
-	if b := obs.backupNamed(run.name); b != nil && b.object.GetAnnotations()[JobStartedAnnotation] == "" {
-		if err := r.markJobStarted(ctx, b, job); err != nil {
-			// The Job runs: its result is recorded all the same, and
-			// recordResults marks the claim later.
-			out.add(err, false)
-		}
-	}
 	return runStarted
 }
 
@@ -327,21 +320,6 @@ func (r *Reconciler) desiredJobOfRun(ctx context.Context, bj *v1alpha1.BackupJob
 		pinToNode(&desired.Spec.Template.Spec, node)
 	}
 	return desired, runStarted
-}
-
-// markJobStarted writes the UID of job, the run's Job, on its backup claim.
-func (r *Reconciler) markJobStarted(ctx context.Context, b *backup, job *batchv1.Job) error {
-	claim, ok := b.object.(*corev1.PersistentVolumeClaim)
-	if !ok {
-		return nil
-	}
-	patch := []byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, JobStartedAnnotation, job.UID))
-	updated := claim.DeepCopy()
-	if err := r.Client.Patch(ctx, updated, client.RawPatch(types.MergePatchType, patch)); err != nil {
-		return fmt.Errorf("mark backup claim %s with its Job: %w", b.name, err)
-	}
-	b.object = updated
-	return nil
 }
 
 // judgeCreate turns the result of creating a run's object into the run's
