@@ -145,6 +145,7 @@ type ensureOptions struct {
 	judge           func(client.Object) error
 	quietCreate     bool
 	eventsOnRelated bool
+	created         *Creations
 }
 
 // OwnedBy replaces the default test of ownership (the owner is the child's
@@ -245,7 +246,10 @@ func (m *Manager) create(ctx context.Context, owner client.Object, in *intent, l
 		// nor do the status updates after it.
 		m.verify(ctx, live, in)
 		countWrite(m.ownerKind, kind, "create")
-		if !o.quietCreate {
+		switch {
+		case o.created != nil:
+			o.created.add(kind, in.key)
+		case !o.quietCreate:
 			m.recorder.Eventf(owner, live, corev1.EventTypeNormal, kind+"Created", "Create", "%s %s created", kind, in.key.Name)
 		}
 		return Result{Action: Created, Exists: true}

@@ -38,7 +38,7 @@ func (r *Reconciler) ensureAccess(ctx context.Context, t *tenantv1.Tenant, n *na
 	if !t.Spec.Suspend && roleAllowed {
 		if desired := DesiredRoleBinding(t, n.name, serviceAccountHeld); desired != nil {
 			binding := &rbacv1.RoleBinding{}
-			res := r.Children.Ensure(ctx, t, desired, binding)
+			res := r.Children.Ensure(ctx, t, desired, binding, children.CreatedInto(&out.created))
 			note(out.record(res, tenantv1.AccessConflictReason))
 			// A binding whose update the API server refused binds whom the
 			// spec no longer names (an owner removed): access fails closed,
@@ -60,7 +60,7 @@ func (r *Reconciler) ensureAccess(ctx context.Context, t *tenantv1.Tenant, n *na
 	var quota *corev1.ResourceQuota
 	if desired := DesiredResourceQuota(t, n.name); desired != nil {
 		live := &corev1.ResourceQuota{}
-		res := r.Children.Ensure(ctx, t, desired, live)
+		res := r.Children.Ensure(ctx, t, desired, live, children.CreatedInto(&out.created))
 		note(out.record(res, tenantv1.AccessConflictReason))
 		if res.Exists {
 			quota = live
@@ -70,13 +70,13 @@ func (r *Reconciler) ensureAccess(ctx context.Context, t *tenantv1.Tenant, n *na
 	}
 
 	if desired := DesiredLimitRange(t, n.name); desired != nil {
-		note(out.record(r.Children.Ensure(ctx, t, desired, &corev1.LimitRange{}), tenantv1.AccessConflictReason))
+		note(out.record(r.Children.Ensure(ctx, t, desired, &corev1.LimitRange{}, children.CreatedInto(&out.created)), tenantv1.AccessConflictReason))
 	} else {
 		note(r.remove(ctx, t, n.name, limitRangeName, &corev1.LimitRange{}, out))
 	}
 
 	if desired := DesiredNetworkPolicy(t, n.name, held); desired != nil {
-		note(out.record(r.Children.Ensure(ctx, t, desired, &networkingv1.NetworkPolicy{}, children.WithoutCreateEvent()), tenantv1.AccessConflictReason))
+		note(out.record(r.Children.Ensure(ctx, t, desired, &networkingv1.NetworkPolicy{}, children.CreatedInto(&out.created)), tenantv1.AccessConflictReason))
 	} else {
 		note(r.remove(ctx, t, n.name, networkPolicyName, &networkingv1.NetworkPolicy{}, out))
 	}
@@ -104,7 +104,7 @@ func (r *Reconciler) ensureServiceAccount(ctx context.Context, t *tenantv1.Tenan
 		problem = serviceAccountNotAllowed(t)
 	case desired != nil:
 		sa := &corev1.ServiceAccount{}
-		res := r.Children.Ensure(ctx, t, desired, sa)
+		res := r.Children.Ensure(ctx, t, desired, sa, children.CreatedInto(&out.created))
 		if res.Action == children.Conflict {
 			// Someone else's: never adopted, so that a Tenant cannot be
 			// pointed at a ServiceAccount that pods already run as.

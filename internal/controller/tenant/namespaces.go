@@ -23,7 +23,7 @@ func (r *Reconciler) ensureNamespaces(ctx context.Context, t *tenantv1.Tenant, o
 	for _, name := range t.Spec.Namespaces {
 		ns := &corev1.Namespace{}
 		res := r.Children.Ensure(ctx, t, DesiredNamespace(t, name), ns,
-			children.OwnedBy(holdsNamespace(t)), children.AdoptIf(mayAdoptNamespace(t)))
+			children.OwnedBy(holdsNamespace(t)), children.AdoptIf(mayAdoptNamespace(t)), children.CreatedInto(&out.created))
 		n := namespaceObservation{name: name}
 		switch res.Action {
 		case children.Conflict:

@@ -138,6 +138,8 @@ type outcome struct {
 	err      error
 	retry    bool
 	conflict bool
+	// created are the children this reconcile made, told in one event.
+	created children.Creations
 }
 
 func (o *outcome) add(err error, invalid bool) {
@@ -201,6 +203,7 @@ func (r *Reconciler) ensureChildren(ctx context.Context, t *tenantv1.Tenant) (ob
 	}
 
 	obs.credentials = r.ensureCredentials(ctx, t, homeHeld, saUID, obs.serviceAccount, &out)
+	r.Children.RecordCreated(t, &out.created)
 	return obs, out
 }
 

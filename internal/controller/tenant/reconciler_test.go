@@ -3,6 +3,7 @@ package tenant_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -176,6 +178,19 @@ func kubeconfigOf(g Gomega, secret *corev1.Secret) *rest.Config {
 	return cfg
 }
 
+// tenantEvents are the notes of the events about Tenant name, by reason.
+func tenantEvents(g Gomega, ctx context.Context, name string) map[string][]string {
+	list := &eventsv1.EventList{}
+	g.Expect(k8sClient.List(ctx, list)).To(Succeed())
+	notes := map[string][]string{}
+	for _, e := range list.Items {
+		if e.Regarding.Kind == "Tenant" && e.Regarding.Name == name {
+			notes[e.Reason] = append(notes[e.Reason], e.Note)
+		}
+	}
+	return notes
+}
+
 func configMapIn(t *testing.T, ns string) {
 	t.Helper()
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "data", Namespace: ns}, Data: map[string]string{"precious": "yes"}}
@@ -222,6 +237,20 @@ func TestTenantBecomesReadyWithAllItsChildren(t *testing.T) {
 	sa := &corev1.ServiceAccount{}
 	g.Expect(k8sClient.Get(ctx, key(home, "tenant"), sa)).To(Succeed())
 	g.Expect(exists(g, ctx, key(dev, "tenant"), &corev1.ServiceAccount{})).To(BeFalse(), "only in the home namespace")
+
+	// What was made is told in ChildrenCreated events, not one per child.
+	g.Eventually(func(g Gomega) {
+		notes := tenantEvents(g, ctx, tn.Name)
+		g.Expect(notes).To(HaveKey("CredentialsIssued"))
+		g.Expect(notes).To(HaveKey("ChildrenCreated"))
+		g.Expect(notes).To(HaveLen(2), "no other event: %v", notes)
+		created := strings.Join(notes["ChildrenCreated"], ", ")
+		for _, child := range []string{"Namespace " + home, "Namespace " + dev, "ServiceAccount tenant in " + home,
+			"RoleBinding tenant-admin in " + home, "RoleBinding tenant-admin in " + dev, "NetworkPolicy tenant-isolation in " + dev,
+			"ResourceQuota tenant-quota in " + dev, "LimitRange tenant-defaults in " + home} {
+			g.Expect(created).To(ContainSubstring(child))
+		}
+	}).WithTimeout(timeout).Should(Succeed())
 
 	// Status shows what is granted where.
 	g.Expect(tn.Status.Namespaces).To(HaveLen(2))
