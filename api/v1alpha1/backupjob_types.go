@@ -552,7 +552,7 @@ type Backup struct {
 	Result BackupResult `json:"result"`
 
 	// size of the backup: the claim's capacity or the snapshot's restore
-	// size, once known.
+	// size, once the backup has a result.
 	// +optional
 	Size *resource.Quantity `json:"size,omitempty"`
 

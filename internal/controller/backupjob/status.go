@@ -180,7 +180,11 @@ func listBackups(backups []*backup, ret retentionResult) []v1alpha1.Backup {
 			Result:        b.result,
 			Verified:      b.verified,
 		}
-		if b.size != nil {
+		// A backup's size is told once it is complete: a claim's capacity,
+		// known as soon as it is bound, would cost a status write per run
+		// in the middle of a scheduled minute's burst, for a copy that has
+		// not been made yet.
+		if b.size != nil && b.result != v1alpha1.BackupRunning {
 			entry.Size = ptr.To(b.size.DeepCopy())
 		}
 		if v, ok := ret.verdicts[b.name]; ok && !b.deleting() {

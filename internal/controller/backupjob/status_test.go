@@ -6,6 +6,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -106,6 +107,27 @@ func TestMissedRunsAccumulate(t *testing.T) {
 		scheduleResult{missedAdded: 3}, retentionResult{}, nil, time.Now())
 	if status.MissedRuns != 7 {
 		t.Errorf("missedRuns %d, want 7", status.MissedRuns)
+	}
+}
+
+// A backup's size is listed once the backup has a result, not while it
+// runs: the claim's capacity then is not the size of a copy.
+func TestBackupSizeOnceFinished(t *testing.T) {
+	t0 := time.Date(2026, 3, 1, 2, 0, 0, 0, time.UTC)
+	size := resource.MustParse("2Gi")
+	running, done, failed := statusBackup("nightly-3", t0, v1alpha1.BackupRunning), statusBackup("nightly-2", t0.Add(-time.Hour), v1alpha1.BackupSucceeded),
+		statusBackup("nightly-1", t0.Add(-2*time.Hour), v1alpha1.BackupFailed)
+	for _, b := range []*backup{running, done, failed} {
+		b.size = &size
+	}
+	list := listBackups([]*backup{running, done, failed}, retentionResult{})
+	if list[0].Size != nil {
+		t.Errorf("running backup %s: size %s, want none yet", list[0].Name, list[0].Size)
+	}
+	for _, b := range list[1:] {
+		if b.Size == nil || b.Size.String() != "2Gi" {
+			t.Errorf("%s backup %s: size %v, want 2Gi", b.Result, b.Name, b.Size)
+		}
 	}
 }
 
