@@ -126,8 +126,8 @@ func (r *Reconciler) Sync(ctx context.Context, bj *v1alpha1.BackupJob) kit.Outco
 		return kit.Outcome[v1alpha1.BackupJobStatus]{Err: out.err}
 	}
 	status := computeStatus(bj, obs, sched, ret, out.problem, now)
-	return kit.Outcome[v1alpha1.BackupJobStatus]{Status: &status, Err: out.err, SpecRefused: !out.retry,
-		After: r.requeueAfter(bj, sched, ret, obs, now)}
+	after, due := r.requeueAfter(bj, sched, ret, obs, now)
+	return kit.Outcome[v1alpha1.BackupJobStatus]{Status: &status, Err: out.err, SpecRefused: !out.retry, After: after, Due: due}
 }
 
 // outcome collects the errors of one reconcile and what status must say
@@ -159,18 +159,20 @@ func (o *outcome) report(reason, message string) {
 }
 
 // requeueAfter is when to look again without a watch event: when the next
-// run is due, and, jittered, when waiting on what no watch reports.
-func (r *Reconciler) requeueAfter(bj *v1alpha1.BackupJob, sched scheduleResult, ret retentionResult, obs *observation, now time.Time) time.Duration {
-	var after time.Duration
+// run is due (due: the soonest is that), and, jittered, when waiting on
+// what no watch reports.
+func (r *Reconciler) requeueAfter(bj *v1alpha1.BackupJob, sched scheduleResult, ret retentionResult, obs *observation, now time.Time) (after time.Duration, due bool) {
 	soonest := func(d time.Duration) {
 		if d > 0 && (after == 0 || d < after) {
 			after = d
 		}
 	}
+	var nextRun time.Duration
 	if !sched.next.IsZero() {
 		// A moment late rather than early: a reconcile a few milliseconds
 		// before the scheduled time would find nothing due.
-		soonest(sched.next.Sub(now) + 50*time.Millisecond)
+		nextRun = sched.next.Sub(now) + 50*time.Millisecond
+		soonest(nextRun)
 	}
 	for _, b := range obs.running() {
 		if b.kind == v1alpha1.SnapshotBackup {
@@ -194,5 +196,5 @@ func (r *Reconciler) requeueAfter(bj *v1alpha1.BackupJob, sched scheduleResult, 
 	if len(ret.blocked) > 0 || obs.sourceProblem(bj, r.PostgresClustersServed) != nil || obs.waiting != nil {
 		soonest(wait.Jitter(r.RecheckInterval, 0.2))
 	}
-	return after
+	return after, after > 0 && after == nextRun
 }

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -71,6 +72,9 @@ type Outcome[S any] struct {
 	// After is when to come back without a watch event (a schedule, a
 	// renewal, a recheck), 0 for no time. A failure keeps it (Retries).
 	After time.Duration
+	// Due says that After is when work falls due (a scheduled run): the
+	// reconcile then comes back at DueWorkPriority.
+	Due bool
 }
 
 // staleRetry is how soon a reconcile whose guarded status write found the
@@ -251,7 +255,7 @@ func (l *Loop[T, P, S, PS]) report(ctx context.Context, req ctrl.Request, obj P,
 		return StandDown(ctx, out.Err)
 	}
 	if out.Status == nil {
-		return l.retries.Result(req, out.Err, !out.SpecRefused, out.After)
+		return l.result(req, out, out.Err, !out.SpecRefused, out.After)
 	}
 	l.recordDegraded(obj, out.Status)
 	after := out.After
@@ -261,15 +265,32 @@ func (l *Loop[T, P, S, PS]) report(ctx context.Context, req ctrl.Request, obj P,
 		// The cache will hold the newer object in a moment: decide again
 		// from it.
 		ctrl.LoggerFrom(ctx).V(1).Info("Status not written: the object changed since it was read")
-		return l.retries.Result(req, out.Err, !out.SpecRefused, Soonest(after, staleRetry))
+		return l.result(req, out, out.Err, !out.SpecRefused, Soonest(after, staleRetry))
 	}
 	if err != nil {
 		// A failed status write does not cancel what the reconcile asked
 		// to come back for.
-		return l.retries.Result(req, errors.Join(out.Err, err), true, after)
+		return l.result(req, out, errors.Join(out.Err, err), true, after)
 	}
 	l.ready.observe(obj, l.status(obj).GetConditions(), PS(out.Status).GetConditions())
-	return l.retries.Result(req, out.Err, !out.SpecRefused, after)
+	return l.result(req, out, out.Err, !out.SpecRefused, after)
+}
+
+// result is the retry plan of a reconcile that comes back at after, at
+// DueWorkPriority when that is when work falls due.
+func (l *Loop[T, P, S, PS]) result(req ctrl.Request, out Outcome[S], err error, retry bool, after time.Duration) (ctrl.Result, error) {
+	res, err := l.retries.Result(req, err, retry, after)
+	return withDuePriority(res, out.Due, out.After, after), err
+}
+
+// withDuePriority gives res DueWorkPriority when the reconcile comes back
+// at dueAfter, the time work falls due, and leaves it otherwise (sooner,
+// for a stale read or a held-back status write).
+func withDuePriority(res ctrl.Result, due bool, dueAfter, after time.Duration) ctrl.Result {
+	if due && after > 0 && after == dueAfter {
+		res.Priority = ptr.To(DueWorkPriority)
+	}
+	return res
 }
 
 // writeStatus writes status to obj when it differs from what obj has, or

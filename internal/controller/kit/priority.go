@@ -27,6 +27,14 @@ import (
 // away that their reconcile would not find anyway.
 const ChildEventPriority = 10
 
+// DueWorkPriority is the queue priority of a reconcile that comes back at
+// the time its object set for work that falls due then (a BackupJob's
+// scheduled run, Outcome.Due), above ChildEventPriority: the news of the
+// children of a thousand runs started a moment ago (snapshots turning
+// ready, Jobs completing) is bookkeeping that can wait a few seconds, and
+// would otherwise start the runs due now late.
+const DueWorkPriority = 20
+
 // WithChildEventPriority enqueues what h enqueues at ChildEventPriority,
 // unless h sets a priority of its own (the low priority of the initial
 // list). It changes nothing when the controller's queue is not a priority

@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -110,4 +112,40 @@ func TestPendingObjectsListedAtStartGoBeforeTheChecks(t *testing.T) {
 		got[name] = priority
 	}
 	g.Expect(got).To(Equal(map[string]int{"changed": 0, "created": 0, "deleting": 0, "checked-1": handler.LowPriority, "checked-2": handler.LowPriority}))
+}
+
+// A reconcile that comes back when its work falls due (a scheduled run)
+// goes before the news of children, which goes before the rest.
+func TestDueWorkGoesBeforeChildrensNews(t *testing.T) {
+	g := NewWithT(t)
+	q := priorityqueue.New[reconcile.Request]("due-first")
+	defer q.ShutDown()
+
+	q.Add(request("changed"))
+	q.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(ChildEventPriority)}, request("news"))
+	due := withDuePriority(ctrl.Result{RequeueAfter: time.Minute}, true, time.Minute, time.Minute)
+	q.AddWithOpts(priorityqueue.AddOpts{Priority: due.Priority}, request("due"))
+
+	for _, want := range []string{"due", "news", "changed"} {
+		name, _ := next(q)
+		g.Expect(name).To(Equal(want))
+	}
+}
+
+func TestDuePriorityOnlyWhenComingBackAtTheDueTime(t *testing.T) {
+	for name, tc := range map[string]struct {
+		due             bool
+		dueAfter, after time.Duration
+		want            *int
+	}{
+		"at the due time":               {due: true, dueAfter: time.Minute, after: time.Minute, want: ptr.To(DueWorkPriority)},
+		"sooner, for a stale read":      {due: true, dueAfter: time.Minute, after: 200 * time.Millisecond},
+		"a time that is not a due time": {dueAfter: time.Minute, after: time.Minute},
+		"no time":                       {due: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			got := withDuePriority(ctrl.Result{RequeueAfter: tc.after}, tc.due, tc.dueAfter, tc.after)
+			NewWithT(t).Expect(got.Priority).To(Equal(tc.want))
+		})
+	}
 }
