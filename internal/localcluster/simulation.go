@@ -37,6 +37,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -140,6 +141,16 @@ func (c *Cluster) stopSimulations() {
 			s.postgres.stop()
 		}
 	}
+}
+
+// simulationWorkers bounds how many objects a simulator handles at once in
+// a round, as the worker threads of a CSI sidecar do (the
+// external-snapshotter's default is 10): one at a time, a thousand
+// snapshots due in the same minute would take longer than the minute.
+func simulationWorkers() *errgroup.Group {
+	g := &errgroup.Group{}
+	g.SetLimit(10)
+	return g
 }
 
 // poll runs step every simulationInterval until ctx ends. Errors are left

@@ -78,14 +78,16 @@ func simulateSnapshots(ctx context.Context, cl client.Client, volumesDir string)
 		return
 	}
 	exists := map[types.UID]bool{}
+	workers := simulationWorkers()
 	for i := range snapshots.Items {
 		s := &snapshots.Items[i]
 		exists[s.UID] = true
 		if s.DeletionTimestamp != nil || (s.Status != nil && (s.Status.ReadyToUse != nil || s.Status.Error != nil)) {
 			continue
 		}
-		takeSnapshot(ctx, cl, s, volumesDir)
+		workers.Go(func() error { takeSnapshot(ctx, cl, s, volumesDir); return nil })
 	}
+	_ = workers.Wait()
 
 	contents := &snapshotv1.VolumeSnapshotContentList{}
 	if err := cl.List(ctx, contents); err != nil {

@@ -63,6 +63,7 @@ func provisionVolumes(ctx context.Context, cl client.Client, volumesDir string) 
 	if err := cl.List(ctx, claims); err != nil {
 		return
 	}
+	workers := simulationWorkers()
 	for i := range claims.Items {
 		claim := &claims.Items[i]
 		if claim.DeletionTimestamp != nil || ptr.Deref(claim.Spec.StorageClassName, "") != SimulationStorageClass {
@@ -70,17 +71,21 @@ func provisionVolumes(ctx context.Context, cl client.Client, volumesDir string) 
 		}
 		switch {
 		case claim.Status.Phase == corev1.ClaimPending && claim.Spec.VolumeName == "":
-			pv := simulatedVolume(claim)
-			if volumesDir != "" {
-				if err := restoreData(ctx, cl, claim, volumesDir, pv.Name); err != nil {
-					continue // tried again at the next round
+			workers.Go(func() error {
+				pv := simulatedVolume(claim)
+				if volumesDir != "" {
+					if err := restoreData(ctx, cl, claim, volumesDir, pv.Name); err != nil {
+						return nil // tried again at the next round
+					}
 				}
-			}
-			_ = cl.Create(ctx, pv) // AlreadyExists: made in an earlier round
+				_ = cl.Create(ctx, pv) // AlreadyExists: made in an earlier round
+				return nil
+			})
 		case claim.Status.Phase == corev1.ClaimBound:
-			expandVolume(ctx, cl, claim)
+			workers.Go(func() error { expandVolume(ctx, cl, claim); return nil })
 		}
 	}
+	_ = workers.Wait()
 
 	volumes := &corev1.PersistentVolumeList{}
 	if err := cl.List(ctx, volumes); err != nil {
