@@ -69,7 +69,7 @@ func TestPostgresFailoverDuringBackup(t *testing.T) {
 		g.Expect(env.snapshotsIn(g, ns)).To(HaveLen(1), "the run's snapshot is cut")
 	}).WithTimeout(pgBackupTimeout).WithPolling(200 * time.Millisecond).Should(Succeed())
 	g.Expect(fenced).NotTo(Equal(former))
-	stopRoles := env.watchRoles(t, ns, "db")
+	stopRoles := env.watchRoles(ns, "db")
 	t.Logf("%s fenced for the run; its snapshot is held; the primary %s is deleted", fenced, former)
 
 	g.Expect(env.Client.Delete(t.Context(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: former}},
@@ -175,40 +175,24 @@ func instanceStatus(pg *v1alpha1.PostgresCluster, name string) *v1alpha1.Postgre
 // watchRoles samples a PostgresCluster every 100 ms until stopped and
 // records every moment at which the instance its backup fence names was
 // the target or current primary, or reported itself as primary.
-func (e *environment) watchRoles(t *testing.T, ns, cluster string) (stop func() []string) {
+func (e *environment) watchRoles(ns, cluster string) (stop func() []string) {
 	var seen []string
-	quit, done := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(done)
-		ticker := time.NewTicker(100 * time.Millisecond)
-		defer ticker.Stop()
-		for {
-			select {
-			case <-quit:
-				return
-			case <-ticker.C:
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-			pg := &v1alpha1.PostgresCluster{}
-			err := e.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: cluster}, pg)
-			cancel()
-			fenced := pg.Annotations[v1alpha1.PostgresBackupFenceAnnotation]
-			if err != nil || fenced == "" {
-				continue
-			}
-			i := instanceStatus(pg, fenced)
-			if slices.Contains([]string{pg.Status.TargetPrimary, pg.Status.CurrentPrimary}, fenced) || (i != nil && i.Role == v1alpha1.PostgresPrimaryRole) {
-				seen = append(seen, fmt.Sprintf("%s: target %s, current %s at %s", fenced, pg.Status.TargetPrimary, pg.Status.CurrentPrimary, time.Now().Format(time.StampMilli)))
-			}
+	stopSampling := sampleEvery(100*time.Millisecond, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		pg := &v1alpha1.PostgresCluster{}
+		err := e.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: cluster}, pg)
+		fenced := pg.Annotations[v1alpha1.PostgresBackupFenceAnnotation]
+		if err != nil || fenced == "" {
+			return
 		}
-	}()
+		i := instanceStatus(pg, fenced)
+		if slices.Contains([]string{pg.Status.TargetPrimary, pg.Status.CurrentPrimary}, fenced) || (i != nil && i.Role == v1alpha1.PostgresPrimaryRole) {
+			seen = append(seen, fmt.Sprintf("%s: target %s, current %s at %s", fenced, pg.Status.TargetPrimary, pg.Status.CurrentPrimary, time.Now().Format(time.StampMilli)))
+		}
+	})
 	return func() []string {
-		select {
-		case <-quit:
-		default:
-			close(quit)
-		}
-		<-done
+		stopSampling()
 		return seen
 	}
 }

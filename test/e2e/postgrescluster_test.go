@@ -282,10 +282,43 @@ func (e *environment) missingRows(t *testing.T, ns, cluster, password string, id
 // than one accepted a write transaction (answered as a primary).
 func (e *environment) watchPrimaries(t *testing.T, ns, cluster string, instances int, password string) (stop func() []string) {
 	var seen []string
+	stopSampling := sampleEvery(100*time.Millisecond, func() {
+		var primaries []string
+		for n := 1; n <= instances; n++ {
+			pod := fmt.Sprintf("%s-%d", cluster, n)
+			address, err := e.Cluster.PostgresAddress(ns, pod)
+			if err != nil {
+				continue
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+			conn, err := postgres.Connect(ctx, postgres.ConnInfo{Host: address, Port: 5432, User: "app", Password: password, DBName: "app"})
+			if err == nil {
+				var recovery bool
+				if conn.QueryRow(ctx, "SELECT pg_is_in_recovery()").Scan(&recovery) == nil && !recovery {
+					primaries = append(primaries, pod)
+				}
+				conn.Close(ctx)
+			}
+			cancel()
+		}
+		if len(primaries) > 1 {
+			seen = append(seen, fmt.Sprintf("%v at %s", primaries, time.Now().Format(time.StampMilli)))
+		}
+	})
+	return func() []string {
+		stopSampling()
+		return seen
+	}
+}
+
+// sampleEvery calls probe every interval, one call at a time, until the
+// returned stop is called; stop returns once the last call ended, and may
+// be called more than once.
+func sampleEvery(interval time.Duration, probe func()) (stop func()) {
 	quit, done := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
-		ticker := time.NewTicker(100 * time.Millisecond)
+		ticker := time.NewTicker(interval)
 		defer ticker.Stop()
 		for {
 			select {
@@ -293,37 +326,13 @@ func (e *environment) watchPrimaries(t *testing.T, ns, cluster string, instances
 				return
 			case <-ticker.C:
 			}
-			var primaries []string
-			for n := 1; n <= instances; n++ {
-				pod := fmt.Sprintf("%s-%d", cluster, n)
-				address, err := e.Cluster.PostgresAddress(ns, pod)
-				if err != nil {
-					continue
-				}
-				ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
-				conn, err := postgres.Connect(ctx, postgres.ConnInfo{Host: address, Port: 5432, User: "app", Password: password, DBName: "app"})
-				if err == nil {
-					var recovery bool
-					if conn.QueryRow(ctx, "SELECT pg_is_in_recovery()").Scan(&recovery) == nil && !recovery {
-						primaries = append(primaries, pod)
-					}
-					conn.Close(ctx)
-				}
-				cancel()
-			}
-			if len(primaries) > 1 {
-				seen = append(seen, fmt.Sprintf("%v at %s", primaries, time.Now().Format(time.StampMilli)))
-			}
+			probe()
 		}
 	}()
-	return func() []string {
-		select {
-		case <-quit:
-		default:
-			close(quit)
-		}
+	var once sync.Once
+	return func() {
+		once.Do(func() { close(quit) })
 		<-done
-		return seen
 	}
 }
 

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"example.com/platform-operator/internal/instance/postgres"
 	"example.com/platform-operator/internal/instance/postgres/postgrestest"
 )
@@ -18,15 +20,7 @@ func TestCrashRecovery(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
-	inst := postgrestest.NewInstance(t, "pg-crash")
-	if err := inst.InitDB(ctx, postgres.InitOptions{ReplicationPassword: "repl"}); err != nil {
-		t.Fatal(err)
-	}
-	p := postgrestest.Start(ctx, t, inst)
-	conn, err := inst.Connect(ctx, "postgres")
-	if err != nil {
-		t.Fatal(err)
-	}
+	inst, p, conn := startConnected(ctx, t, "pg-crash")
 	if _, err := conn.Exec(ctx, "CREATE TABLE rows (id int PRIMARY KEY)"); err != nil {
 		t.Fatal(err)
 	}
@@ -78,15 +72,7 @@ func TestKillEndsBusyBackends(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
-	inst := postgrestest.NewInstance(t, "pg-kill-busy")
-	if err := inst.InitDB(ctx, postgres.InitOptions{ReplicationPassword: "repl"}); err != nil {
-		t.Fatal(err)
-	}
-	p := postgrestest.Start(ctx, t, inst)
-	conn, err := inst.Connect(ctx, "postgres")
-	if err != nil {
-		t.Fatal(err)
-	}
+	inst, p, conn := startConnected(ctx, t, "pg-kill-busy")
 	var backend int
 	if err := conn.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&backend); err != nil {
 		t.Fatal(err)
@@ -109,6 +95,22 @@ func TestKillEndsBusyBackends(t *testing.T) {
 	<-queryDone
 	conn.Close(context.WithoutCancel(ctx))
 	postgrestest.Start(ctx, t, inst)
+}
+
+// startConnected initializes and starts a primary named name, with a
+// connection to it.
+func startConnected(ctx context.Context, t *testing.T, name string) (*postgres.Instance, *postgres.Process, *pgx.Conn) {
+	t.Helper()
+	inst := postgrestest.NewInstance(t, name)
+	if err := inst.InitDB(ctx, postgres.InitOptions{ReplicationPassword: "repl"}); err != nil {
+		t.Fatal(err)
+	}
+	p := postgrestest.Start(ctx, t, inst)
+	conn, err := inst.Connect(ctx, "postgres")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return inst, p, conn
 }
 
 // waitBackendActive waits until the backend pid runs a query, seen from
