@@ -86,6 +86,7 @@ func (r *Reconciler) newLoop() *kit.Loop[v1alpha1.BackupJob, *v1alpha1.BackupJob
 		DegradedCondition: v1alpha1.BackupJobDegradedCondition,
 		Conditions: []string{v1alpha1.BackupJobReadyCondition, v1alpha1.BackupJobLastRunSucceededCondition,
 			v1alpha1.BackupJobVerifiedCondition, v1alpha1.BackupJobRetentionAppliedCondition, v1alpha1.BackupJobDegradedCondition},
+		TimedWork: true,
 	})
 }
 

@@ -150,6 +150,12 @@ type LoopOptions[S any] struct {
 	// status holds decisions: a reconcile that read a stale copy computes
 	// again instead of undoing a newer decision.
 	GuardStatus bool
+	// TimedWork is true for a kind whose objects hold work that falls due
+	// by the clock (a schedule): those listed at start-up are queued at
+	// DueWorkPriority, not behind everything else, since nothing wakes
+	// them at their time before their first reconcile, and a busy queue of
+	// due work would otherwise never let them through.
+	TimedWork bool
 }
 
 // Loop is the reconcile skeleton of one kind, T with pointer type P and

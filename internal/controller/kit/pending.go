@@ -54,3 +54,22 @@ func (h pendingFirstHandler) Delete(ctx context.Context, e event.DeleteEvent, q 
 func (h pendingFirstHandler) Generic(ctx context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 	h.inner.Generic(ctx, e, q)
 }
+
+// ListedAsDueWork queues the objects h lists at start-up at DueWorkPriority:
+// for a kind whose objects hold work that falls due by the clock
+// (LoopOptions.TimedWork).
+func ListedAsDueWork(h handler.EventHandler) handler.EventHandler {
+	return listedAsDueWork{EventHandler: h}
+}
+
+type listedAsDueWork struct {
+	handler.EventHandler
+}
+
+func (h listedAsDueWork) Create(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	if e.IsInInitialList {
+		e.IsInInitialList = false
+		q = withDefaultPriority(q, DueWorkPriority)
+	}
+	h.EventHandler.Create(ctx, e, q)
+}

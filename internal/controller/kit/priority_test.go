@@ -149,3 +149,30 @@ func TestDuePriorityOnlyWhenComingBackAtTheDueTime(t *testing.T) {
 		})
 	}
 }
+
+// A kind whose objects hold timed work has those listed at start-up queued
+// with the due work, in the order listed, not behind it: under a steady
+// stream of due work, the low priority of the initial list would never be
+// reached, and those objects' schedules would never start.
+func TestObjectsWithTimedWorkListedAtStartGoWithTheDueWork(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	q := priorityqueue.New[reconcile.Request]("timed-work")
+	defer q.ShutDown()
+	object := func(name string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}}
+	}
+
+	h := ListedAsDueWork(PendingFirst(func(*corev1.Pod) int64 { return 0 }))
+	h.Create(ctx, event.CreateEvent{Object: object("listed"), IsInInitialList: true}, q)
+	q.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(DueWorkPriority)}, request("due"))
+	q.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(ChildEventPriority)}, request("news"))
+
+	for _, want := range []string{"listed", "due", "news"} {
+		name, priority := next(q)
+		g.Expect(name).To(Equal(want))
+		if want != "news" {
+			g.Expect(priority).To(Equal(DueWorkPriority))
+		}
+	}
+}

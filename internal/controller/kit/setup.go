@@ -71,9 +71,13 @@ func (l *Loop[T, P, S, PS]) Setup(mgr ctrl.Manager, maxConcurrent int, watches .
 
 	// Not For: its handler would queue every object listed at start-up
 	// behind later changes, those with work pending too (PendingFirst).
+	var own handler.EventHandler = PendingFirst(func(obj P) int64 { return l.status(obj).GetObservedGeneration() })
+	if l.opts.TimedWork {
+		own = ListedAsDueWork(own)
+	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(l.opts.Name).
-		Watches(P(new(T)), PendingFirst(func(obj P) int64 { return l.status(obj).GetObservedGeneration() }),
+		Watches(P(new(T)), own,
 			builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, deletionStarted)))
 	for _, w := range watches {
 		// A child's change is news about an object already built: it goes
