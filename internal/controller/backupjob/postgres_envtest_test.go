@@ -316,24 +316,31 @@ func (p *pgFixture) podOfJob(job, container string, phase corev1.PodPhase, code 
 	p.g.Expect(k8sClient.Status().Update(p.t.Context(), pod)).To(Succeed())
 }
 
-// A PostgreSQL drill restores the new backup into a temporary cluster,
-// runs its query once that cluster is Healthy, records the database's
-// message when the query fails, and deletes the temporary cluster.
-func TestPostgresDrillQueriesARestoredCluster(t *testing.T) {
-	p := newBaseBackupFixture(t, 3)
+// drillOfFirstBackup gives the BackupJob a drill of every backup with the
+// query sql, runs its first backup to success and returns the run's name
+// and the temporary cluster its drill restored the backup into.
+func (p *pgFixture) drillOfFirstBackup(sql string) (string, v1alpha1.PostgresCluster) {
+	p.t.Helper()
 	bj := p.get()
-	bj.Spec.Verify = &v1alpha1.BackupVerify{EveryNth: 1, SQL: "SELECT count(*) > 0 FROM orders"}
-	p.g.Expect(k8sClient.Update(t.Context(), bj)).To(Succeed())
+	bj.Spec.Verify = &v1alpha1.BackupVerify{EveryNth: 1, SQL: sql}
+	p.g.Expect(k8sClient.Update(p.t.Context(), bj)).To(Succeed())
 	p.runNow("first")
 	p.at(time.Second)
 	run := p.runName(time.Second)
 	p.finishJob(run, true)
 	p.at(2 * time.Second)
-
 	drills := &v1alpha1.PostgresClusterList{}
-	p.g.Expect(k8sClient.List(t.Context(), drills, client.InNamespace(p.ns), client.MatchingLabels{backupjob.DrillLabel: run})).To(Succeed())
+	p.g.Expect(k8sClient.List(p.t.Context(), drills, client.InNamespace(p.ns), client.MatchingLabels{backupjob.DrillLabel: run})).To(Succeed())
 	p.g.Expect(drills.Items).To(HaveLen(1), "a temporary cluster restored from the backup")
-	drill := drills.Items[0]
+	return run, drills.Items[0]
+}
+
+// A PostgreSQL drill restores the new backup into a temporary cluster,
+// runs its query once that cluster is Healthy, records the database's
+// message when the query fails, and deletes the temporary cluster.
+func TestPostgresDrillQueriesARestoredCluster(t *testing.T) {
+	p := newBaseBackupFixture(t, 3)
+	run, drill := p.drillOfFirstBackup("SELECT count(*) > 0 FROM orders")
 	p.g.Expect(drill.Spec.Bootstrap.FromBackup.Name).To(Equal(run))
 	p.g.Expect(p.jobs()).To(HaveLen(1), "no query before the restored cluster is Healthy")
 	p.g.Expect(p.condition(v1alpha1.BackupJobVerifiedCondition).Reason).To(Equal(v1alpha1.BackupJobVerifyPendingReason))
@@ -360,18 +367,7 @@ func TestPostgresDrillQueriesARestoredCluster(t *testing.T) {
 // deadline, with its Ready message, and is deleted.
 func TestPostgresDrillOfAClusterThatNeverStarts(t *testing.T) {
 	p := newBaseBackupFixture(t, 3)
-	bj := p.get()
-	bj.Spec.Verify = &v1alpha1.BackupVerify{EveryNth: 1, SQL: "SELECT true"}
-	p.g.Expect(k8sClient.Update(t.Context(), bj)).To(Succeed())
-	p.runNow("first")
-	p.at(time.Second)
-	run := p.runName(time.Second)
-	p.finishJob(run, true)
-	p.at(2 * time.Second)
-	drills := &v1alpha1.PostgresClusterList{}
-	p.g.Expect(k8sClient.List(t.Context(), drills, client.InNamespace(p.ns), client.MatchingLabels{backupjob.DrillLabel: run})).To(Succeed())
-	p.g.Expect(drills.Items).To(HaveLen(1))
-	drill := drills.Items[0]
+	_, drill := p.drillOfFirstBackup("SELECT true")
 	drill.Status.Conditions = []metav1.Condition{{Type: v1alpha1.PostgresReadyCondition, Status: metav1.ConditionFalse, Reason: "Restoring",
 		Message: "waiting for the backup to be restored onto the claim", LastTransitionTime: metav1.Now()}}
 	p.g.Expect(k8sClient.Status().Update(t.Context(), &drill)).To(Succeed())
