@@ -143,6 +143,13 @@ type LoopOptions[S any] struct {
 	// once, any other at most once per interval (children.StatusWriter).
 	ProgressInterval time.Duration
 	Summary          func(*S) string
+	// HoldFirstProgress lets a new object's first status wait, while it
+	// says only that work is in progress (neither ready nor degraded),
+	// until ProgressInterval after the object's creation: an object that
+	// becomes ready within it gets one status write instead of two, and
+	// the watchers of its kind one event fewer. Not for a kind whose status
+	// holds decisions (GuardStatus).
+	HoldFirstProgress bool
 	// Gone, when set, is told about an object that no longer exists.
 	Gone func(types.NamespacedName)
 	// GuardStatus writes a status only over the version of the object it
@@ -305,6 +312,12 @@ func withDuePriority(res ctrl.Result, due bool, dueAfter, after time.Duration) c
 func (l *Loop[T, P, S, PS]) writeStatus(ctx context.Context, obj P, status *S) (time.Duration, error) {
 	updated := obj.DeepCopyObject().(P)
 	*l.status(updated) = *status
+	if l.opts.HoldFirstProgress {
+		if wait := firstProgressHold(obj.GetCreationTimestamp().Time, l.Clock.Now(), l.opts.ProgressInterval,
+			l.status(obj).GetConditions(), PS(status).GetConditions(), l.opts.ReadyCondition, l.opts.DegradedCondition); wait > 0 {
+			return wait, nil
+		}
+	}
 	var summary string
 	if l.opts.Summary != nil {
 		summary = l.opts.Summary(status)
@@ -319,6 +332,17 @@ func (l *Loop[T, P, S, PS]) writeStatus(ctx context.Context, obj P, status *S) (
 			"ready", reasonOf(conditions, l.opts.ReadyCondition), "degraded", reasonOf(conditions, l.opts.DegradedCondition))
 	}
 	return due, nil
+}
+
+// firstProgressHold is how long the first status of an object created at
+// created may still wait at now (see LoopOptions.HoldFirstProgress): 0
+// once it has a status with conditions, or when the new conditions say
+// it is ready or degraded, which show at once.
+func firstProgressHold(created, now time.Time, interval time.Duration, written, next []metav1.Condition, ready, degraded string) time.Duration {
+	if interval <= 0 || len(written) > 0 || meta.IsStatusConditionTrue(next, ready) || meta.IsStatusConditionTrue(next, degraded) {
+		return 0
+	}
+	return max(created.Add(interval).Sub(now), 0)
 }
 
 // recordDegraded emits a Warning when obj becomes Degraded, or Degraded for

@@ -75,6 +75,7 @@ func NewReconciler(mgr ctrl.Manager, c client.Client, opts controller.SetupOptio
 		DegradedCondition: websitev1.DegradedCondition,
 		Conditions:        []string{websitev1.ReadyCondition, websitev1.ProgressingCondition, websitev1.DegradedCondition},
 		ProgressInterval:  statusProgressInterval,
+		HoldFirstProgress: true,
 		Summary:           statusSummary,
 	})
 	return r
