@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
 
 	websitev1 "example.com/platform-operator/api/v1"
 	"example.com/platform-operator/internal/controller/website/websitetest"
@@ -63,6 +64,10 @@ func (e *env) operatorBurst(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	watchBefore, err := benchkit.ScrapeWatchTraffic(ctx, e.admin)
+	if err != nil {
+		return err
+	}
 	start := time.Now()
 	e.burstStart = &burstStart{at: start, apiStart: before, opStart: opBefore}
 	progress, unsubscribe := e.followWebsites("operator", start, nil)
@@ -95,6 +100,9 @@ func (e *env) operatorBurst(ctx context.Context) error {
 		res.Writes, res.Reads = after.WritesSince(before), after.ReadsSince(before)
 		e.logf("operator: write requests by verb and resource: %s", strings.Join(res.Writes.Sorted(), " "))
 		e.logf("operator: read requests by verb and resource: %s", strings.Join(res.Reads.Sorted(), " "))
+	}
+	if after, err := benchkit.ScrapeWatchTraffic(ctx, e.admin); err == nil {
+		res.Watch = ptr.To(after.Since(watchBefore))
 	}
 	if c := e.res.Ceiling; c != nil {
 		res.ExistRatio = ratio(res.Exist, c.Exist)

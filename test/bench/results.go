@@ -163,6 +163,9 @@ type scriptedResult struct {
 	Writes     benchkit.RequestCounts `json:"writes"`
 	Reads      benchkit.RequestCounts `json:"reads"`
 	CPUSeconds map[string]float64     `json:"cpuSeconds"`
+	// Watch is what the API server's watches sent every watcher, from the
+	// first create until every Website was Ready.
+	Watch *benchkit.WatchTraffic `json:"watchTraffic,omitempty"`
 }
 
 type burstResult struct {
@@ -199,6 +202,10 @@ type burstResult struct {
 	// the ceiling's.
 	Writes benchkit.RequestCounts `json:"writes"`
 	Reads  benchkit.RequestCounts `json:"reads"`
+	// Watch is what the API server's watches sent every watcher, the
+	// operator's included, from the first create until every Website was
+	// Ready: the scripted phase's, without an operator, is the reference.
+	Watch *benchkit.WatchTraffic `json:"watchTraffic,omitempty"`
 	// Operator is what the operator's own metrics said after the burst.
 	Operator operatorStats `json:"operatorMetrics"`
 }

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	websitev1 "example.com/platform-operator/api/v1"
@@ -58,6 +59,10 @@ func (e *env) scripted(ctx context.Context) (*scriptedResult, error) {
 
 	cpu0 := e.snapshotCPU()
 	before, err := benchkit.ScrapeAPIServer(ctx, e.admin)
+	if err != nil {
+		return nil, err
+	}
+	watchBefore, err := benchkit.ScrapeWatchTraffic(ctx, e.admin)
 	if err != nil {
 		return nil, err
 	}
@@ -123,6 +128,11 @@ func (e *env) scripted(ctx context.Context) (*scriptedResult, error) {
 		return res, err
 	}
 	res.Writes, res.Reads = after.WritesSince(before), after.ReadsSince(before)
+	watchAfter, err := benchkit.ScrapeWatchTraffic(ctx, e.admin)
+	if err != nil {
+		return res, err
+	}
+	res.Watch = ptr.To(watchAfter.Since(watchBefore))
 	e.logf("%s: write requests by verb and resource: %s", scriptedName, strings.Join(res.Writes.Sorted(), " "))
 	if c := e.res.Ceiling; c != nil {
 		res.ExistRatio = ratio(res.Exist, c.Exist)

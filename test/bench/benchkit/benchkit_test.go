@@ -107,6 +107,30 @@ platform_operator_child_writes_total{owner_kind="BackupJob",child_kind="Job",ope
 	g.Expect(SumSamples(samples, "other", nil)).To(BeZero())
 }
 
+// A histogram's sum and count are read under the names the text format
+// gives them, as apiserver_watch_events_sizes_sum is.
+func TestParseMetricsReadsHistogramSums(t *testing.T) {
+	g := NewWithT(t)
+	samples, err := ParseMetrics(`# TYPE apiserver_watch_events_sizes histogram
+apiserver_watch_events_sizes_bucket{group="apps",resource="deployments",version="v1",le="1024"} 1
+apiserver_watch_events_sizes_bucket{group="apps",resource="deployments",version="v1",le="+Inf"} 3
+apiserver_watch_events_sizes_sum{group="apps",resource="deployments",version="v1"} 9000
+apiserver_watch_events_sizes_count{group="apps",resource="deployments",version="v1"} 3
+# TYPE apiserver_watch_events_total counter
+apiserver_watch_events_total{group="apps",resource="deployments",version="v1"} 3
+`, "apiserver_watch_events_sizes_sum", "apiserver_watch_events_total")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(samples).To(HaveLen(2))
+	g.Expect(SumSamples(samples, "apiserver_watch_events_sizes_sum", map[string]string{"resource": "deployments"})).To(Equal(9000.0))
+	g.Expect(SumSamples(samples, "apiserver_watch_events_total", nil)).To(Equal(3.0))
+	before := WatchTraffic{Events: map[string]float64{"apps/deployments": 3}, Bytes: map[string]float64{"apps/deployments": 9000}}
+	after := WatchTraffic{Events: map[string]float64{"apps/deployments": 5, "pods": 2}, Bytes: map[string]float64{"apps/deployments": 15000, "pods": 4000}}
+	g.Expect(after.Since(before)).To(Equal(WatchTraffic{
+		Events: map[string]float64{"apps/deployments": 2, "pods": 2},
+		Bytes:  map[string]float64{"apps/deployments": 6000, "pods": 4000},
+	}))
+}
+
 // The process sampler keeps each process under its name and PID, with the
 // highest memory seen: this test's own process stands in for an instance
 // manager.

@@ -26,34 +26,41 @@ type Sample struct {
 
 // ParseMetrics reads the counter, gauge and untyped samples of the
 // Prometheus text format whose metric name is one of names (all when names
-// is empty).
+// is empty), and the sums and counts of histograms, named as the text
+// format names them (NAME_sum, NAME_count).
 func ParseMetrics(text string, names ...string) ([]Sample, error) {
 	parser := expfmt.NewTextParser(model.UTF8Validation)
 	families, err := parser.TextToMetricFamilies(strings.NewReader(text))
 	if err != nil {
 		return nil, fmt.Errorf("parse metrics: %w", err)
 	}
+	wanted := func(name string) bool { return len(names) == 0 || slices.Contains(names, name) }
 	var out []Sample
 	for name, family := range families {
-		if len(names) > 0 && !slices.Contains(names, name) {
-			continue
-		}
 		for _, m := range family.GetMetric() {
-			s := Sample{Name: name, Labels: map[string]string{}}
+			labels := map[string]string{}
 			for _, l := range m.GetLabel() {
-				s.Labels[l.GetName()] = l.GetValue()
+				labels[l.GetName()] = l.GetValue()
 			}
+			var values map[string]float64
 			switch {
 			case m.Counter != nil:
-				s.Value = m.GetCounter().GetValue()
+				values = map[string]float64{name: m.GetCounter().GetValue()}
 			case m.Gauge != nil:
-				s.Value = m.GetGauge().GetValue()
+				values = map[string]float64{name: m.GetGauge().GetValue()}
 			case m.Untyped != nil:
-				s.Value = m.GetUntyped().GetValue()
-			default:
-				continue // histograms and summaries: not needed
+				values = map[string]float64{name: m.GetUntyped().GetValue()}
+			case m.Histogram != nil:
+				values = map[string]float64{
+					name + "_sum":   m.GetHistogram().GetSampleSum(),
+					name + "_count": float64(m.GetHistogram().GetSampleCount()),
+				}
 			}
-			out = append(out, s)
+			for sampleName, v := range values {
+				if wanted(sampleName) {
+					out = append(out, Sample{Name: sampleName, Labels: labels, Value: v})
+				}
+			}
 		}
 	}
 	return out, nil
@@ -107,13 +114,7 @@ func RequestKey(verb, group, resource, subresource string) string {
 // ScrapeAPIServer reads apiserver_request_total from the API server's
 // /metrics.
 func ScrapeAPIServer(ctx context.Context, cs kubernetes.Interface) (RequestCounts, error) {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	data, err := cs.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("scrape kube-apiserver /metrics: %w", err)
-	}
-	samples, err := ParseMetrics(string(data), "apiserver_request_total")
+	samples, err := scrapeAPIServer(ctx, cs, "apiserver_request_total")
 	if err != nil {
 		return nil, err
 	}
@@ -123,6 +124,60 @@ func ScrapeAPIServer(ctx context.Context, cs kubernetes.Interface) (RequestCount
 		counts[key] += s.Value
 	}
 	return counts, nil
+}
+
+// scrapeAPIServer reads the samples of the metrics named from the API
+// server's /metrics.
+func scrapeAPIServer(ctx context.Context, cs kubernetes.Interface, names ...string) ([]Sample, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	data, err := cs.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("scrape kube-apiserver /metrics: %w", err)
+	}
+	return ParseMetrics(string(data), names...)
+}
+
+// WatchTraffic is what the API server's watches sent, keyed by
+// "group/resource" as RequestKey writes it without a verb: events, and
+// their encoded bytes, summed over every watcher (an event that three
+// clients watch counts three times).
+type WatchTraffic struct {
+	Events map[string]float64 `json:"events"`
+	Bytes  map[string]float64 `json:"bytes"`
+}
+
+// ScrapeWatchTraffic reads apiserver_watch_events_total and the sum of
+// apiserver_watch_events_sizes from the API server's /metrics.
+func ScrapeWatchTraffic(ctx context.Context, cs kubernetes.Interface) (WatchTraffic, error) {
+	samples, err := scrapeAPIServer(ctx, cs, "apiserver_watch_events_total", "apiserver_watch_events_sizes_sum")
+	if err != nil {
+		return WatchTraffic{}, err
+	}
+	traffic := WatchTraffic{Events: map[string]float64{}, Bytes: map[string]float64{}}
+	for _, s := range samples {
+		key := strings.TrimPrefix(RequestKey("", s.Labels["group"], s.Labels["resource"], ""), " ")
+		if s.Name == "apiserver_watch_events_total" {
+			traffic.Events[key] += s.Value
+		} else {
+			traffic.Bytes[key] += s.Value
+		}
+	}
+	return traffic, nil
+}
+
+// Since returns the watch traffic between two scrapes.
+func (after WatchTraffic) Since(before WatchTraffic) WatchTraffic {
+	diff := func(a, b map[string]float64) map[string]float64 {
+		out := map[string]float64{}
+		for k, v := range a {
+			if d := v - b[k]; d > 0 {
+				out[k] = d
+			}
+		}
+		return out
+	}
+	return WatchTraffic{Events: diff(after.Events, before.Events), Bytes: diff(after.Bytes, before.Bytes)}
 }
 
 // WritesSince returns the write requests counted between two scrapes.
