@@ -92,11 +92,13 @@ bin/localcluster:
 image: ## Build a multi-arch (amd64, arm64) OCI image without Docker into bin/image/.
 	go run ./hack/image -version $(VERSION) -ldflags '$(LDFLAGS)' -out bin/image -tag $(IMAGE)
 
+# PEER_KOPF=DIR adds the tutorial's kopf operator doing the same work, from the
+# kopf installation DIR (docs/performance.md says how to set one up).
 # BENCH_FLAGS: -large adds N=5000, -heap-profile the operator's heap after
 # each burst, -scenarios and -operator-args choose what runs (see test/bench).
 .PHONY: bench
 bench: kube-binaries build ## Run the benchmarks (N = 100, 1000) on the local cluster against the raw-client ceiling; writes test/bench/results/.
-	KUBE_BIN_DIR=$(KUBE_BIN_DIR) go run ./test/bench -operator bin/platform-operator -out test/bench/results $(BENCH_FLAGS)
+	KUBE_BIN_DIR=$(KUBE_BIN_DIR) go run ./test/bench -operator bin/platform-operator -out test/bench/results $(if $(PEER_KOPF),-peer-kopf $(PEER_KOPF)) $(BENCH_FLAGS)
 
 # BENCH_FLAGS here: -pg-tries the PostgresCluster's tries, -scale-n and
 # -scale-large the Ns of the scale scenarios, -scale-window their schedule

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 
+	"k8s.io/utils/ptr"
+
 	"example.com/platform-operator/test/bench/benchkit"
 )
 
@@ -83,6 +85,64 @@ func burstChecks(r *runResult) []check {
 		}
 		add("burst", "operator ÷ the scripted client doing the same work: Ready; children exist (no target)",
 			ratioFigure(r.Rounds, ready, fmtRatio("operator", ratioSides{b.Ready, sc.Ready, b.ScriptedReadyRatio}))+"; exist "+exist, roundsReadinessValid(r, "n/a (for comparison)"))
+	}
+	checks = append(checks, kopfChecks(r)...)
+	return checks
+}
+
+// Issue 33's bounds on the operator against the tutorial's kopf operator
+// doing the same work.
+const (
+	kopfReadyTarget = 0.9
+	kopfCPUTarget   = 0.7
+	kopfRSSTarget   = 0.6
+)
+
+// kopfChecks judge the operator against the kopf peer, on the medians of
+// the rounds.
+func kopfChecks(r *runResult) []check {
+	k, b := r.Kopf, r.Burst
+	if k == nil || b == nil {
+		return nil
+	}
+	var checks []check
+	add := func(target, figure, met string) {
+		checks = append(checks, check{Scenario: kopfScenario, N: r.N, Target: target, Figure: figure, Met: met})
+	}
+	ready := func(round roundResult) ratioSides {
+		return ratioSides{round.OperatorReady, ptr.Deref(round.KopfAvailable, waitResult{}), round.KopfReadyRatio}
+	}
+	last := ratioSides{b.Ready, k.Available, ratio(b.Ready, k.Available)}
+	add(fmt.Sprintf("every Website Ready ≤ %.1f× the time kopf doing the same work needs for every Deployment Available", kopfReadyTarget),
+		ratioFigure(r.Rounds, ready, fmtRatio("operator", last)), roundsReadinessValid(r, judgeRatio(roundSides(r.Rounds, ready, last), kopfReadyTarget).Met))
+	operatorHWM := 0.0
+	if len(r.Footprint.HWMMiB) > 0 {
+		operatorHWM = r.Footprint.HWMMiB[0]
+	}
+	for _, m := range []struct {
+		what       string
+		bound      float64
+		pick       func(roundResult) *float64
+		op, theirs float64
+		unit       string
+	}{
+		{"operator CPU during the burst", kopfCPUTarget, func(r roundResult) *float64 { return r.KopfCPURatio }, b.CPUSeconds[operatorName], k.CPUSeconds, "s"},
+		{"operator peak RSS (VmHWM)", kopfRSSTarget, func(r roundResult) *float64 { return r.KopfRSSRatio }, operatorHWM, k.HWMMiB, "MiB"},
+	} {
+		figure := fmt.Sprintf("last round %.1f %s ÷ %.1f %s", m.op, m.unit, m.theirs, m.unit)
+		var median *float64
+		if r.Rounds != nil && len(r.Rounds.Rounds) > 1 {
+			median = r.Rounds.medianOf(m.pick)
+			figure = fmt.Sprintf("rounds %s; %s", ratioList(r.Rounds.Rounds, m.pick), figure)
+		} else {
+			median = plainRatio(m.op, m.theirs)
+		}
+		met := "not judged (a round lacks a figure)"
+		if median != nil {
+			figure = fmt.Sprintf("median %.2f×; %s", *median, figure)
+			met = benchkit.YesNo(*median <= m.bound)
+		}
+		add(fmt.Sprintf("%s ≤ %.1f× kopf's", m.what, m.bound), figure, met)
 	}
 	return checks
 }

@@ -44,7 +44,7 @@ func cpuRatio(burst, ceiling map[string]float64, inBurst []string) float64 {
 }
 
 // cpuPhases are the phases of the CPU tables, in the order they run.
-var cpuPhases = []string{"ceiling (Deployments alone)", "ceiling (Deployments and Services)", scriptedName, "operator burst", "idle", "restart", "drift"}
+var cpuPhases = []string{"ceiling (Deployments alone)", "ceiling (Deployments and Services)", scriptedName, kopfPhase, "operator burst", "idle", "restart", "drift"}
 
 // cpuTable is the CPU seconds of each process, one row per N and phase.
 type cpuTable struct {
@@ -96,7 +96,7 @@ func buildCPUTable(res *results, phases []string) cpuTable {
 	t.Measured = len(procSet) > 0
 	delete(procSet, machineName)
 	delete(procSet, wallName)
-	order := []string{operatorName, "kube-apiserver", "etcd", "kube-controller-manager", "kube-scheduler", "kwok", benchName}
+	order := []string{operatorName, kopfScenario, "kube-apiserver", "etcd", "kube-controller-manager", "kube-scheduler", "kwok", benchName}
 	for _, p := range order {
 		if procSet[p] {
 			t.Procs = append(t.Procs, p)
@@ -124,7 +124,7 @@ func buildCPUTable(res *results, phases []string) cpuTable {
 				}
 				row.Seconds[i] = &v
 				ours += v
-				if p != operatorName && p != benchName {
+				if p != operatorName && p != kopfScenario && p != benchName {
 					row.ControlPlane += v
 				}
 			}

@@ -133,6 +133,13 @@ type config struct {
 	// each N; round names an extra round in the log.
 	rounds int
 	round  string
+	// roundNumber counts the rounds from 1, the measuring run's being the
+	// last: the kopf peer runs before the operator's burst in odd rounds
+	// and after it in even ones.
+	roundNumber int
+	// peerKopf is the kopf installation of the kopf scenario ("" for
+	// none).
+	peerKopf string
 	// pgTries is how many failovers, switchovers and cut-offs the
 	// postgres scenario measures.
 	pgTries int
@@ -301,6 +308,7 @@ func parseFlags(args []string) (*config, error) {
 	fs.IntVar(&cfg.driftCount, "drift-count", 100, "changes per kind in the drift scenario")
 	fs.IntVar(&cfg.nodes, "nodes", 0, "kwok nodes per cluster (default: max(1, N/500))")
 	peers := fs.String("peers", "test/bench/peers.json", "JSON file of another operator's figures measured elsewhere, with their source, that the report quotes next to the burst; relative to -repo; \"\" for none")
+	fs.StringVar(&cfg.peerKopf, "peer-kopf", "", "a kopf installation (DIR/bin/kopf runs kopf; set up as docs/performance.md says): adds the kopf scenario, the tutorial's kopf operator doing this operator's work per Website on a fresh cluster in every round of the burst, alternating with the operator")
 	fs.IntVar(&cfg.rounds, "rounds", 3, "rounds of the ceiling (Deployments and Services) and the operator's burst at each N, each on fresh clusters; the ratio targets are judged on the median of the rounds' ratios (not judged when a round has no ceiling figure), everything else on the last round; also the rounds of the tenant-onboarding scenario")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -368,6 +376,19 @@ func parseFlags(args []string) (*config, error) {
 			cfg.websiteList = append(cfg.websiteList, s)
 		}
 	}
+	if cfg.peerKopf != "" {
+		if cfg.peerKopf, err = filepath.Abs(cfg.peerKopf); err != nil {
+			return nil, err
+		}
+		if _, err := os.Stat(filepath.Join(cfg.peerKopf, "bin", "kopf")); err != nil {
+			return nil, fmt.Errorf("-peer-kopf: %w (set up as docs/performance.md says)", err)
+		}
+		if !cfg.scenarios["burst"] {
+			return nil, errors.New("-peer-kopf needs the burst scenario, which it is compared with")
+		}
+		cfg.scenarios[kopfScenario] = true
+	}
+	cfg.roundNumber = cfg.rounds
 	if cfg.driftCount < 1 {
 		return nil, errors.New("-drift-count must be at least 1")
 	}

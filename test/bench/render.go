@@ -18,6 +18,7 @@ func markdown(res *results) string {
 	writeHeader(w, res)
 	writeTargets(w, res.Checks)
 	writeBurst(w, res, rep)
+	writeKopf(w, res)
 	writeCost(w, res)
 	writeRestart(w, res)
 	writeDrift(w, res)

@@ -78,6 +78,9 @@ type runResult struct {
 	// Scripted is a plain client doing the work issue 11 allows an
 	// operator per Website, without an operator.
 	Scripted *scriptedResult `json:"scripted,omitempty"`
+	// Kopf is the tutorial's kopf operator doing the same work, when
+	// -peer-kopf named one.
+	Kopf *kopfResult `json:"kopf,omitempty"`
 	Burst    *burstResult    `json:"burst,omitempty"`
 	// Rounds, with -rounds above 1, are every round of the ceiling and the
 	// burst, this run's own last, and the medians of their ratios.

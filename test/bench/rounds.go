@@ -25,11 +25,19 @@ type roundResult struct {
 	// ScriptedReady is the scripted client's Ready; ScriptedReadyRatio
 	// it ÷ the ceiling's Available; OperatorScriptedRatio the operator's
 	// Ready ÷ the scripted client's.
-	ScriptedReady         waitResult `json:"scriptedReady"`
-	ScriptedReadyRatio    *float64   `json:"scriptedReadyVsAvailableRatio,omitempty"`
-	OperatorScriptedRatio *float64   `json:"operatorVsScriptedReadyRatio,omitempty"`
-	Errors                []string   `json:"errors,omitempty"`
-	ClusterHealth         []string   `json:"clusterHealth,omitempty"`
+	// KopfAvailable is the kopf peer's every Deployment Available;
+	// KopfReadyRatio the operator's Ready ÷ it, KopfCPURatio and
+	// KopfRSSRatio the operator's CPU during the burst and peak RSS ÷ the
+	// kopf process's.
+	KopfAvailable         *waitResult `json:"kopfAvailable,omitempty"`
+	KopfReadyRatio        *float64    `json:"operatorReadyVsKopfAvailableRatio,omitempty"`
+	KopfCPURatio          *float64    `json:"operatorVsKopfCPURatio,omitempty"`
+	KopfRSSRatio          *float64    `json:"operatorVsKopfRSSRatio,omitempty"`
+	ScriptedReady         waitResult  `json:"scriptedReady"`
+	ScriptedReadyRatio    *float64    `json:"scriptedReadyVsAvailableRatio,omitempty"`
+	OperatorScriptedRatio *float64    `json:"operatorVsScriptedReadyRatio,omitempty"`
+	Errors                []string    `json:"errors,omitempty"`
+	ClusterHealth         []string    `json:"clusterHealth,omitempty"`
 }
 
 // roundsResult holds every round of one N, the measuring run's own last,
@@ -46,6 +54,20 @@ type roundsResult struct {
 	// rounds' comparisons with the scripted client, when it ran.
 	ScriptedReadyRatio    *float64 `json:"medianScriptedReadyVsAvailableRatio,omitempty"`
 	OperatorScriptedRatio *float64 `json:"medianOperatorVsScriptedReadyRatio,omitempty"`
+	// KopfReadyRatio, KopfCPURatio and KopfRSSRatio are the medians of the
+	// rounds' comparisons with the kopf peer, when it ran.
+	KopfReadyRatio *float64 `json:"medianOperatorReadyVsKopfAvailableRatio,omitempty"`
+	KopfCPURatio   *float64 `json:"medianOperatorVsKopfCPURatio,omitempty"`
+	KopfRSSRatio   *float64 `json:"medianOperatorVsKopfRSSRatio,omitempty"`
+}
+
+// plainRatio is a ÷ b, rounded; nil unless both are positive.
+func plainRatio(a, b float64) *float64 {
+	if a <= 0 || b <= 0 {
+		return nil
+	}
+	r := benchkit.Round3(a / b)
+	return &r
 }
 
 // extraRounds runs rounds-1 rounds of the ceiling, the scripted client
@@ -87,12 +109,13 @@ func (r *roundsResult) podsMarkedNotReady() string {
 }
 
 // roundConfig is cfg for extra round k: the ceiling, the scripted client
-// when chosen, and the burst, without profiles.
+// and the kopf peer when chosen, and the burst, without profiles.
 func roundConfig(cfg *config, k int) *config {
 	c := *cfg
 	c.rounds = 1
 	c.round = fmt.Sprintf("round %d/%d", k, cfg.rounds)
-	c.scenarios = map[string]bool{"ceiling": true, "burst": true, "scripted": cfg.scenarios["scripted"]}
+	c.roundNumber = k
+	c.scenarios = map[string]bool{"ceiling": cfg.scenarios["ceiling"], "burst": true, "scripted": cfg.scenarios["scripted"], kopfScenario: cfg.scenarios[kopfScenario]}
 	maps.DeleteFunc(c.scenarios, func(_ string, chosen bool) bool { return !chosen })
 	c.scenarioList = slices.Sorted(maps.Keys(c.scenarios))
 	c.heapProfile, c.cpuProfile = false, 0
@@ -114,6 +137,16 @@ func roundOf(r *runResult) roundResult {
 	if sc := r.Scripted; sc != nil {
 		round.ScriptedReady, round.ScriptedReadyRatio = sc.Ready, sc.ReadyRatio
 	}
+	if k := r.Kopf; k != nil {
+		round.KopfAvailable = &k.Available
+		if b := r.Burst; b != nil {
+			round.KopfReadyRatio = ratio(b.Ready, k.Available)
+			round.KopfCPURatio = plainRatio(b.CPUSeconds[operatorName], k.CPUSeconds)
+		}
+		if len(r.Footprint.HWMMiB) > 0 {
+			round.KopfRSSRatio = plainRatio(r.Footprint.HWMMiB[0], k.HWMMiB)
+		}
+	}
 	return round
 }
 
@@ -123,6 +156,11 @@ func summarizeRounds(extra []roundResult, measuring *runResult) *roundsResult {
 	res := &roundsResult{Rounds: append(slices.Clone(extra), roundOf(measuring))}
 	res.ExistRatio = res.medianOf(func(r roundResult) *float64 { return r.ExistRatio })
 	res.ReadyRatio = res.medianOf(func(r roundResult) *float64 { return r.ReadyRatio })
+	if measuring.Kopf != nil {
+		res.KopfReadyRatio = res.medianOf(func(r roundResult) *float64 { return r.KopfReadyRatio })
+		res.KopfCPURatio = res.medianOf(func(r roundResult) *float64 { return r.KopfCPURatio })
+		res.KopfRSSRatio = res.medianOf(func(r roundResult) *float64 { return r.KopfRSSRatio })
+	}
 	if measuring.Scripted != nil {
 		res.ScriptedReadyRatio = res.medianOf(func(r roundResult) *float64 { return r.ScriptedReadyRatio })
 		res.OperatorScriptedRatio = res.medianOf(func(r roundResult) *float64 { return r.OperatorScriptedRatio })

@@ -40,7 +40,7 @@ func runN(ctx context.Context, cfg *config, n int) (res *runResult) {
 	// The extra rounds of the ceiling and the burst come first, each on
 	// clusters of its own; this run is the last round.
 	var extra []roundResult
-	if cfg.rounds > 1 && cfg.scenarios["ceiling"] && cfg.scenarios["burst"] {
+	if cfg.rounds > 1 && cfg.scenarios["burst"] && (cfg.scenarios["ceiling"] || cfg.scenarios[kopfScenario]) {
 		extra = extraRounds(ctx, cfg, n)
 	}
 	// Registered first, so it runs last: a panic is recorded, after every
@@ -106,6 +106,29 @@ func runN(ctx context.Context, cfg *config, n int) (res *runResult) {
 	}
 	if !cfg.scenarios["burst"] {
 		return res
+	}
+	// The kopf peer runs on a fresh cluster of its own, before the
+	// operator's burst in odd rounds and after it (and the scenarios that
+	// follow the burst) in even ones, so that neither side always goes
+	// first on a machine whose pace drifts.
+	runKopf := func() {
+		stop, err := e.startCluster(ctx, "the kopf peer")
+		if err != nil {
+			fail(err)
+			return
+		}
+		res.Kopf, err = e.kopfPeer(ctx)
+		stop()
+		if err != nil {
+			fail(fmt.Errorf("kopf: %w", err))
+		}
+	}
+	if cfg.scenarios[kopfScenario] {
+		if cfg.roundNumber%2 == 1 {
+			runKopf()
+		} else {
+			defer runKopf()
+		}
 	}
 
 	stop, err := e.startCluster(ctx, "the operator")
