@@ -8,12 +8,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/utils/ptr"
 
 	"example.com/platform-operator/test/bench/benchkit"
 )
@@ -49,6 +51,11 @@ type kopfResult struct {
 	// Deployment was Available; HWMMiB its peak RSS (VmHWM) then.
 	CPUSeconds float64 `json:"cpuSeconds"`
 	HWMMiB     float64 `json:"hwmMiB"`
+	// Writes, Reads and Watch are the API server's, by every client, from
+	// the first create until every Deployment was Available.
+	Writes benchkit.RequestCounts `json:"writes"`
+	Reads  benchkit.RequestCounts `json:"reads"`
+	Watch  *benchkit.WatchTraffic `json:"watchTraffic,omitempty"`
 }
 
 // kopfPeer runs the kopf operator on the current cluster and creates the
@@ -119,9 +126,19 @@ func (e *env) kopfPeer(ctx context.Context) (*kopfResult, error) {
 		return nil, err
 	}
 	cluster0 := e.snapshotCPU()
+	before, err := benchkit.ScrapeAPIServer(ctx, e.admin)
+	if err != nil {
+		return nil, err
+	}
+	watchBefore, err := benchkit.ScrapeWatchTraffic(ctx, e.admin)
+	if err != nil {
+		return nil, err
+	}
 	start := time.Now()
 	progress, unsubscribe := e.followWebsites(kopfScenario, start, nil)
 	defer unsubscribe()
+	waitProfiles := e.startCPUProfiles(ctx, kopfScenario)
+	defer waitProfiles()
 	e.logf("kopf: creating %d Websites with %s", e.n, e.cfg.load)
 	res.CreateErrors, err = benchkit.ForEach(ctx, e.n, e.cfg.load.Workers, func(ctx context.Context, i int) error {
 		_, err := dyn.Resource(websitesGVR).Namespace(benchNamespace).Create(ctx, websiteObject(siteName(i)), metav1.CreateOptions{})
@@ -142,6 +159,13 @@ func (e *env) kopfPeer(ctx context.Context) (*kopfResult, error) {
 	e.recordCPU(kopfPhase, cluster0)[kopfScenario] = res.CPUSeconds
 	if _, hwm, err := benchkit.MemoryKiB(pid); err == nil {
 		res.HWMMiB = benchkit.Round3(float64(hwm) / 1024)
+	}
+	if after, err := benchkit.ScrapeAPIServer(ctx, e.admin); err == nil {
+		res.Writes, res.Reads = after.WritesSince(before), after.ReadsSince(before)
+		e.logf("kopf: write requests by verb and resource: %s", strings.Join(res.Writes.Sorted(), " "))
+	}
+	if after, err := benchkit.ScrapeWatchTraffic(ctx, e.admin); err == nil {
+		res.Watch = ptr.To(after.Since(watchBefore))
 	}
 	e.logf("kopf: children exist %s, Deployments Available %s; CPU %.1f s, VmHWM %.1f MiB", res.Exist, res.Available, res.CPUSeconds, res.HWMMiB)
 	return res, nil

@@ -27,6 +27,11 @@ func (e *env) startCPUProfiles(ctx context.Context, phase string) (wait func()) 
 	ctx, cancel := context.WithTimeout(ctx, e.cfg.cpuProfile+e.deadline)
 	var wg sync.WaitGroup
 	operatorRuns := e.op != nil && e.pprofAddr != ""
+	if operatorRuns {
+		// Not the process of an earlier phase, stopped since.
+		exited, _ := e.op.Exited()
+		operatorRuns = !exited
+	}
 	wg.Go(func() {
 		if !operatorRuns {
 			return

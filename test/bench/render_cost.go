@@ -2,6 +2,7 @@ package main
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 
 	"example.com/platform-operator/test/bench/benchkit"
@@ -46,46 +47,78 @@ func writeCost(w *mdWriter, res *results) {
 }
 
 // writeWatchTraffic renders, per Website, the watch events and bytes the
-// API server sent its watchers during the burst, with the operator, and
-// during the scripted phase, the same objects made by a plain client
-// without one: the difference is what watching costs the control plane
-// for the operator (its own watches, and the events of its larger
-// children and of its status writes for every other watcher).
+// API server sent its watchers during the burst, with the operator, beside
+// those of the same objects made by a plain client without an operator
+// (the scripted phase) and of the kopf peer's phase, when they ran: the
+// difference is what watching and being watched costs the control plane
+// for each (its own watches, and the events of its children and status
+// writes for every other watcher).
 func writeWatchTraffic(w *mdWriter, res *results) {
 	if !res.anyRun(func(r *runResult) bool { return r.Burst != nil && r.Burst.Watch != nil }) {
 		return
 	}
-	w.P("\n### Watch traffic\n\nEvents (`apiserver_watch_events_total`) and bytes (`apiserver_watch_events_sizes`) the API server sent to every watcher, per Website, from the first create until every Website was Ready: in the operator's burst, and in the scripted phase (the same objects made by a plain client, no operator). Last round of each.\n\n")
-	w.P("| N | resource | events: operator | events: scripted | bytes: operator | bytes: scripted |\n|---:|---|---:|---:|---:|---:|\n")
+	w.P("\n### Watch traffic\n\nEvents (`apiserver_watch_events_total`) and bytes (`apiserver_watch_events_sizes`) the API server sent to every watcher, per Website, from the first create until every Website was Ready (every Deployment Available for kopf): in the operator's burst, the scripted phase (the same objects made by a plain client, no operator) and the kopf peer's phase, when they ran. Last round of each.\n\n")
+	w.P("| N | resource | events: operator | events: scripted | events: kopf | bytes: operator | bytes: scripted | bytes: kopf |\n|---:|---|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range res.Runs {
 		if r.Burst == nil || r.Burst.Watch == nil {
 			continue
 		}
-		op := r.Burst.Watch
-		ref := &benchkit.WatchTraffic{}
-		if r.Scripted != nil && r.Scripted.Watch != nil {
-			ref = r.Scripted.Watch
+		sides := []*benchkit.WatchTraffic{r.Burst.Watch, nil, nil}
+		if r.Scripted != nil {
+			sides[1] = r.Scripted.Watch
+		}
+		if r.Kopf != nil {
+			sides[2] = r.Kopf.Watch
 		}
 		n := float64(r.N)
+		seen := map[string]bool{}
 		var rows []string
-		for resource, events := range op.Events {
-			if events/n >= 0.05 || ref.Events[resource]/n >= 0.05 {
-				rows = append(rows, resource)
+		for _, side := range sides {
+			if side == nil {
+				continue
+			}
+			for resource, events := range side.Events {
+				if events/n >= 0.05 && !seen[resource] {
+					seen[resource] = true
+					rows = append(rows, resource)
+				}
 			}
 		}
-		for resource, events := range ref.Events {
-			if _, seen := op.Events[resource]; !seen && events/n >= 0.05 {
-				rows = append(rows, resource)
+		op := r.Burst.Watch
+		slices.SortFunc(rows, func(a, b string) int {
+			if c := cmp.Compare(op.Bytes[b], op.Bytes[a]); c != 0 {
+				return c
+			}
+			return cmp.Compare(a, b)
+		})
+		cell := func(side *benchkit.WatchTraffic, values func(*benchkit.WatchTraffic) map[string]float64, resource, format string) string {
+			if side == nil {
+				return "—"
+			}
+			return fmt.Sprintf(format, values(side)[resource]/n)
+		}
+		events := func(t *benchkit.WatchTraffic) map[string]float64 { return t.Events }
+		bytes := func(t *benchkit.WatchTraffic) map[string]float64 { return t.Bytes }
+		totals := make([]*benchkit.WatchTraffic, len(sides))
+		for i, side := range sides {
+			if side != nil {
+				totals[i] = &benchkit.WatchTraffic{Events: map[string]float64{}, Bytes: map[string]float64{}}
 			}
 		}
-		slices.SortFunc(rows, func(a, b string) int { return cmp.Compare(op.Bytes[b], op.Bytes[a]) })
-		var totalOp, totalRef, bytesOp, bytesRef float64
 		for _, resource := range rows {
-			w.P("| %d | %s | %.2f | %.2f | %.0f | %.0f |\n", r.N, resource, op.Events[resource]/n, ref.Events[resource]/n, op.Bytes[resource]/n, ref.Bytes[resource]/n)
-			totalOp, totalRef = totalOp+op.Events[resource], totalRef+ref.Events[resource]
-			bytesOp, bytesRef = bytesOp+op.Bytes[resource], bytesRef+ref.Bytes[resource]
+			w.P("| %d | %s | %s | %s | %s | %s | %s | %s |\n", r.N, resource,
+				cell(sides[0], events, resource, "%.2f"), cell(sides[1], events, resource, "%.2f"), cell(sides[2], events, resource, "%.2f"),
+				cell(sides[0], bytes, resource, "%.0f"), cell(sides[1], bytes, resource, "%.0f"), cell(sides[2], bytes, resource, "%.0f"))
+			for i, side := range sides {
+				if side != nil {
+					totals[i].Events[""] += side.Events[resource]
+					totals[i].Bytes[""] += side.Bytes[resource]
+				}
+			}
 		}
-		w.P("| %d | **all above** | **%.2f** | **%.2f** | **%.0f** | **%.0f** |\n", r.N, totalOp/n, totalRef/n, bytesOp/n, bytesRef/n)
+		w.P("| %d | **all above** | **%s** | **%s** | **%s** | **%s** | **%s** | **%s** |\n", r.N,
+			cell(totals[0], events, "", "%.2f"), cell(totals[1], events, "", "%.2f"), cell(totals[2], events, "", "%.2f"),
+			cell(totals[0], bytes, "", "%.0f"), cell(totals[1], bytes, "", "%.0f"), cell(totals[2], bytes, "", "%.0f"))
 	}
 	w.P("\n")
 }

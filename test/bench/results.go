@@ -80,8 +80,8 @@ type runResult struct {
 	Scripted *scriptedResult `json:"scripted,omitempty"`
 	// Kopf is the tutorial's kopf operator doing the same work, when
 	// -peer-kopf named one.
-	Kopf *kopfResult `json:"kopf,omitempty"`
-	Burst    *burstResult    `json:"burst,omitempty"`
+	Kopf  *kopfResult  `json:"kopf,omitempty"`
+	Burst *burstResult `json:"burst,omitempty"`
 	// Rounds, with -rounds above 1, are every round of the ceiling and the
 	// burst, this run's own last, and the medians of their ratios.
 	Rounds    *roundsResult   `json:"rounds,omitempty"`
