@@ -95,8 +95,8 @@ func TestResultsCarryNoAbsolutePath(t *testing.T) {
 	defer func() { os.Args = saved }()
 	wd, err := os.Getwd()
 	g.Expect(err).NotTo(HaveOccurred())
-	os.Args = []string{"/tmp/go-build123/b001/exe/bench", "-operator", wd + "/bin/platform-operator", "-logs=/tmp/x/logs", "-operator-args", "--kube-api-qps=50 --max-concurrent-reconciles=4"}
-	g.Expect(commandLine(wd)).To(Equal(`KUBE_BIN_DIR=$(hack/kube-binaries.sh --dir) go run ./test/bench -operator bin/platform-operator -logs=logs -operator-args "--kube-api-qps=50 --max-concurrent-reconciles=4"`))
+	os.Args = []string{"/tmp/go-build123/b001/exe/bench", "-operator", wd + "/bin/platform-operator", "-logs=/tmp/x/logs", "-operator-args", "--kube-api-qps=50 --max-concurrent-reconciles=4", "-peer-kopf", "/opt/kopf-peer"}
+	g.Expect(commandLine(wd)).To(Equal(`KUBE_BIN_DIR=$(hack/kube-binaries.sh --dir) go run ./test/bench -operator bin/platform-operator -logs=logs -operator-args "--kube-api-qps=50 --max-concurrent-reconciles=4" -peer-kopf kopf-peer`))
 	g.Expect(repoRelative(wd, wd+"/bin/platform-operator")).To(Equal("bin/platform-operator"))
 	g.Expect(repoRelative(wd, "/elsewhere/platform-operator")).To(Equal("platform-operator"))
 }

@@ -524,13 +524,14 @@ func notes(cfg *config) []string {
 }
 
 // relativeArgs are the benchmark's arguments with the paths of the
-// machine (-operator, -out, -logs, -repo) relative to the repository.
+// machine (-operator, -out, -logs, -repo, -peers, -peer-kopf) relative to
+// the repository, or their base names outside it.
 func relativeArgs(repo string, args []string) []string {
 	out := slices.Clone(args)
 	for i := 0; i < len(out); i++ {
 		name, value, hasValue := strings.Cut(strings.TrimLeft(out[i], "-"), "=")
 		switch name {
-		case "operator", "out", "logs", "repo", "peers":
+		case "operator", "out", "logs", "repo", "peers", "peer-kopf":
 		default:
 			continue
 		}

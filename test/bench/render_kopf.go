@@ -25,7 +25,7 @@ func writeKopf(w *mdWriter, res *results) {
 			w.P("| %d | %d | %s | %s | %s | %s | %s |\n", r.N, i+1, available, round.OperatorReady, ratioStr(round.KopfReadyRatio), ratioStr(round.KopfCPURatio), ratioStr(round.KopfRSSRatio))
 		}
 		k := r.Kopf
-		w.P("| %d | last round's kopf | CPU %.1f s, VmHWM %.1f MiB, live after %.1f s | | | | |\n", r.N, k.CPUSeconds, k.HWMMiB, k.StartSeconds)
+		w.P("| %d | last round's kopf | CPU %.1f s, VmHWM %.1f MiB, serving %.1f s after its start | | | | |\n", r.N, k.CPUSeconds, k.HWMMiB, k.StartSeconds)
 	}
 	w.P("\n")
 }
