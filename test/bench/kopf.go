@@ -36,8 +36,8 @@ const kopfHandlers = "test/bench/peer/kopf_full.py"
 // kopfResult is one run of the kopf operator: the same N Websites created
 // by the same load client as in the operator's burst.
 type kopfResult struct {
-	// StartSeconds is from starting kopf until its liveness endpoint
-	// answered.
+	// StartSeconds is from starting kopf until it served: its liveness
+	// endpoint answered and it made the probe Website's Deployment.
 	StartSeconds       float64 `json:"startSeconds"`
 	CreateCallsSeconds float64 `json:"createCallsSeconds"`
 	CreateErrors       int     `json:"createErrors"`
@@ -97,8 +97,14 @@ func (e *env) kopfPeer(ctx context.Context) (*kopfResult, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start kopf: %w", err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	// exited is closed when kopf has ended, with waitErr set: every wait
+	// below, and the stop, can watch it.
+	exited := make(chan struct{})
+	var waitErr error
+	go func() {
+		waitErr = cmd.Wait()
+		close(exited)
+	}()
 	defer func() {
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
 		select {
@@ -108,13 +114,14 @@ func (e *env) kopfPeer(ctx context.Context) (*kopfResult, error) {
 			<-exited
 		}
 	}()
-	if err := waitLive(ctx, liveness, exited, time.Minute); err != nil {
+	ended := func() error { return fmt.Errorf("kopf ended (%v); its log is %s", waitErr, log.Name()) }
+	if err := waitLive(ctx, liveness, exited, ended, time.Minute); err != nil {
 		return nil, fmt.Errorf("kopf (log in %s): %w", log.Name(), err)
 	}
 	// Live is not yet watching: kopf is ready once it has made the
 	// Deployment of a Website created in a namespace of its own, as the
 	// operator is once its caches are synced.
-	if err := e.kopfServes(ctx, dyn, exited); err != nil {
+	if err := e.kopfServes(ctx, dyn, exited, ended); err != nil {
 		return nil, fmt.Errorf("kopf (log in %s): %w", log.Name(), err)
 	}
 	res.StartSeconds = benchkit.Round3(time.Since(started).Seconds())
@@ -177,7 +184,7 @@ const kopfProbeNamespace = "kopf-probe"
 
 // kopfServes creates a Website in kopfProbeNamespace and waits, a minute
 // at most, until kopf has made its Deployment.
-func (e *env) kopfServes(ctx context.Context, dyn dynamic.Interface, exited <-chan error) error {
+func (e *env) kopfServes(ctx context.Context, dyn dynamic.Interface, exited <-chan struct{}, ended func() error) error {
 	if err := e.createNamespace(ctx, kopfProbeNamespace); err != nil {
 		return err
 	}
@@ -197,8 +204,8 @@ func (e *env) kopfServes(ctx context.Context, dyn dynamic.Interface, exited <-ch
 			return fmt.Errorf("read the probe Website's Deployment: %w", err)
 		}
 		select {
-		case err := <-exited:
-			return fmt.Errorf("exited before it served: %v", err)
+		case <-exited:
+			return ended()
 		case <-ctx.Done():
 			return errors.New("made no Deployment for the probe Website within a minute")
 		case <-time.After(100 * time.Millisecond):
@@ -206,9 +213,9 @@ func (e *env) kopfServes(ctx context.Context, dyn dynamic.Interface, exited <-ch
 	}
 }
 
-// waitLive waits until url answers 200, the process ends or timeout
-// passes.
-func waitLive(ctx context.Context, url string, exited <-chan error, timeout time.Duration) error {
+// waitLive waits until url answers 200, the process ends (exited is
+// closed: ended says how) or timeout passes.
+func waitLive(ctx context.Context, url string, exited <-chan struct{}, ended func() error, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	tick := time.NewTicker(200 * time.Millisecond)
@@ -225,8 +232,8 @@ func waitLive(ctx context.Context, url string, exited <-chan error, timeout time
 			}
 		}
 		select {
-		case err := <-exited:
-			return fmt.Errorf("exited before it was live: %v", err)
+		case <-exited:
+			return ended()
 		case <-ctx.Done():
 			return errors.New("not live within " + timeout.String())
 		case <-tick.C:
