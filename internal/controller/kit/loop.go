@@ -158,10 +158,11 @@ type LoopOptions[S any] struct {
 	// again instead of undoing a newer decision.
 	GuardStatus bool
 	// TimedWork is true for a kind whose objects hold work that falls due
-	// by the clock (a schedule): those listed at start-up are queued at
-	// DueWorkPriority, not behind everything else, since nothing wakes
-	// them at their time before their first reconcile, and a busy queue of
-	// due work would otherwise never let them through.
+	// by the clock (a schedule): the reconciles their own events ask for
+	// (listed at start-up, created, changed) are queued at DueWorkPriority,
+	// not behind everything else, since nothing wakes them at their time
+	// before their first reconcile, and a busy queue of due work would
+	// otherwise never let them through (AsDueWork).
 	TimedWork bool
 }
 

@@ -55,21 +55,34 @@ func (h pendingFirstHandler) Generic(ctx context.Context, e event.GenericEvent, 
 	h.inner.Generic(ctx, e, q)
 }
 
-// ListedAsDueWork queues the objects h lists at start-up at DueWorkPriority:
-// for a kind whose objects hold work that falls due by the clock
-// (LoopOptions.TimedWork).
-func ListedAsDueWork(h handler.EventHandler) handler.EventHandler {
-	return listedAsDueWork{EventHandler: h}
+// AsDueWork queues every reconcile h asks for at DueWorkPriority: the
+// objects listed at start-up and those created or changed later, for a kind
+// whose objects hold work that falls due by the clock (LoopOptions.TimedWork).
+// Nothing but its own first reconcile starts such an object's schedule, and
+// under a steady stream of due work a lower priority would never be
+// reached: an object created while a thousand others run every minute would
+// wait with no status and no run.
+func AsDueWork(h handler.EventHandler) handler.EventHandler {
+	return asDueWork{EventHandler: h}
 }
 
-type listedAsDueWork struct {
+type asDueWork struct {
 	handler.EventHandler
 }
 
-func (h listedAsDueWork) Create(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	if e.IsInInitialList {
-		e.IsInInitialList = false
-		q = withDefaultPriority(q, DueWorkPriority)
-	}
-	h.EventHandler.Create(ctx, e, q)
+func (h asDueWork) Create(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	e.IsInInitialList = false
+	h.EventHandler.Create(ctx, e, withDefaultPriority(q, DueWorkPriority))
+}
+
+func (h asDueWork) Update(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	h.EventHandler.Update(ctx, e, withDefaultPriority(q, DueWorkPriority))
+}
+
+func (h asDueWork) Delete(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	h.EventHandler.Delete(ctx, e, withDefaultPriority(q, DueWorkPriority))
+}
+
+func (h asDueWork) Generic(ctx context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	h.EventHandler.Generic(ctx, e, withDefaultPriority(q, DueWorkPriority))
 }

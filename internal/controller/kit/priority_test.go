@@ -150,11 +150,12 @@ func TestDuePriorityOnlyWhenComingBackAtTheDueTime(t *testing.T) {
 	}
 }
 
-// A kind whose objects hold timed work has those listed at start-up queued
-// with the due work, in the order listed, not behind it: under a steady
-// stream of due work, the low priority of the initial list would never be
-// reached, and those objects' schedules would never start.
-func TestObjectsWithTimedWorkListedAtStartGoWithTheDueWork(t *testing.T) {
+// A kind whose objects hold timed work has its objects' own events, those
+// listed at start-up and those created or changed later, queued with the
+// due work, in the order they came, not behind it: under a steady stream of
+// due work, a lower priority would never be reached, and those objects'
+// schedules would never start.
+func TestObjectsWithTimedWorkGoWithTheDueWork(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	q := priorityqueue.New[reconcile.Request]("timed-work")
@@ -163,12 +164,16 @@ func TestObjectsWithTimedWorkListedAtStartGoWithTheDueWork(t *testing.T) {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}}
 	}
 
-	h := ListedAsDueWork(PendingFirst(func(*corev1.Pod) int64 { return 0 }))
+	h := AsDueWork(PendingFirst(func(*corev1.Pod) int64 { return 0 }))
 	h.Create(ctx, event.CreateEvent{Object: object("listed"), IsInInitialList: true}, q)
+	h.Create(ctx, event.CreateEvent{Object: object("created")}, q)
+	changedFrom, changedTo := object("changed"), object("changed")
+	changedFrom.ResourceVersion, changedTo.ResourceVersion = "1", "2"
+	h.Update(ctx, event.UpdateEvent{ObjectOld: changedFrom, ObjectNew: changedTo}, q)
 	q.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(DueWorkPriority)}, request("due"))
 	q.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(ChildEventPriority)}, request("news"))
 
-	for _, want := range []string{"listed", "due", "news"} {
+	for _, want := range []string{"listed", "created", "changed", "due", "news"} {
 		name, priority := next(q)
 		g.Expect(name).To(Equal(want))
 		if want != "news" {

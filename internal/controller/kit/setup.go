@@ -73,7 +73,7 @@ func (l *Loop[T, P, S, PS]) Setup(mgr ctrl.Manager, maxConcurrent int, watches .
 	// behind later changes, those with work pending too (PendingFirst).
 	var own handler.EventHandler = PendingFirst(func(obj P) int64 { return l.status(obj).GetObservedGeneration() })
 	if l.opts.TimedWork {
-		own = ListedAsDueWork(own)
+		own = AsDueWork(own)
 	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(l.opts.Name).
