@@ -12,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/utils/ptr"
 
 	websitev1 "example.com/platform-operator/api/v1"
 	"example.com/platform-operator/internal/controller/website/websitetest"
@@ -60,29 +59,19 @@ func (e *env) operatorBurst(ctx context.Context) error {
 	}
 
 	cpu0 := e.snapshotCPU()
-	before, err := benchkit.ScrapeAPIServer(ctx, e.admin)
-	if err != nil {
-		return err
-	}
-	watchBefore, err := benchkit.ScrapeWatchTraffic(ctx, e.admin)
+	before, err := e.scrapeAPICounters(ctx)
 	if err != nil {
 		return err
 	}
 	start := time.Now()
-	e.burstStart = &burstStart{at: start, apiStart: before, opStart: opBefore}
+	e.burstStart = &burstStart{at: start, apiStart: before.requests, opStart: opBefore}
 	progress, unsubscribe := e.followWebsites("operator", start, nil)
 	defer unsubscribe()
 	deployments, exist, available, ready := progress.deployments, progress.exist, progress.available, progress.ready
 	waitProfiles := e.startCPUProfiles(ctx, "burst")
 	defer waitProfiles()
 	e.logf("operator: creating %d Websites with %s; the operator has %s", e.n, e.cfg.load, e.cfg.operatorClient)
-	res.CreateErrors, err = benchkit.ForEach(ctx, e.n, e.cfg.load.Workers, func(ctx context.Context, i int) error {
-		_, err := dyn.Resource(websitesGVR).Namespace(benchNamespace).Create(ctx, websiteObject(siteName(i)), metav1.CreateOptions{})
-		return benchkit.IgnoreExists(err)
-	})
-	if err != nil {
-		res.FirstError = err.Error()
-	}
+	res.CreateErrors, res.FirstError = e.createWebsites(ctx, dyn)
 	res.CreateCallsSeconds = benchkit.Round3(time.Since(start).Seconds())
 	e.logf("operator: create calls done after %.2f s (%d errors)", res.CreateCallsSeconds, res.CreateErrors)
 	deadline := start.Add(e.deadline)
@@ -96,13 +85,10 @@ func (e *env) operatorBurst(ctx context.Context) error {
 			res.ReadyLag.P50, res.ReadyLag.P99, res.ReadyLag.Max, res.ReadyLag.Samples)
 	}
 	res.CPUSeconds = e.recordCPU("operator burst", cpu0)
-	if after, err := benchkit.ScrapeAPIServer(ctx, e.admin); err == nil {
-		res.Writes, res.Reads = after.WritesSince(before), after.ReadsSince(before)
+	if traffic, err := e.apiTrafficSince(ctx, before); err == nil {
+		res.Writes, res.Reads, res.Watch = traffic.writes, traffic.reads, traffic.watch
 		e.logf("operator: write requests by verb and resource: %s", strings.Join(res.Writes.Sorted(), " "))
 		e.logf("operator: read requests by verb and resource: %s", strings.Join(res.Reads.Sorted(), " "))
-	}
-	if after, err := benchkit.ScrapeWatchTraffic(ctx, e.admin); err == nil {
-		res.Watch = ptr.To(after.Since(watchBefore))
 	}
 	if c := e.res.Ceiling; c != nil {
 		res.ExistRatio = ratio(res.Exist, c.Exist)

@@ -15,7 +15,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/utils/ptr"
 
 	"example.com/platform-operator/test/bench/benchkit"
 )
@@ -133,11 +132,7 @@ func (e *env) kopfPeer(ctx context.Context) (*kopfResult, error) {
 		return nil, err
 	}
 	cluster0 := e.snapshotCPU()
-	before, err := benchkit.ScrapeAPIServer(ctx, e.admin)
-	if err != nil {
-		return nil, err
-	}
-	watchBefore, err := benchkit.ScrapeWatchTraffic(ctx, e.admin)
+	before, err := e.scrapeAPICounters(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -147,13 +142,7 @@ func (e *env) kopfPeer(ctx context.Context) (*kopfResult, error) {
 	waitProfiles := e.startCPUProfiles(ctx, kopfScenario)
 	defer waitProfiles()
 	e.logf("kopf: creating %d Websites with %s", e.n, e.cfg.load)
-	res.CreateErrors, err = benchkit.ForEach(ctx, e.n, e.cfg.load.Workers, func(ctx context.Context, i int) error {
-		_, err := dyn.Resource(websitesGVR).Namespace(benchNamespace).Create(ctx, websiteObject(siteName(i)), metav1.CreateOptions{})
-		return benchkit.IgnoreExists(err)
-	})
-	if err != nil {
-		res.FirstError = err.Error()
-	}
+	res.CreateErrors, res.FirstError = e.createWebsites(ctx, dyn)
 	res.CreateCallsSeconds = benchkit.Round3(time.Since(start).Seconds())
 	deadline := start.Add(e.deadline)
 	res.Exist = progress.exist.wait(ctx, deadline, e.logf)
@@ -167,12 +156,9 @@ func (e *env) kopfPeer(ctx context.Context) (*kopfResult, error) {
 	if _, hwm, err := benchkit.MemoryKiB(pid); err == nil {
 		res.HWMMiB = benchkit.Round3(float64(hwm) / 1024)
 	}
-	if after, err := benchkit.ScrapeAPIServer(ctx, e.admin); err == nil {
-		res.Writes, res.Reads = after.WritesSince(before), after.ReadsSince(before)
+	if traffic, err := e.apiTrafficSince(ctx, before); err == nil {
+		res.Writes, res.Reads, res.Watch = traffic.writes, traffic.reads, traffic.watch
 		e.logf("kopf: write requests by verb and resource: %s", strings.Join(res.Writes.Sorted(), " "))
-	}
-	if after, err := benchkit.ScrapeWatchTraffic(ctx, e.admin); err == nil {
-		res.Watch = ptr.To(after.Since(watchBefore))
 	}
 	e.logf("kopf: children exist %s, Deployments Available %s; CPU %.1f s, VmHWM %.1f MiB", res.Exist, res.Available, res.CPUSeconds, res.HWMMiB)
 	return res, nil

@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	websitev1 "example.com/platform-operator/api/v1"
@@ -58,11 +57,7 @@ func (e *env) scripted(ctx context.Context) (*scriptedResult, error) {
 	}
 
 	cpu0 := e.snapshotCPU()
-	before, err := benchkit.ScrapeAPIServer(ctx, e.admin)
-	if err != nil {
-		return nil, err
-	}
-	watchBefore, err := benchkit.ScrapeWatchTraffic(ctx, e.admin)
+	before, err := e.scrapeAPICounters(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -123,16 +118,11 @@ func (e *env) scripted(ctx context.Context) (*scriptedResult, error) {
 		res.WorkErrors = -1 // the workers had not finished
 	}
 	res.CPUSeconds = e.recordCPU(scriptedName, cpu0)
-	after, err := benchkit.ScrapeAPIServer(ctx, e.admin)
+	traffic, err := e.apiTrafficSince(ctx, before)
 	if err != nil {
 		return res, err
 	}
-	res.Writes, res.Reads = after.WritesSince(before), after.ReadsSince(before)
-	watchAfter, err := benchkit.ScrapeWatchTraffic(ctx, e.admin)
-	if err != nil {
-		return res, err
-	}
-	res.Watch = ptr.To(watchAfter.Since(watchBefore))
+	res.Writes, res.Reads, res.Watch = traffic.writes, traffic.reads, traffic.watch
 	e.logf("%s: write requests by verb and resource: %s", scriptedName, strings.Join(res.Writes.Sorted(), " "))
 	if c := e.res.Ceiling; c != nil {
 		res.ExistRatio = ratio(res.Exist, c.Exist)
