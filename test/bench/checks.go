@@ -130,17 +130,15 @@ func kopfChecks(r *runResult) []check {
 		{"operator peak RSS (VmHWM)", kopfRSSTarget, func(r roundResult) *float64 { return r.KopfRSSRatio }, operatorHWM, k.HWMMiB, "MiB"},
 	} {
 		figure := fmt.Sprintf("last round %.1f %s ÷ %.1f %s", m.op, m.unit, m.theirs, m.unit)
-		var median *float64
+		judged, label := plainRatio(m.op, m.theirs), "%.2f×; %s"
 		if r.Rounds != nil && len(r.Rounds.Rounds) > 1 {
-			median = r.Rounds.medianOf(m.pick)
+			judged, label = r.Rounds.medianOf(m.pick), "median %.2f×; %s"
 			figure = fmt.Sprintf("rounds %s; %s", ratioList(r.Rounds.Rounds, m.pick), figure)
-		} else {
-			median = plainRatio(m.op, m.theirs)
 		}
 		met := "not judged (a round lacks a figure)"
-		if median != nil {
-			figure = fmt.Sprintf("median %.2f×; %s", *median, figure)
-			met = benchkit.YesNo(*median <= m.bound)
+		if judged != nil {
+			figure = fmt.Sprintf(label, *judged, figure)
+			met = benchkit.YesNo(*judged <= m.bound)
 		}
 		add(fmt.Sprintf("%s ≤ %.1f× kopf's", m.what, m.bound), figure, met)
 	}
