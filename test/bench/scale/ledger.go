@@ -174,6 +174,36 @@ func tally(runs []run, owners []string, times []time.Time) Tally {
 	return t
 }
 
+// takenOver is the time from stop until every owner's run scheduled at at
+// was seen: how long a restarted operator took to start the runs it owed
+// first. Owners with no such run leave it short of its target.
+func takenOver(runs []run, owners []string, at, stop time.Time) Wait {
+	w := Wait{Target: len(owners)}
+	isOwner := map[string]bool{}
+	for _, o := range owners {
+		isOwner[o] = true
+	}
+	first := map[string]time.Time{}
+	for _, r := range runs {
+		if !isOwner[r.Owner] || !r.Scheduled.Equal(at) {
+			continue
+		}
+		if seen, ok := first[r.Owner]; !ok || r.Seen.Before(seen) {
+			first[r.Owner] = r.Seen
+		}
+	}
+	last := stop
+	for _, seen := range first {
+		if seen.After(last) {
+			last = seen
+		}
+	}
+	w.Reached = len(first)
+	w.TimedOut = w.Reached < w.Target
+	w.Seconds = benchkit.Round3(last.Sub(stop).Seconds())
+	return w
+}
+
 // minutes are the n scheduled times of a every-minute schedule from first.
 func minutes(first time.Time, n int) []time.Time {
 	out := make([]time.Time, n)

@@ -128,11 +128,12 @@ func (p *phase) runRestart(ctx context.Context, res *Restart) error {
 		return err
 	}
 	res.ReadyzSeconds = benchkit.Round3(time.Since(sigterm).Seconds())
-	res.Reconciled = p.reconciledAll(ctx, sigterm, map[string]int{"website": p.n, "tenant": p.n, "backupjob": p.n})
+	res.Reconciled = p.reconciledAll(ctx, sigterm, map[string]int{"website": p.n, "tenant": p.n})
 	// The writes judged are those to Websites, Tenants and their children:
 	// the window waits for them to stop. BackupJobs write at every
 	// scheduled minute, and with a thousand of them a minute's runs may
-	// still be under way when the next falls due.
+	// still be under way when the next falls due; their takeover is judged
+	// by the runs below.
 	var judged []string
 	for _, k := range restartKinds {
 		if k.controller != "backupjob" {
@@ -166,7 +167,7 @@ func (p *phase) runRestart(ctx context.Context, res *Restart) error {
 			}
 		}
 	}
-	p.logf("platform restart: stopped in %.2f s, /readyz %.2f s after SIGTERM, every object reconciled after %.2f s (%d/%d); writes %v; the new process's requests %v",
+	p.logf("platform restart: stopped in %.2f s, /readyz %.2f s after SIGTERM, every Website and Tenant reconciled after %.2f s (%d/%d); writes %v; the new process's requests %v",
 		res.StopSeconds, res.ReadyzSeconds, res.Reconciled.Seconds, res.Reconciled.Reached, res.Reconciled.Target, res.Writes, res.Requests)
 
 	// The runs around the restart.
@@ -177,8 +178,10 @@ func (p *phase) runRestart(ctx context.Context, res *Restart) error {
 	for i := range names {
 		names[i] = backupJobName(i)
 	}
-	res.Runs = tally(backups.snapshot(), names, times)
-	p.logf("platform restart: runs at %s, %s and %s: %s", times[0].Format(time.TimeOnly), times[1].Format(time.TimeOnly), times[2].Format(time.TimeOnly), tallyString(res.Runs))
+	runs := backups.snapshot()
+	res.Runs = tally(runs, names, times)
+	res.TakenOver = takenOver(runs, names, across, sigterm)
+	p.logf("platform restart: runs at %s, %s and %s: %s; every BackupJob's run at %s seen %s after SIGTERM", times[0].Format(time.TimeOnly), times[1].Format(time.TimeOnly), times[2].Format(time.TimeOnly), tallyString(res.Runs), across.Format(time.TimeOnly), waitString(res.TakenOver))
 	return nil
 }
 

@@ -182,8 +182,13 @@ type Restart struct {
 	// kinds was Ready.
 	Ready Wait `json:"allReady"`
 	// Reconciled is from SIGTERM until the new process had reconciled
-	// every object of each kind and its queues were empty.
+	// every Website and Tenant and those controllers' queues were empty.
+	// A BackupJob controller's queue need not empty: a thousand schedules
+	// every minute keep it busy, so it is judged by TakenOver.
 	Reconciled Wait `json:"reconciled"`
+	// TakenOver is from SIGTERM until the run of every BackupJob due at
+	// AcrossMinute, the first the new process owes, was seen.
+	TakenOver Wait `json:"backupJobsTakenOver"`
 	// StopSeconds is how long the old process took to exit, ReadyzSeconds
 	// from SIGTERM to the new one's /readyz.
 	StopSeconds   float64 `json:"stopSeconds"`

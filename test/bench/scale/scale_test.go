@@ -51,6 +51,26 @@ func TestTally(t *testing.T) {
 	g.Expect(tally(nil, []string{"a"}, nil)).To(Equal(Tally{}))
 }
 
+// A restarted operator has taken the BackupJobs over when every one's run
+// due across the restart was seen: the time is the last owner's first run,
+// from the stop; an owner without that run leaves it short.
+func TestTakenOver(t *testing.T) {
+	g := NewWithT(t)
+	stop := at(0, 58)
+	runs := []run{
+		{Owner: "a", Scheduled: at(1, 0), Seen: at(1, 4)},
+		{Owner: "a", Scheduled: at(1, 0), Seen: at(1, 9)}, // a double: its first run counts
+		{Owner: "b", Scheduled: at(1, 0), Seen: at(1, 6.5)},
+		{Owner: "b", Scheduled: at(2, 0), Seen: at(2, 30)},     // the next minute's
+		{Owner: "other", Scheduled: at(1, 0), Seen: at(1, 50)}, // not an owner
+	}
+	g.Expect(takenOver(runs, []string{"a", "b"}, at(1, 0), stop)).To(Equal(Wait{Seconds: 8.5, Reached: 2, Target: 2}))
+	w := takenOver(runs, []string{"a", "b", "c"}, at(1, 0), stop)
+	g.Expect(w.Reached).To(Equal(2))
+	g.Expect(w.TimedOut).To(BeTrue(), "c's run was never seen")
+	g.Expect(w.ok()).To(BeFalse())
+}
+
 // A deletion is early when the owner then had fewer than keepLast newer
 // backups that had succeeded and were not being deleted, as the watch saw
 // them.
