@@ -171,31 +171,56 @@ func TestPostgresPodsRunTheirInstanceManager(t *testing.T) {
 	// Stopping the cluster leaves no process, namespace, veth or bridge.
 	var pids []int
 	var namespaces []string
+	links := map[int]string{} // the veths' and the bridge's interface indexes
 	for _, name := range []string{"db-1", "db-2"} {
 		pid, err := cluster.PostgresProcessPID("default", name)
 		g.Expect(err).NotTo(HaveOccurred())
 		out, err := exec.Command("ip", "netns", "identify", strconv.Itoa(pid)).Output()
 		g.Expect(err).NotTo(HaveOccurred())
 		pids = append(pids, pid, f.postmasterPID(g, name))
-		namespaces = append(namespaces, strings.TrimSpace(string(out)))
+		netns := strings.TrimSpace(string(out))
+		namespaces = append(namespaces, netns)
+		veth, err := net.InterfaceByName(netns)
+		g.Expect(err).NotTo(HaveOccurred())
+		links[veth.Index] = veth.Name
 	}
-	bridge, _, _ := strings.Cut(namespaces[0], "-")
-	g.Expect(net.InterfaceByName(bridge)).NotTo(BeNil())
+	bridgeName, _, _ := strings.Cut(namespaces[0], "-")
+	bridge, err := net.InterfaceByName(bridgeName)
+	g.Expect(err).NotTo(HaveOccurred())
+	links[bridge.Index] = bridge.Name
 	g.Expect(cluster.Stop()).To(Succeed())
 	for _, pid := range pids {
 		g.Expect(processGone(pid)).To(BeTrue(), "process %d", pid)
 	}
+	// Interface indexes are not reused soon, so a link of the same name
+	// made since is another's.
+	for index, name := range links {
+		iface, err := net.InterfaceByIndex(index)
+		if err == nil {
+			g.Expect(iface.Name).NotTo(Equal(name), "the link %s is gone", name)
+		}
+	}
+	// The names are the slot's again once nobody holds it: another cluster
+	// on this machine (a make test beside this one) may have claimed the
+	// slot as soon as Stop released it, and made namespaces of these names.
+	slot, err := strconv.Atoi(strings.TrimPrefix(bridgeName, "pgsim"))
+	g.Expect(err).NotTo(HaveOccurred())
+	lock, free := tryLockSlot(slot)
+	if !free {
+		t.Logf("slot %d was claimed again after the stop: its names are another cluster's now, checked by the processes and links only", slot)
+		return
+	}
+	defer lock.Close()
 	out, err := exec.Command("ip", "netns", "list").Output()
 	g.Expect(err).NotTo(HaveOccurred())
 	for _, netns := range namespaces {
-		g.Expect(string(out)).NotTo(ContainSubstring(netns + " "))
-		g.Expect(string(out)).NotTo(ContainSubstring(netns + "\n"))
+		g.Expect(strings.Fields(string(out))).NotTo(ContainElement(netns))
 		_, err := net.InterfaceByName(netns)
 		g.Expect(err).To(HaveOccurred(), "the veth %s is gone", netns)
 		g.Expect(filepath.Join("/etc/netns", netns)).NotTo(BeAnExistingFile())
 	}
-	_, err = net.InterfaceByName(bridge)
-	g.Expect(err).To(HaveOccurred(), "the bridge %s is gone", bridge)
+	_, err = net.InterfaceByName(bridgeName)
+	g.Expect(err).To(HaveOccurred(), "the bridge %s is gone", bridgeName)
 }
 
 // The proxy of a Service on loopback reaches the pod its selector selects,
@@ -352,6 +377,14 @@ func TestPostgresStaleNetworkIsRemoved(t *testing.T) {
 		close(exited)
 	}()
 	t.Cleanup(func() { _ = sleeper.Process.Kill() })
+	// The lock goes only once the process is in the namespace: a cluster
+	// starting beside this test (another make test) may remove the slot as
+	// soon as it is free, and a process that had yet to enter the namespace
+	// would enter it after its name was gone, where nothing finds it.
+	g.Eventually(func() []string {
+		out, _ := exec.Command("ip", "netns", "pids", netns).Output()
+		return strings.Fields(string(out))
+	}).WithTimeout(10*time.Second).WithPolling(20*time.Millisecond).Should(ContainElement(strconv.Itoa(sleeper.Process.Pid)), "the process is in the stale namespace")
 	g.Expect(lock.Close()).To(Succeed(), "the crashed run's lock is released")
 
 	startPostgresCluster(t)
