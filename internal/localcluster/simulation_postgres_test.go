@@ -188,10 +188,39 @@ func TestPostgresPodsRunTheirInstanceManager(t *testing.T) {
 	bridge, err := net.InterfaceByName(bridgeName)
 	g.Expect(err).NotTo(HaveOccurred())
 	links[bridge.Index] = bridge.Name
+	// An open namespace keeps its inode, so that no namespace made since
+	// can have it: a /run/netns entry with it is one the stop left.
+	type inode struct{ dev, ino uint64 }
+	inodeOf := func(info os.FileInfo) inode {
+		st := info.Sys().(*syscall.Stat_t)
+		return inode{st.Dev, st.Ino}
+	}
+	held := map[inode]string{}
+	for _, netns := range namespaces {
+		f, err := os.Open(filepath.Join("/run/netns", netns))
+		g.Expect(err).NotTo(HaveOccurred())
+		defer f.Close()
+		info, err := f.Stat()
+		g.Expect(err).NotTo(HaveOccurred())
+		held[inodeOf(info)] = netns
+	}
 	g.Expect(cluster.Stop()).To(Succeed())
 	for _, pid := range pids {
 		g.Expect(processGone(pid)).To(BeTrue(), "process %d", pid)
 	}
+	entries, err := os.ReadDir("/run/netns")
+	g.Expect(err).NotTo(HaveOccurred())
+	var left []string
+	for _, entry := range entries {
+		info, err := os.Stat(filepath.Join("/run/netns", entry.Name()))
+		if err != nil {
+			continue // removed meanwhile, by another cluster
+		}
+		if netns, ok := held[inodeOf(info)]; ok {
+			left = append(left, netns)
+		}
+	}
+	g.Expect(left).To(BeEmpty(), "namespaces the stop left")
 	// Interface indexes are not reused soon, so a link of the same name
 	// made since is another's.
 	for index, name := range links {
@@ -207,7 +236,7 @@ func TestPostgresPodsRunTheirInstanceManager(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	lock, free := tryLockSlot(slot)
 	if !free {
-		t.Logf("slot %d was claimed again after the stop: its names are another cluster's now, checked by the processes and links only", slot)
+		t.Logf("slot %d was claimed again after the stop: its names are another cluster's now, checked by processes, links and namespaces, not by name", slot)
 		return
 	}
 	defer lock.Close()
