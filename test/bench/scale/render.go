@@ -261,7 +261,7 @@ func restartChecks(r *RunResult, rs *Restart) []benchkit.Check {
 		fmt.Sprintf("%d missed, %d doubled, %d unexpected of %d due; lateness p50 %.3f s, p99 %.3f s, max %.3f s", rs.Runs.Missed, rs.Runs.Doubled, rs.Runs.Unexpected, rs.Runs.Expected, rs.Runs.Lateness.P50, rs.Runs.Lateness.P99, rs.Runs.Lateness.Max),
 		notJudgedIfEmpty(rs.Runs.Expected, benchkit.YesNo(rs.Runs.Missed == 0 && rs.Runs.Doubled == 0 && rs.Runs.Unexpected == 0)))
 	checks = add(checks, "the restart's GETs and time to reconcile every object (no target)",
-		fmt.Sprintf("every Website and Tenant reconciled %s after SIGTERM, every BackupJob's run due at %s seen %s after it (/readyz after %.2f s); the new process's requests %s",
+		fmt.Sprintf("every Website and Tenant reconciled %s after SIGTERM, every BackupJob's run due at %s seen %s after SIGTERM (/readyz after %.2f s); the new process's requests %s",
 			waitString(rs.Reconciled), rs.AcrossMinute, waitString(rs.TakenOver), rs.ReadyzSeconds, mapString(rs.Requests)), "n/a (no target)")
 	return checks
 }
@@ -306,7 +306,7 @@ func Markdown(res *Results) string {
 			w.P("\nOnboarding writes of the last round, by every client: %s\n\n", countsString(t.RawWrites))
 		}
 		if rs := r.Restart; rs != nil {
-			w.P("## Platform restart, N = %d of each kind\n\nEvery object Ready %s after the first create; the operator stopped %s before %s (in %.2f s), the new process ready %.2f s after SIGTERM, every Website and Tenant reconciled %s after SIGTERM, every BackupJob's run due at %s seen %s after it; window %.1f s%s; the operator's events in it %d.\n\n",
+			w.P("## Platform restart, N = %d of each kind\n\nEvery object Ready %s after the first create; the operator stopped %s before %s (in %.2f s), the new process ready %.2f s after SIGTERM, every Website and Tenant reconciled %s after SIGTERM, every BackupJob's run due at %s seen %s after SIGTERM; window %.1f s%s; the operator's events in it %d.\n\n",
 				r.N, waitString(rs.Ready), stopBefore, rs.AcrossMinute, rs.StopSeconds, rs.ReadyzSeconds, waitString(rs.Reconciled), rs.AcrossMinute, waitString(rs.TakenOver), rs.WindowSeconds, unsettled(rs.Settled), rs.OperatorEvents)
 		}
 	}
