@@ -1,10 +1,13 @@
 package kit
 
 import (
+	"fmt"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 
 	"example.com/platform-operator/internal/children"
@@ -14,9 +17,20 @@ import (
 // that several kinds watch have one setting, here: each kind's Descriptor
 // returns it for them.
 
-// PodCache is the cache setting of pods: those the operator manages,
-// trimmed by TrimPod.
-func PodCache() children.CacheSetting { return children.CacheConfig("kit.TrimPod", TrimPod) }
+// PodCache is the cache setting of the pods the operator manages that carry
+// label, trimmed by TrimPod. The label keeps out the pods a kind does not
+// watch: a Website's pods, one per replica and thousands in all, are read
+// only when a rollout stalls (see package website), where a watch would send
+// every one of their changes.
+func PodCache(label string) children.CacheSetting {
+	setting := children.CacheConfig("kit.TrimPod", TrimPod)
+	carries, err := labels.NewRequirement(label, selection.Exists, nil)
+	if err != nil {
+		panic(fmt.Sprintf("pod cache label %q: %v", label, err)) // a constant of the caller
+	}
+	setting.Label = setting.Label.Add(*carries)
+	return setting
+}
 
 // ServiceCache is the cache setting of Services: those the operator
 // manages, trimmed by TrimService.

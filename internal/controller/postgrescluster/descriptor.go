@@ -32,10 +32,11 @@ func Descriptor() controller.Descriptor {
 }
 
 // CacheByObject keeps of every type the controller watches only what the
-// operator manages, by its label; nodes whole but for what a cordon says.
+// operator manages, by its label, and of pods only the clusters'; nodes
+// whole but for what a cordon says.
 func CacheByObject() map[client.Object]children.CacheSetting {
 	return map[client.Object]children.CacheSetting{
-		&corev1.Pod{}:                   kit.PodCache(),
+		&corev1.Pod{}:                   kit.PodCache(v1alpha1.PostgresClusterLabel),
 		&corev1.Service{}:               kit.ServiceCache(),
 		&corev1.PersistentVolumeClaim{}: children.CacheConfig("", nil),
 		&corev1.Secret{}:                children.CacheConfig("", nil),

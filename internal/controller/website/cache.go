@@ -13,18 +13,17 @@ import (
 )
 
 // cacheObjects keeps the cache to what the controller reads: of
-// Deployments, Services, Ingresses, EndpointSlices and pods only those the
+// Deployments, Services, Ingresses and EndpointSlices only those the
 // operator manages, selected by its label (EndpointSlices copy their
-// Service's labels), pods and EndpointSlices trimmed to what the status
-// needs, Deployments without their pod template and Services without their
-// spec.
+// Service's labels), EndpointSlices trimmed to what the status needs,
+// Deployments without their pod template and Services without their spec.
+// Pods are not cached (see podCheckFor).
 func cacheObjects() map[client.Object]children.CacheSetting {
 	return map[client.Object]children.CacheSetting{
 		&appsv1.Deployment{}:         children.CacheConfig("website.TrimDeployment", TrimDeployment),
 		&corev1.Service{}:            kit.ServiceCache(),
 		&networkingv1.Ingress{}:      children.CacheConfig("", nil),
 		&discoveryv1.EndpointSlice{}: children.CacheConfig("website.TrimEndpointSlice", TrimEndpointSlice),
-		&corev1.Pod{}:                kit.PodCache(),
 	}
 }
 

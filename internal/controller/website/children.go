@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -127,24 +126,23 @@ func (r *Reconciler) reconcileIngress(ctx context.Context, w *websitev1.Website,
 	}
 }
 
-// observePods reads the Website's pods and the endpoints its Service routes
-// to, from the cache.
+// observePods reads the Website's pods, when its rollout has stalled (see
+// podCheckFor), and the endpoints its Service routes to, from the cache.
 func (r *Reconciler) observePods(ctx context.Context, w *websitev1.Website, obs *observation) error {
-	// The pods and slices are only read, in this reconcile: the cache's own
-	// copies do, without a copy of each for every reconcile.
-	pods := &corev1.PodList{}
-	if err := r.Client.List(ctx, pods, client.InNamespace(w.Namespace), client.MatchingFields{podWebsiteIndex: w.Name},
-		client.UnsafeDisableDeepCopy); err != nil {
-		return fmt.Errorf("list pods of Website: %w", err)
+	obs.podCheck = podCheckFor(obs.deployment, r.Clock.Now())
+	if obs.podCheck.now {
+		pods, err := r.readPods(ctx, w)
+		if err != nil {
+			return err
+		}
+		obs.pods = pods
 	}
-	// Sorted, so that the pod a message names does not change with the
-	// order of the cache.
-	slices.SortFunc(pods.Items, func(a, b corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
-	obs.pods = pods.Items
 
 	if !obs.servicePresent {
 		return nil
 	}
+	// The slices are only read, in this reconcile: the cache's own copies
+	// do, without a copy of each for every reconcile.
 	endpointSlices := &discoveryv1.EndpointSliceList{}
 	if err := r.Client.List(ctx, endpointSlices, client.InNamespace(w.Namespace),
 		client.MatchingFields{endpointSliceServiceIndex: w.Name}, client.UnsafeDisableDeepCopy); err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -13,24 +12,13 @@ import (
 )
 
 // Cache indexes of what a reconcile lists. A label selector makes the cache
-// scan every pod (or EndpointSlice) of the namespace it lists in, so with
-// thousands of Websites in a namespace each reconcile would cost in
-// proportion to all of them; an index finds a Website's own at once.
+// scan every EndpointSlice of the namespace it lists in, so with thousands
+// of Websites in a namespace each reconcile would cost in proportion to all
+// of them; an index finds a Website's own at once.
 const (
-	// podWebsiteIndex keys a pod by the Website that runs it.
-	podWebsiteIndex = "website.example.com/pod-website"
 	// endpointSliceServiceIndex keys an EndpointSlice by its Service.
 	endpointSliceServiceIndex = "website.example.com/endpointslice-service"
 )
-
-// websiteOfPodLabels is the Website whose Deployment made a pod with these
-// labels, or "".
-func websiteOfPodLabels(labels map[string]string) string {
-	if labels[NameLabel] != AppName {
-		return ""
-	}
-	return labels[InstanceLabel]
-}
 
 // serviceOfSliceLabels is the Website Service that an EndpointSlice with
 // these labels belongs to, or "".
@@ -44,11 +32,6 @@ func serviceOfSliceLabels(labels map[string]string) string {
 // indexFields registers the indexes with mgr's cache.
 func indexFields(ctx context.Context, mgr ctrl.Manager) error {
 	indexer := mgr.GetFieldIndexer()
-	if err := indexer.IndexField(ctx, &corev1.Pod{}, podWebsiteIndex, func(o client.Object) []string {
-		return nonEmpty(websiteOfPodLabels(o.GetLabels()))
-	}); err != nil {
-		return fmt.Errorf("index pods by Website: %w", err)
-	}
 	if err := indexer.IndexField(ctx, &discoveryv1.EndpointSlice{}, endpointSliceServiceIndex, func(o client.Object) []string {
 		return nonEmpty(serviceOfSliceLabels(o.GetLabels()))
 	}); err != nil {

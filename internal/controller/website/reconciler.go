@@ -115,6 +115,9 @@ func (r *Reconciler) Sync(ctx context.Context, website *websitev1.Website) kit.O
 	if obs.conflict {
 		out.After = wait.Jitter(r.ConflictRecheckInterval, 0.2)
 	}
+	if obs.podCheck.after > 0 {
+		out.After = kit.Soonest(out.After, wait.Jitter(obs.podCheck.after, 0.1))
+	}
 	return out
 }
 
@@ -186,8 +189,9 @@ func statusSummary(status *websitev1.WebsiteStatus) string {
 // SetupWithManager registers the reconciler: it watches Websites, the
 // children it owns (a child edited or deleted by hand is put back at once),
 // the Websites sharing an Ingress host (one that gives the host up hands it
-// to the next claimant), the Websites' pods (a pod that cannot start shows in the status) and the
-// EndpointSlices of their Services (a Service that routes to no pod does).
+// to the next claimant) and the EndpointSlices of their Services (a Service
+// that routes to no pod shows in the status). Pods are not watched: they
+// are read when a rollout stalls (podCheckFor).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error {
 	if err := indexFields(context.Background(), mgr); err != nil {
 		return err
@@ -197,18 +201,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error
 		r.loop.Owned(&corev1.Service{}),
 		r.loop.Owned(&networkingv1.Ingress{}),
 		kit.Mapped(&websitev1.Website{}, r.websitesAfterOnHost, hostChanged),
-		kit.Mapped(&corev1.Pod{}, websiteOfPod, trimmedFormChanged),
 		kit.Mapped(&discoveryv1.EndpointSlice{}, websiteOfEndpointSlice, trimmedFormChanged))
-}
-
-// websiteOfPod maps a pod to the Website that runs it, by the instance label
-// that the Website's Deployment puts on its pods.
-func websiteOfPod(_ context.Context, pod client.Object) []reconcile.Request {
-	name := websiteOfPodLabels(pod.GetLabels())
-	if name == "" {
-		return nil
-	}
-	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: pod.GetNamespace(), Name: name}}}
 }
 
 // websiteOfEndpointSlice maps an EndpointSlice to the Website whose Service

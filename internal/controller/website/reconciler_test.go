@@ -630,3 +630,47 @@ func TestWebsiteReadySoonAfterCreationGetsOneStatusWrite(t *testing.T) {
 	}
 	t.Skip("the machine was too busy to roll a Deployment out within the first status's hold")
 }
+
+// A rollout that makes no progress gets its pods read, although no pod is
+// watched: a container that cannot pull its image shows in the status with
+// the kubelet's words, with no change to the Deployment after the pod's.
+func TestStalledRolloutReportsWhyItsPodCannotStart(t *testing.T) {
+	needsAPIServer(t)
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns := newNamespace(t)
+	w := createWebsite(t, websitetest.Website("site", ns, websitetest.WithImage("registry.invalid/team/site:1.0")))
+
+	// The Deployment controller's part, which envtest lacks: it made one
+	// pod, which the kubelet cannot start, and last recorded progress
+	// before the check's delay.
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "site-abc12", Namespace: ns, Labels: website.SelectorLabels(w)},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: website.ContainerName, Image: w.Spec.Image}}},
+	}
+	g.Expect(k8sClient.Create(ctx, pod)).To(Succeed())
+	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: website.ContainerName, Image: w.Spec.Image,
+		State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{
+			Reason: "ImagePullBackOff", Message: `Back-off pulling image "registry.invalid/team/site:1.0"`}}}}
+	g.Expect(k8sClient.Status().Update(ctx, pod)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		d := getDeployment(g, ctx, ns, "site")
+		lastProgress := metav1.NewTime(time.Now().Add(-5 * time.Second))
+		d.Status = appsv1.DeploymentStatus{
+			ObservedGeneration: d.Generation, Replicas: 1, UpdatedReplicas: 1, UnavailableReplicas: 1,
+			Conditions: []appsv1.DeploymentCondition{{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue,
+				Reason: "ReplicaSetUpdated", LastUpdateTime: lastProgress, LastTransitionTime: lastProgress}},
+		}
+		g.Expect(k8sClient.Status().Update(ctx, d)).To(Succeed())
+	}).WithTimeout(timeout).Should(Succeed())
+
+	// Read once the rollout has stalled for 10 s: 5 s from now.
+	g.Eventually(func(g Gomega) {
+		got := getWebsite(g, ctx, ns, "site")
+		degraded := condition(got, websitev1.DegradedCondition)
+		g.Expect(degraded.Status).To(Equal(metav1.ConditionTrue))
+		g.Expect(degraded.Reason).To(Equal(websitev1.ImagePullFailedReason))
+		g.Expect(degraded.Message).To(Equal(`Pod site-abc12: ImagePullBackOff: Back-off pulling image "registry.invalid/team/site:1.0"`))
+		g.Expect(condition(got, websitev1.ReadyCondition).Reason).To(Equal(websitev1.ImagePullFailedReason))
+	}).WithTimeout(20 * time.Second).Should(Succeed())
+}

@@ -26,8 +26,12 @@ type observation struct {
 	// Service and Ingress exist.
 	servicePresent bool
 	ingressPresent bool
-	// pods are the Website's pods, of any version, sorted by name.
+	// pods are the Website's pods, of any version, sorted by name, when
+	// podCheck read them.
 	pods []corev1.Pod
+	// podCheck says whether this reconcile read the pods, and when to come
+	// back to read them.
+	podCheck podCheck
 	// routedPods is the number of pods the Service's EndpointSlices list as
 	// ready: the pods a client of the Service reaches.
 	routedPods int32

@@ -52,13 +52,12 @@ func TrimEndpointSlice(obj any) (any, error) {
 	return trimmed, nil
 }
 
-// trimmedFormChanged passes the updates of pods and EndpointSlices whose
-// trimmed form changed. The transforms above keep of them only what the
-// reconciler reads, so an update that leaves the trimmed form as it was
-// (a pod scheduled, its IP, phase or readiness set; a slice's ports or
-// topology) brings the Website no news, only a reconcile that would find
-// what the last one found. The cache hands event handlers the transformed
-// objects; creations and deletions always pass.
+// trimmedFormChanged passes the updates of EndpointSlices whose trimmed
+// form changed. TrimEndpointSlice keeps of them only what the reconciler
+// reads, so an update that leaves the trimmed form as it was (a slice's
+// ports or topology) brings the Website no news, only a reconcile that
+// would find what the last one found. The cache hands event handlers the
+// transformed objects; creations and deletions always pass.
 var trimmedFormChanged = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 	return !sameBesidesVersion(e.ObjectOld, e.ObjectNew)
 }}

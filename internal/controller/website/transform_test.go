@@ -136,18 +136,10 @@ func TestTrimEndpointSlice(t *testing.T) {
 	g.Expect(out).To(Equal(tombstone))
 }
 
-// Updates of pods and slices that leave their trimmed form as it was do not
-// reach the reconciler; any change to what it reads does, and so do
-// creations and deletions.
+// Updates of slices that leave their trimmed form as it was do not reach
+// the reconciler; any change to what it reads does, and so do creations and
+// deletions.
 func TestOnlyUpdatesOfTheTrimmedFormPass(t *testing.T) {
-	basePod := func() *corev1.Pod {
-		return &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: "site-1", Namespace: "team", ResourceVersion: "1", Labels: map[string]string{InstanceLabel: "site"}},
-			Status: corev1.PodStatus{Phase: corev1.PodPending, ContainerStatuses: []corev1.ContainerStatus{{
-				Name: "website", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}},
-			}}},
-		}
-	}
 	baseSlice := func() *discoveryv1.EndpointSlice {
 		return &discoveryv1.EndpointSlice{
 			ObjectMeta: metav1.ObjectMeta{Name: "site-abcde", Namespace: "team", ResourceVersion: "1", Labels: map[string]string{discoveryv1.LabelServiceName: "site"}},
@@ -156,29 +148,12 @@ func TestOnlyUpdatesOfTheTrimmedFormPass(t *testing.T) {
 				TargetRef: &corev1.ObjectReference{Kind: "Pod", Name: "site-1"}}},
 		}
 	}
-	deleted := metav1.Now()
 	cases := []struct {
 		name   string
 		before client.Object
 		change func(client.Object)
 		passes bool
 	}{
-		{"pod scheduled", basePod(), func(o client.Object) { o.(*corev1.Pod).Spec.NodeName = "node-1" }, false},
-		{"pod's IP and conditions set", basePod(), func(o client.Object) {
-			p := o.(*corev1.Pod)
-			p.Status.PodIP = "10.0.0.1"
-			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse}}
-		}, false},
-		{"pod's container running", basePod(), func(o client.Object) {
-			p := o.(*corev1.Pod)
-			p.Status.Phase = corev1.PodRunning
-			p.Status.ContainerStatuses[0].State = corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}
-		}, true},
-		{"pod's container waits for another reason", basePod(), func(o client.Object) {
-			o.(*corev1.Pod).Status.ContainerStatuses[0].State.Waiting.Reason = "ImagePullBackOff"
-		}, true},
-		{"pod relabelled", basePod(), func(o client.Object) { o.SetLabels(map[string]string{InstanceLabel: "other"}) }, true},
-		{"pod being deleted", basePod(), func(o client.Object) { o.SetDeletionTimestamp(&deleted) }, true},
 		{"slice's ports", baseSlice(), func(o client.Object) { o.(*discoveryv1.EndpointSlice).Ports[0].Port = ptr.To[int32](8080) }, false},
 		{"slice's endpoint serving", baseSlice(), func(o client.Object) {
 			o.(*discoveryv1.EndpointSlice).Endpoints[0].Conditions.Serving = ptr.To(true)
@@ -192,14 +167,7 @@ func TestOnlyUpdatesOfTheTrimmedFormPass(t *testing.T) {
 		}, true},
 	}
 	trim := func(g Gomega, o client.Object) client.Object {
-		var out any
-		var err error
-		switch o.(type) {
-		case *corev1.Pod:
-			out, err = kit.TrimPod(o)
-		default:
-			out, err = TrimEndpointSlice(o)
-		}
+		out, err := TrimEndpointSlice(o)
 		g.Expect(err).NotTo(HaveOccurred())
 		return out.(client.Object)
 	}
