@@ -102,11 +102,14 @@ func (s *postgresSimulation) newInstance(ctx context.Context, pod *corev1.Pod) (
 		socketDir: filepath.Join(s.net.socketDir(), fmt.Sprint(octet)),
 		logPath:   s.logPath(pod),
 	}
+	// A failed return sets inst to nil before this runs: the cleanup keeps
+	// its own reference.
+	made := inst
 	defer func() {
 		if err != nil {
 			removeNetns(netns)
-			_ = os.RemoveAll(inst.dir)
-			_ = os.RemoveAll(inst.socketDir)
+			_ = os.RemoveAll(made.dir)
+			_ = os.RemoveAll(made.socketDir)
 		}
 	}()
 	for _, dir := range []string{inst.dir, filepath.Join(inst.dir, "home"), filepath.Join(inst.dir, "tmp"), inst.socketDir} {
