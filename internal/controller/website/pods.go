@@ -20,14 +20,14 @@ import (
 // container that cannot start and why (an image that cannot be pulled, a
 // crash loop), no Deployment condition says, but a rollout that makes no
 // progress shows it. So the pods are read, from the API server, only when
-// the Deployment has unavailable replicas and has made no progress for
+// the Deployment's rollout is not complete and has made no progress for
 // podCheckAfter, and then again at intervals that grow with the stall, up
-// to podCheckMaxInterval. Unavailable replicas are not enough to tell a
-// stall: a new pod that crashes while the old one still serves leaves none,
-// so any rollout that is not complete counts. A watch would bring every pod's every change to
-// the operator (its creation, scheduling, start and readiness), for
-// thousands of pods that start as they should; a pod that recovers makes
-// its Deployment progress, which the Deployment's watch brings.
+// to podCheckMaxInterval. Unavailable replicas would not tell every stall:
+// a new pod that crashes while the old one still serves leaves none. A
+// watch would bring every pod's every change to the operator (its
+// creation, scheduling, start and readiness), for thousands of pods that
+// start as they should; a pod that recovers makes its Deployment progress,
+// which the Deployment's watch brings.
 const (
 	podCheckAfter       = 10 * time.Second
 	podCheckMaxInterval = 5 * time.Minute
