@@ -28,9 +28,17 @@ import (
 // creation, scheduling, start and readiness), for thousands of pods that
 // start as they should; a pod that recovers makes its Deployment progress,
 // which the Deployment's watch brings.
+//
+// Other events reach a stalled Website too (an edit, its Service's
+// endpoints): a reading of its pods serves every reconcile for
+// podReadingReuse, so that a burst of them costs one LIST, not one each.
 const (
 	podCheckAfter       = 10 * time.Second
 	podCheckMaxInterval = 5 * time.Minute
+	podReadingReuse     = podCheckAfter / 2
+	// maxPodReadings bounds the readings kept, for as many stalled
+	// Websites; one that falls out is read again.
+	maxPodReadings = 1024
 )
 
 // podCheck is when a reconcile reads the Website's pods.
@@ -47,7 +55,7 @@ type podCheck struct {
 // condition's last update, which the Deployment controller moves whenever
 // a replica is created, updated or becomes available.
 func podCheckFor(d *appsv1.Deployment, now time.Time) podCheck {
-	if d == nil || d.Status.ObservedGeneration < d.Generation || rolledOut(d) {
+	if d == nil || d.Status.ObservedGeneration < d.Generation || rolloutComplete(d.Status, ptr.Deref(d.Spec.Replicas, 1)) {
 		return podCheck{}
 	}
 	lastProgress := d.CreationTimestamp.Time
@@ -63,24 +71,22 @@ func podCheckFor(d *appsv1.Deployment, now time.Time) podCheck {
 	return podCheck{now: true, after: min(stalled, podCheckMaxInterval)}
 }
 
-// rolledOut tells whether every replica d asks for runs its current
-// template and is available, and no old one is left.
-func rolledOut(d *appsv1.Deployment) bool {
-	desired := ptr.Deref(d.Spec.Replicas, 1)
-	s := d.Status
-	return s.UpdatedReplicas == desired && s.Replicas == desired && s.AvailableReplicas == desired
-}
-
 // readPods lists w's pods from the API server, sorted by name so that the
-// pod a message names does not change with the order of the list. The
-// API server answers from its watch cache (resourceVersion 0): a pod's
-// state a moment old is as good here, and it spares etcd a read.
+// pod a message names does not change with the order of the list, unless
+// they were read less than podReadingReuse ago. The API server answers
+// from its watch cache (resourceVersion 0): a pod's state a moment old is
+// as good here, and it spares etcd a read.
 func (r *Reconciler) readPods(ctx context.Context, w *websitev1.Website) ([]corev1.Pod, error) {
+	key := client.ObjectKeyFromObject(w)
+	if reading, ok := r.podReadings.Get(key); ok {
+		return reading.([]corev1.Pod), nil
+	}
 	pods := &corev1.PodList{}
 	if err := r.APIReader.List(ctx, pods, client.InNamespace(w.Namespace), client.MatchingLabels(SelectorLabels(w)),
 		&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: "0"}}); err != nil {
 		return nil, fmt.Errorf("list pods of Website: %w", err)
 	}
 	slices.SortFunc(pods.Items, func(a, b corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
+	r.podReadings.Add(key, pods.Items, podReadingReuse)
 	return pods.Items, nil
 }

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/cache"
 	"k8s.io/apimachinery/pkg/util/wait"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -55,6 +56,9 @@ type Reconciler struct {
 	// must not make for a user what the cluster would refuse them.
 	RefuseCatchAllIngress bool
 
+	// podReadings are the pods of stalled Websites read lately (readPods).
+	podReadings *cache.LRUExpireCache
+
 	loop *kit.Loop[websitev1.Website, *websitev1.Website, websitev1.WebsiteStatus, *websitev1.WebsiteStatus]
 }
 
@@ -67,6 +71,7 @@ func NewReconciler(mgr ctrl.Manager, c client.Client, opts controller.SetupOptio
 		ConflictRecheckInterval: defaultConflictRecheckInterval,
 		PodSecurityVersion:      opts.PodSecurityVersion,
 	}
+	r.podReadings = cache.NewLRUExpireCacheWithClock(maxPodReadings, r.Clock)
 	r.loop = kit.NewLoop(&r.Base, r, func(w *websitev1.Website) *websitev1.WebsiteStatus { return &w.Status }, kit.LoopOptions[websitev1.WebsiteStatus]{
 		Name:              "website",
 		Kind:              websitev1.GroupVersion.WithKind("Website").GroupKind(),

@@ -673,4 +673,15 @@ func TestStalledRolloutReportsWhyItsPodCannotStart(t *testing.T) {
 		g.Expect(degraded.Message).To(Equal(`Pod site-abc12: ImagePullBackOff: Back-off pulling image "registry.invalid/team/site:1.0"`))
 		g.Expect(condition(got, websitev1.ReadyCondition).Reason).To(Equal(websitev1.ImagePullFailedReason))
 	}).WithTimeout(20 * time.Second).Should(Succeed())
+
+	// A burst of events for the stalled Website (edits, endpoints) costs
+	// one read of its pods, not one each, and every reconcile of it still
+	// sees why its pod cannot start.
+	r, reads := restartedReconciler()
+	for range 5 {
+		_, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: "site"}})
+		g.Expect(err).NotTo(HaveOccurred())
+	}
+	g.Expect(reads.count("PodList")).To(Equal(1), "pod lists in 5 reconciles of a stalled Website")
+	g.Expect(condition(getWebsite(g, ctx, ns, "site"), websitev1.DegradedCondition).Reason).To(Equal(websitev1.ImagePullFailedReason))
 }

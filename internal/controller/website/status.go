@@ -172,7 +172,7 @@ func rolloutOf(obs observation, desired int32) rolloutState {
 	s := d.Status
 	state := rolloutState{
 		available: s.AvailableReplicas,
-		complete:  s.UpdatedReplicas == desired && s.Replicas == desired && s.AvailableReplicas == desired,
+		complete:  rolloutComplete(s, desired),
 	}
 	switch {
 	case s.UpdatedReplicas < desired:
@@ -183,6 +183,12 @@ func rolloutOf(obs observation, desired int32) rolloutState {
 		state.message = fmt.Sprintf("%d of %d replicas available", s.AvailableReplicas, desired)
 	}
 	return state
+}
+
+// rolloutComplete tells whether every one of the desired replicas runs the
+// current template and is available, and no old one is left.
+func rolloutComplete(s appsv1.DeploymentStatus, desired int32) bool {
+	return s.UpdatedReplicas == desired && s.Replicas == desired && s.AvailableReplicas == desired
 }
 
 // podProblem finds the first pod whose container cannot run and says why,
