@@ -59,8 +59,7 @@ func (e *environment) newPostgresBackupJobTo(t *testing.T, ns, name, cluster str
 // from it holds every row committed before the backup was asked for.
 func TestPostgresBackupAndRestore(t *testing.T) {
 	g := NewWithT(t)
-	env := pgEnvironment(t)
-	ns := env.newNamespace(t, nil)
+	env, ns := pgNamespace(t)
 	env.newPostgresCluster(t, ns, "db", 3, 1, nil)
 	env.waitPostgresReady(t, ns, "db", 3)
 	password := env.appSecret(g, ns, "db")["password"]
@@ -144,8 +143,7 @@ func TestPostgresBackupAndRestore(t *testing.T) {
 // before its end.
 func TestPostgresBaseBackupAndRestore(t *testing.T) {
 	g := NewWithT(t)
-	env := pgEnvironment(t)
-	ns := env.newNamespace(t, nil)
+	env, ns := pgNamespace(t)
 	env.newPostgresCluster(t, ns, "db", 3, 1, nil)
 	env.waitPostgresReady(t, ns, "db", 3)
 	password := env.appSecret(g, ns, "db")["password"]
@@ -236,8 +234,7 @@ func TestPostgresBaseBackupAndRestore(t *testing.T) {
 // run is refused with a message, and the cluster is not touched.
 func TestPostgresBackupSingleInstanceRefused(t *testing.T) {
 	g := NewWithT(t)
-	env := pgEnvironment(t)
-	ns := env.newNamespace(t, nil)
+	env, ns := pgNamespace(t)
 	env.newPostgresCluster(t, ns, "solo", 1, 0, nil)
 	env.waitPostgresReady(t, ns, "solo", 1)
 	bj := env.newPostgresBackupJob(t, ns, "nightly", "solo", false)

@@ -13,10 +13,12 @@ import (
 	"github.com/jackc/pgx/v5"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"example.com/platform-operator/api/v1alpha1"
@@ -51,6 +53,37 @@ func pgEnvironment(t *testing.T) *environment {
 		t.Fatal("set up the PostgreSQL cluster:", postgresEnvErr)
 	}
 	return postgresEnv
+}
+
+// pgNamespace gives a test the PostgreSQL cluster and a namespace of its
+// own on it, deleted when the test ends: the databases a test started
+// stop with it, rather than go on running through every test after it,
+// idle but not free (instance managers, leases, status reports, the
+// operator's reconciles), on a machine of two cores.
+func pgNamespace(t *testing.T) (*environment, string) {
+	t.Helper()
+	env := pgEnvironment(t)
+	ns := env.newNamespace(t, nil)
+	t.Cleanup(func() { env.deleteNamespace(t, ns) })
+	return env, ns
+}
+
+// deleteNamespace deletes ns and waits, for at most pgTimeout, until it is
+// gone: its pods' processes have stopped.
+func (e *environment) deleteNamespace(t *testing.T, ns string) {
+	ctx, cancel := context.WithTimeout(context.Background(), pgTimeout)
+	defer cancel()
+	namespace := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}
+	if err := e.Client.Delete(ctx, namespace); err != nil && !apierrors.IsNotFound(err) {
+		t.Errorf("delete namespace %s: %v", ns, err)
+		return
+	}
+	err := wait.PollUntilContextCancel(ctx, time.Second, false, func(ctx context.Context) (bool, error) {
+		return apierrors.IsNotFound(e.Client.Get(ctx, client.ObjectKeyFromObject(namespace), &corev1.Namespace{})), nil
+	})
+	if err != nil {
+		t.Errorf("namespace %s still there %s after its deletion: %v", ns, pgTimeout, err)
+	}
 }
 
 // pgTimeout bounds a PostgresCluster's start: three instances, one
@@ -354,8 +387,7 @@ func (e *environment) patchPostgresCluster(t *testing.T, ns, name string, change
 // and never two primaries.
 func TestPostgresClusterFailoverLosesNoCommittedRow(t *testing.T) {
 	g := NewWithT(t)
-	env := pgEnvironment(t)
-	ns := env.newNamespace(t, nil)
+	env, ns := pgNamespace(t)
 	env.newPostgresCluster(t, ns, "db", 3, 1, func(pg *v1alpha1.PostgresCluster) { pg.Spec.FailoverDelay = 30 })
 	pg := env.waitPostgresReady(t, ns, "db", 3)
 	g.Expect(pg.Status.CurrentPrimary).To(Equal("db-1"))
@@ -417,8 +449,7 @@ func TestPostgresClusterFailoverLosesNoCommittedRow(t *testing.T) {
 // diverging.
 func TestPostgresClusterPrimaryCutOff(t *testing.T) {
 	g := NewWithT(t)
-	env := pgEnvironment(t)
-	ns := env.newNamespace(t, nil)
+	env, ns := pgNamespace(t)
 	env.newPostgresCluster(t, ns, "cut", 2, 0, nil)
 	env.waitPostgresReady(t, ns, "cut", 2)
 	password := env.appSecret(g, ns, "cut")["password"]
@@ -450,8 +481,7 @@ func TestPostgresClusterPrimaryCutOff(t *testing.T) {
 // primary; scaling down and back up; and deletion keeps the claims.
 func TestPostgresClusterOperations(t *testing.T) {
 	g := NewWithT(t)
-	env := pgEnvironment(t)
-	ns := env.newNamespace(t, nil)
+	env, ns := pgNamespace(t)
 	env.newPostgresCluster(t, ns, "ops", 2, 0, nil)
 	env.waitPostgresReady(t, ns, "ops", 2)
 	password := env.appSecret(g, ns, "ops")["password"]
@@ -530,8 +560,7 @@ func TestPostgresClusterOperations(t *testing.T) {
 // changes nothing of the running cluster.
 func TestPostgresClusterDeletionAndBadInput(t *testing.T) {
 	g := NewWithT(t)
-	env := pgEnvironment(t)
-	ns := env.newNamespace(t, nil)
+	env, ns := pgNamespace(t)
 	env.newPostgresCluster(t, ns, "gone", 1, 0, func(pg *v1alpha1.PostgresCluster) {
 		pg.Spec.DeletionPolicy = v1alpha1.DeleteClaims
 		pg.Annotations = map[string]string{v1alpha1.PostgresConfirmDeleteAnnotation: "gone"}
