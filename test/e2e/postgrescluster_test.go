@@ -18,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"example.com/platform-operator/api/v1alpha1"
@@ -71,19 +70,13 @@ func pgNamespace(t *testing.T) (*environment, string) {
 // deleteNamespace deletes ns and waits, for at most pgTimeout, until it is
 // gone: its pods' processes have stopped.
 func (e *environment) deleteNamespace(t *testing.T, ns string) {
+	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), pgTimeout)
 	defer cancel()
 	namespace := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}
-	if err := e.Client.Delete(ctx, namespace); err != nil && !apierrors.IsNotFound(err) {
-		t.Errorf("delete namespace %s: %v", ns, err)
-		return
-	}
-	err := wait.PollUntilContextCancel(ctx, time.Second, false, func(ctx context.Context) (bool, error) {
-		return apierrors.IsNotFound(e.Client.Get(ctx, client.ObjectKeyFromObject(namespace), &corev1.Namespace{})), nil
-	})
-	if err != nil {
-		t.Errorf("namespace %s still there %s after its deletion: %v", ns, pgTimeout, err)
-	}
+	g.Expect(client.IgnoreNotFound(e.Client.Delete(ctx, namespace))).To(Succeed())
+	g.Eventually(func() error { return e.Client.Get(ctx, client.ObjectKeyFromObject(namespace), &corev1.Namespace{}) }).
+		WithTimeout(pgTimeout).WithPolling(time.Second).Should(Satisfy(apierrors.IsNotFound), "namespace %s gone, its databases stopped", ns)
 }
 
 // pgTimeout bounds a PostgresCluster's start: three instances, one
