@@ -365,6 +365,75 @@ func TestPostgresPodDeletionAndClaims(t *testing.T) {
 	g.Eventually(func() string { return volume }).WithTimeout(60 * time.Second).ShouldNot(BeADirectory())
 }
 
+// A pod that cannot start (here: its ServiceAccount is gone, so it gets no
+// token) says why in its log and leaves nothing behind from each try: no
+// network namespace, veth or folder; once the cause is gone it starts, and
+// its namespace, veth and folder are then the only ones of the cluster.
+func TestPostgresPodThatCannotStartLeavesNothing(t *testing.T) {
+	g := NewWithT(t)
+	f := startPostgresCluster(t)
+	cluster, c, ctx := f.cluster, f.c, t.Context()
+	lost := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "lost"}}
+
+	// Admission wants the ServiceAccount when the pod is made; the claim
+	// comes after the ServiceAccount went, so that no try can have found it.
+	g.Expect(c.Create(ctx, lost.DeepCopy())).To(Succeed())
+	pod := pgPod("db-1", func(p *corev1.Pod) { p.Spec.ServiceAccountName = lost.Name })
+	g.Expect(c.Create(ctx, pod)).To(Succeed())
+	g.Expect(c.Delete(ctx, lost.DeepCopy())).To(Succeed())
+	g.Expect(c.Create(ctx, pgClaim("db-1"))).To(Succeed())
+
+	podLog := filepath.Join(cluster.Dir(), "postgres", "default_db-1.log")
+	g.Eventually(func() (string, error) {
+		data, err := os.ReadFile(podLog)
+		return string(data), err
+	}).WithTimeout(60*time.Second).WithPolling(500*time.Millisecond).Should(
+		And(ContainSubstring("cannot run yet"), ContainSubstring(`"lost"`)), "the pod's log says why it does not run")
+	// The simulation tries again every round, at least every 2 s: a try
+	// that left its namespace would show as one more below.
+	time.Sleep(5 * time.Second)
+	_, err := cluster.PostgresProcessPID("default", "db-1")
+	g.Expect(err).To(HaveOccurred(), "no process runs the pod")
+
+	g.Expect(c.Create(ctx, lost.DeepCopy())).To(Succeed())
+	var pid int
+	g.Eventually(func() error {
+		pid, err = cluster.PostgresProcessPID("default", "db-1")
+		return err
+	}).WithTimeout(30*time.Second).WithPolling(500*time.Millisecond).Should(Succeed(), "the pod runs once it gets a token")
+
+	out, err := exec.Command("ip", "netns", "identify", strconv.Itoa(pid)).Output()
+	g.Expect(err).NotTo(HaveOccurred())
+	netns := strings.TrimSpace(string(out))
+	bridge, _, _ := strings.Cut(netns, "-")
+	out, err = exec.Command("ip", "netns", "list").Output()
+	g.Expect(err).NotTo(HaveOccurred())
+	var namespaces []string
+	for _, field := range strings.Fields(string(out)) {
+		if strings.HasPrefix(field, bridge+"-") {
+			namespaces = append(namespaces, field)
+		}
+	}
+	g.Expect(namespaces).To(ConsistOf(netns), "the cluster's network namespaces")
+	links, err := net.Interfaces()
+	g.Expect(err).NotTo(HaveOccurred())
+	var veths []string
+	for _, link := range links {
+		if strings.HasPrefix(link.Name, bridge+"-") {
+			veths = append(veths, link.Name)
+		}
+	}
+	g.Expect(veths).To(ConsistOf(netns), "the cluster's veths")
+	g.Expect(c.Get(ctx, client.ObjectKeyFromObject(pod), pod)).To(Succeed())
+	folders, err := os.ReadDir(filepath.Join(cluster.Dir(), "postgres", "pods"))
+	g.Expect(err).NotTo(HaveOccurred())
+	var names []string
+	for _, folder := range folders {
+		names = append(names, folder.Name())
+	}
+	g.Expect(names).To(ConsistOf(string(pod.UID)), "the pods' folders")
+}
+
 // What a crashed run left behind (a namespace with a process in it, its
 // veth, a bridge and a hosts file of a slot nobody holds) goes when the
 // next cluster starts its PostgreSQL simulation.
