@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -405,25 +406,21 @@ func TestPostgresPodThatCannotStartLeavesNothing(t *testing.T) {
 	out, err := exec.Command("ip", "netns", "identify", strconv.Itoa(pid)).Output()
 	g.Expect(err).NotTo(HaveOccurred())
 	netns := strings.TrimSpace(string(out))
+	// The cluster's namespaces and veths are named after its bridge.
 	bridge, _, _ := strings.Cut(netns, "-")
+	ofCluster := func(names []string) []string {
+		return slices.DeleteFunc(names, func(name string) bool { return !strings.HasPrefix(name, bridge+"-") })
+	}
 	out, err = exec.Command("ip", "netns", "list").Output()
 	g.Expect(err).NotTo(HaveOccurred())
-	var namespaces []string
-	for _, field := range strings.Fields(string(out)) {
-		if strings.HasPrefix(field, bridge+"-") {
-			namespaces = append(namespaces, field)
-		}
-	}
-	g.Expect(namespaces).To(ConsistOf(netns), "the cluster's network namespaces")
+	g.Expect(ofCluster(strings.Fields(string(out)))).To(ConsistOf(netns), "the cluster's network namespaces")
 	links, err := net.Interfaces()
 	g.Expect(err).NotTo(HaveOccurred())
-	var veths []string
+	var linkNames []string
 	for _, link := range links {
-		if strings.HasPrefix(link.Name, bridge+"-") {
-			veths = append(veths, link.Name)
-		}
+		linkNames = append(linkNames, link.Name)
 	}
-	g.Expect(veths).To(ConsistOf(netns), "the cluster's veths")
+	g.Expect(ofCluster(linkNames)).To(ConsistOf(netns), "the cluster's veths")
 	g.Expect(c.Get(ctx, client.ObjectKeyFromObject(pod), pod)).To(Succeed())
 	folders, err := os.ReadDir(filepath.Join(cluster.Dir(), "postgres", "pods"))
 	g.Expect(err).NotTo(HaveOccurred())
