@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"example.com/platform-operator/api/v1alpha1"
 	"example.com/platform-operator/internal/controller/kit"
@@ -21,13 +22,53 @@ const deletionPollInterval = 5 * time.Second
 // Finalizer is the BackupJob's: see NeedsFinalizer.
 func (r *Reconciler) Finalizer() string { return Finalizer }
 
-// NeedsFinalizer is true exactly while bj's deletionPolicy is Delete, or
-// its source is a PostgresCluster: a run of it may hold a fence on the
-// cluster, which nothing but the operator removes. Otherwise deleting it
-// needs nothing of the operator — its Jobs go with it through their owner
-// references and its backups, which have none, stay.
+// NeedsFinalizer is true while bj's deletionPolicy is Delete, or its
+// source is a PostgresCluster: a run of it may hold a fence on the
+// cluster, which nothing but the operator removes; and, once its source is
+// no longer one, for as long as a fence of one of its runs is still there
+// (a cold-snapshot run keeps its fence until its snapshot is ready, source
+// changed or not). Otherwise deleting it needs nothing of the operator —
+// its Jobs go with it through their owner references and its backups,
+// which have none, stay.
 func (r *Reconciler) NeedsFinalizer(bj *v1alpha1.BackupJob) bool {
-	return bj.Spec.DeletionPolicy == v1alpha1.DeleteBackups || bj.Spec.Source.PostgresCluster != ""
+	if bj.Spec.DeletionPolicy == v1alpha1.DeleteBackups || bj.Spec.Source.PostgresCluster != "" {
+		return true
+	}
+	if !controllerutil.ContainsFinalizer(bj, Finalizer) {
+		// The finalizer is on before a run can fence (the loop adds it
+		// before Sync): without it, no run of bj holds a fence.
+		return false
+	}
+	// Read from the API server, not the cache, which may not show yet the
+	// fence a reconcile set a moment ago. Only while the finalizer is on
+	// and the spec no longer needs it.
+	ctx, cancel := context.WithTimeout(context.Background(), fenceLookupTimeout)
+	defer cancel()
+	held, err := r.holdsFence(ctx, bj)
+	// A fence that could not be looked for may be there: the finalizer
+	// stays, and the next reconcile looks again.
+	return held || err != nil
+}
+
+// fenceLookupTimeout bounds NeedsFinalizer's read of the PostgresClusters.
+const fenceLookupTimeout = 10 * time.Second
+
+// holdsFence tells whether a run of bj holds a fence on a PostgresCluster
+// of its namespace, as the API server has them now.
+func (r *Reconciler) holdsFence(ctx context.Context, bj *v1alpha1.BackupJob) (bool, error) {
+	if !r.PostgresClustersServed {
+		return false, nil
+	}
+	list := &v1alpha1.PostgresClusterList{}
+	if err := r.APIReader.List(ctx, list, client.InNamespace(bj.Namespace)); err != nil {
+		return false, fmt.Errorf("list the PostgresClusters of namespace %s: %w", bj.Namespace, err)
+	}
+	for i := range list.Items {
+		if fenceOf(bj.Name, &list.Items[i]) != nil {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // Finalize runs when a BackupJob with the operator's finalizer is being

@@ -48,6 +48,10 @@ type observation struct {
 	// lastFailure is the most recent failed run, taken by the reconcile
 	// before retention and the Job history limit remove its objects.
 	lastFailure *v1alpha1.BackupRunFailure
+	// unfenceAfterRecord is true when a run timed out whose failure
+	// status.lastFailure does not hold yet: this reconcile's status
+	// records it, and the next removes the fence.
+	unfenceAfterRecord bool
 	// runJobs are the runs' Jobs, by run name.
 	runJobs map[string]*batchv1.Job
 	// drillJobs and drillClaims are the restore drills' objects, by the

@@ -259,21 +259,45 @@ func (r *Reconciler) advanceFences(ctx context.Context, bj *v1alpha1.BackupJob, 
 			r.Recorder.Eventf(bj, nil, corev1.EventTypeNormal, "FenceRemoved", "Unfence",
 				"Run %s unfenced instance %s of PostgresCluster %s", f.run.name, f.instance, f.cluster.Name)
 		case fenceTimedOut:
-			name := f.cluster.Name
-			if err := r.removeFence(ctx, obs, f); err != nil {
-				out.add(err, false)
-				continue
-			}
-			message := fmt.Sprintf("Run %s: instance %s of PostgresCluster %s did not report a clean shutdown of PostgreSQL within %s of its fence; no snapshot was taken and the fence was removed",
-				f.run.name, f.instance, name, fenceTimeout)
-			r.Recorder.Eventf(bj, nil, corev1.EventTypeWarning, "RunFailed", "Run", "%s", message)
-			failure := &v1alpha1.BackupRunFailure{Run: f.run.name, ScheduledTime: metav1.NewTime(f.run.scheduled),
-				Reason: v1alpha1.BackupJobFenceTimeoutReason, Message: kit.TruncateMessage(message)}
-			if obs.lastFailure == nil || !f.run.scheduled.Before(obs.lastFailure.ScheduledTime.Time) {
-				obs.lastFailure = failure
-			}
+			r.timeOutFence(ctx, bj, obs, f, out)
 		}
 	}
+}
+
+// fenceRecordRetry is how soon a reconcile that recorded a timed-out run's
+// failure comes back to remove its fence.
+const fenceRecordRetry = time.Second
+
+// timeOutFence ends the run holding f, which timed out: its failure is
+// recorded in status.lastFailure first, and the fence removed only by a
+// later reconcile that reads it there. The fence is the run's only trace:
+// removed before the status that tells of the failure is written (a write
+// refused, a restart, a lost lease), the failed run would leave none, and
+// LastRunSucceeded keep saying the run before succeeded.
+func (r *Reconciler) timeOutFence(ctx context.Context, bj *v1alpha1.BackupJob, obs *observation, f *fence, out *outcome) {
+	name := f.cluster.Name
+	message := fmt.Sprintf("Run %s: instance %s of PostgresCluster %s did not report a clean shutdown of PostgreSQL within %s of its fence; no snapshot was taken and the fence is removed",
+		f.run.name, f.instance, name, fenceTimeout)
+	if !failureRecorded(bj.Status.LastFailure, f.run) {
+		failure := &v1alpha1.BackupRunFailure{Run: f.run.name, ScheduledTime: metav1.NewTime(f.run.scheduled),
+			Reason: v1alpha1.BackupJobFenceTimeoutReason, Message: kit.TruncateMessage(message)}
+		if obs.lastFailure == nil || !f.run.scheduled.Before(obs.lastFailure.ScheduledTime.Time) {
+			obs.lastFailure = failure
+		}
+		obs.unfenceAfterRecord = true
+		return
+	}
+	if err := r.removeFence(ctx, obs, f); err != nil {
+		out.add(err, false)
+		return
+	}
+	r.Recorder.Eventf(bj, nil, corev1.EventTypeWarning, "RunFailed", "Run", "%s", message)
+}
+
+// failureRecorded tells whether recorded, a status.lastFailure, tells of
+// the failure of rn, or of a later run's, which supersedes it.
+func failureRecorded(recorded *v1alpha1.BackupRunFailure, rn run) bool {
+	return recorded != nil && (recorded.Run == rn.name || recorded.ScheduledTime.After(rn.scheduled))
 }
 
 // cutSnapshot creates the VolumeSnapshot of the claim of the instance f

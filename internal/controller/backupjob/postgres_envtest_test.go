@@ -2,8 +2,10 @@ package backupjob_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,7 +17,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/yaml"
 
 	"example.com/platform-operator/api/v1alpha1"
@@ -191,12 +195,14 @@ func TestPostgresFenceNeverOutlivesItsRun(t *testing.T) {
 	p.at(time.Second)
 	p.g.Expect(p.cluster().Annotations).To(HaveKey(v1alpha1.PostgresBackupFenceAnnotation))
 
+	// The failure is recorded first, the fence removed a moment later.
 	p.at(time.Second + 5*time.Minute)
-	p.g.Expect(p.cluster().Annotations).NotTo(HaveKey(v1alpha1.PostgresBackupFenceAnnotation))
-	p.g.Expect(p.snapshots()).To(BeEmpty())
 	last := p.condition(v1alpha1.BackupJobLastRunSucceededCondition)
 	p.g.Expect(last.Status).To(Equal(metav1.ConditionFalse))
 	p.g.Expect(last.Reason).To(Equal(v1alpha1.BackupJobFenceTimeoutReason))
+	p.at(time.Second + 5*time.Minute + time.Second)
+	p.g.Expect(p.cluster().Annotations).NotTo(HaveKey(v1alpha1.PostgresBackupFenceAnnotation))
+	p.g.Expect(p.snapshots()).To(BeEmpty())
 
 	// The next run fences again; the BackupJob is deleted meanwhile.
 	p.runNow("second")
@@ -381,4 +387,133 @@ func TestPostgresDrillOfAClusterThatNeverStarts(t *testing.T) {
 	p.g.Eventually(func() error {
 		return k8sClient.Get(t.Context(), client.ObjectKeyFromObject(&drill), &v1alpha1.PostgresCluster{})
 	}).Should(Satisfy(apierrors.IsNotFound))
+}
+
+// Retention does not delete a backup while its PostgreSQL restore drill
+// runs: the temporary cluster restores from it while it starts. With
+// keepLast 1, a second backup that succeeds meanwhile leaves the first in
+// place until its drill is over; then retention deletes it.
+func TestRetentionKeepsABackupItsPostgresDrillRestores(t *testing.T) {
+	p := newBaseBackupFixture(t, 3)
+	bj := p.get()
+	bj.Spec.Retention = &v1alpha1.BackupRetention{KeepLast: ptr.To(int32(1)), KeepFailed: ptr.To(int32(0))}
+	p.g.Expect(k8sClient.Update(t.Context(), bj)).To(Succeed())
+	first, drill := p.drillOfFirstBackup("SELECT true")
+
+	p.runNow("second")
+	p.at(3 * time.Second)
+	second := p.runName(3 * time.Second)
+	p.finishJob(second, true)
+	p.at(4 * time.Second)
+	p.g.Expect(p.claims()[second].Labels).To(HaveKeyWithValue(v1alpha1.BackupResultLabel, "Succeeded"))
+	p.g.Expect(k8sClient.Get(t.Context(), client.ObjectKeyFromObject(&drill), &v1alpha1.PostgresCluster{})).To(Succeed(), "the drill still runs")
+	p.g.Expect(p.liveClaims()).To(ContainElement(first), "the backup the drill's cluster restores from is kept while it does")
+
+	// The drill ends (it fails: a backup whose drill passed would be kept
+	// as the newest verified one): its cluster goes, and with it what held
+	// the backup.
+	p.g.Expect(k8sClient.Get(t.Context(), client.ObjectKeyFromObject(&drill), &drill)).To(Succeed())
+	drill.Status.Phase, drill.Status.CurrentPrimary = v1alpha1.PostgresHealthy, drill.Name+"-1"
+	p.g.Expect(k8sClient.Status().Update(t.Context(), &drill)).To(Succeed())
+	p.at(5 * time.Second)
+	verify := backupjob.DrillName(p.bj.Name, p.created.Add(time.Second))
+	p.finishJob(verify, false)
+	p.at(6 * time.Second)
+	p.g.Expect(p.liveClaims()).To(ConsistOf(second), "retention applies once the drill is over")
+}
+
+// A BackupJob whose source is switched from a PostgresCluster to a claim
+// while its cold-snapshot run still fences a replica (the snapshot is not
+// ready) keeps its finalizer for as long as the fence is there: deleted
+// then, it removes the fence, and the replica restarts.
+func TestFenceOutlivesASourceSwitchNotTheBackupJob(t *testing.T) {
+	p := newPostgresFixture(t, 3, false)
+	p.runNow("first")
+	p.at(time.Second)
+	run := p.runName(time.Second)
+	primary := v1alpha1.PostgresInstanceStatus{Name: "db-1", Role: v1alpha1.PostgresPrimaryRole, Ready: true, Timeline: 1, ReceivedLSN: "0/9000000"}
+	replica := v1alpha1.PostgresInstanceStatus{Name: "db-2", Role: v1alpha1.PostgresReplicaRole, Ready: true, Timeline: 1, ReceivedLSN: "0/9000000"}
+	p.setInstances(primary, replica, v1alpha1.PostgresInstanceStatus{Name: "db-3", Fenced: true, BackupFence: run, CleanShutdown: true, Timeline: 1, CheckpointLSN: "0/8000028"})
+	p.at(2 * time.Second)
+	p.g.Expect(p.snapshots()).To(HaveLen(1), "the snapshot is cut, not ready yet")
+	p.g.Expect(p.cluster().Annotations).To(HaveKeyWithValue(v1alpha1.PostgresBackupFenceAnnotation, "db-3"))
+
+	bj := p.get()
+	bj.Spec.Source = v1alpha1.BackupSource{PersistentVolumeClaimName: "data"}
+	p.g.Expect(k8sClient.Update(t.Context(), bj)).To(Succeed())
+	p.at(3 * time.Second)
+	p.g.Expect(p.cluster().Annotations).To(HaveKeyWithValue(v1alpha1.PostgresBackupFenceAnnotation, "db-3"), "the run goes on until its snapshot is ready")
+
+	p.g.Expect(k8sClient.Delete(t.Context(), p.get())).To(Succeed())
+	p.at(4 * time.Second)
+	p.g.Expect(p.cluster().Annotations).NotTo(HaveKey(v1alpha1.PostgresBackupFenceAnnotation), "no fence outlives its BackupJob")
+	p.g.Expect(p.cluster().Annotations).NotTo(HaveKey(v1alpha1.PostgresBackupFenceByAnnotation))
+	p.g.Eventually(func() error {
+		return k8sClient.Get(t.Context(), client.ObjectKeyFromObject(p.bj), &v1alpha1.BackupJob{})
+	}).Should(Satisfy(apierrors.IsNotFound))
+}
+
+// A run whose fence times out is recorded as failed in status before its
+// fence goes: when the status write of the reconcile that saw the timeout
+// is lost (here refused), the fence, the run's only trace, is still there
+// for the next reconcile, which records the failure; the fence is removed
+// by the one after, a moment later. LastRunSucceeded does not go on
+// saying the run before succeeded.
+func TestPostgresFenceTimeoutRecordedBeforeUnfence(t *testing.T) {
+	p := newPostgresFixture(t, 3, false)
+	// A first run succeeds.
+	p.runNow("first")
+	p.at(time.Second)
+	first := p.runName(time.Second)
+	primary := v1alpha1.PostgresInstanceStatus{Name: "db-1", Role: v1alpha1.PostgresPrimaryRole, Ready: true, Timeline: 1, ReceivedLSN: "0/9000000"}
+	replica := v1alpha1.PostgresInstanceStatus{Name: "db-2", Role: v1alpha1.PostgresReplicaRole, Ready: true, Timeline: 1, ReceivedLSN: "0/9000000"}
+	p.setInstances(primary, replica, v1alpha1.PostgresInstanceStatus{Name: "db-3", Fenced: true, BackupFence: first, CleanShutdown: true, Timeline: 1, CheckpointLSN: "0/8000028"})
+	p.at(2 * time.Second)
+	s := p.snapshots()[0]
+	s.Status = &snapshotv1.VolumeSnapshotStatus{ReadyToUse: ptr.To(true), CreationTime: ptr.To(metav1.NewTime(p.created.Add(2 * time.Second)))}
+	p.g.Expect(k8sClient.Status().Update(t.Context(), &s)).To(Succeed())
+	p.at(3 * time.Second)
+	p.g.Expect(p.condition(v1alpha1.BackupJobLastRunSucceededCondition).Status).To(Equal(metav1.ConditionTrue))
+
+	// The second fences a replica that never stops.
+	p.runNow("second")
+	p.at(4 * time.Second)
+	second := p.runName(4 * time.Second)
+	p.g.Expect(p.cluster().Annotations).To(HaveKeyWithValue(v1alpha1.PostgresBackupFenceByAnnotation, second))
+
+	// The reconcile that sees the timeout cannot write the status.
+	var refuse atomic.Bool
+	refuse.Store(true)
+	watching, err := client.NewWithWatch(suite.Config, client.Options{Scheme: suite.Scheme})
+	p.g.Expect(err).NotTo(HaveOccurred())
+	c := interceptor.NewClient(watching, interceptor.Funcs{
+		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+			if sub == "status" && refuse.CompareAndSwap(true, false) {
+				return apierrors.NewInternalError(errors.New("status write lost"))
+			}
+			return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+		},
+	})
+	p.r, p.clock = newReconcilerWith(c, p.created, true)
+	timedOut := 4*time.Second + 5*time.Minute
+	p.clock.SetTime(p.created.Add(timedOut))
+	_, err = p.r.Reconcile(t.Context(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(p.bj)})
+	p.g.Expect(err).To(MatchError(ContainSubstring("status write lost")))
+	p.g.Expect(refuse.Load()).To(BeFalse(), "the status write was tried")
+
+	res := p.at(timedOut + 200*time.Millisecond)
+	failure := p.get().Status.LastFailure
+	p.g.Expect(failure).NotTo(BeNil(), "the failed run is recorded")
+	p.g.Expect(failure.Run).To(Equal(second))
+	p.g.Expect(failure.Reason).To(Equal(v1alpha1.BackupJobFenceTimeoutReason))
+	last := p.condition(v1alpha1.BackupJobLastRunSucceededCondition)
+	p.g.Expect(last.Status).To(Equal(metav1.ConditionFalse))
+	p.g.Expect(last.Reason).To(Equal(v1alpha1.BackupJobFenceTimeoutReason))
+	p.g.Expect(p.cluster().Annotations).To(HaveKeyWithValue(v1alpha1.PostgresBackupFenceByAnnotation, second), "removed once the failure is recorded")
+	p.g.Expect(res.RequeueAfter).To(And(BeNumerically(">", 0), BeNumerically("<=", time.Second)), "back soon to remove it")
+
+	p.at(timedOut + 1200*time.Millisecond)
+	p.g.Expect(p.cluster().Annotations).NotTo(HaveKey(v1alpha1.PostgresBackupFenceAnnotation))
+	p.g.Expect(p.cluster().Annotations).NotTo(HaveKey(v1alpha1.PostgresBackupFenceByAnnotation))
+	p.g.Expect(p.get().Status.LastFailure.Run).To(Equal(second))
 }

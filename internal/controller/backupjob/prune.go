@@ -78,8 +78,9 @@ func (r *Reconciler) applyRetention(ctx context.Context, bj *v1alpha1.BackupJob,
 		res.verdicts[v.Name] = v
 		b := obs.backupNamed(v.Name)
 		// A backup whose run still holds a fence is deleted once the fence
-		// is gone: else the run would cut its snapshot again.
-		if !v.Delete || b == nil || b.pinned || obs.drillClaims[b.name] != nil || obs.fenceOfRun(b.name) != nil {
+		// is gone: else the run would cut its snapshot again. One that a
+		// restore drill reads is deleted once the drill is over.
+		if !v.Delete || b == nil || b.pinned || obs.drilling(b.name) || obs.fenceOfRun(b.name) != nil {
 			continue
 		}
 		deleted, err := r.deleteBackup(ctx, bj, b)
@@ -95,6 +96,14 @@ func (r *Reconciler) applyRetention(ctx context.Context, bj *v1alpha1.BackupJob,
 	// else's finalizer holds shows up as blocked from the next reconcile.
 	obs.backups = slices.DeleteFunc(obs.backups, func(b *backup) bool { return deletedNames[b.name] })
 	return res
+}
+
+// drilling tells whether a restore drill of backup name still has
+// anything that may read it: the claim restored from it or its verify Job,
+// or, for a PostgresCluster's backup, the temporary cluster restored from
+// it (which restores the backup while it starts), even being deleted.
+func (o *observation) drilling(name string) bool {
+	return o.drillClaims[name] != nil || o.drillJobs[name] != nil || o.drillClusters[name] != nil
 }
 
 // deleteBackup deletes one backup the retention policy dropped. The

@@ -185,6 +185,11 @@ func (r *Reconciler) requeueAfter(bj *v1alpha1.BackupJob, sched scheduleResult, 
 	if ret.going {
 		soonest(blockedAfter)
 	}
+	if obs.unfenceAfterRecord {
+		// The failure of a run that timed out is recorded by this
+		// reconcile's status; its fence goes in the next.
+		soonest(fenceRecordRetry)
+	}
 	if d := fenceDeadline(obs); !d.IsZero() {
 		// A fence not acted on by its deadline is removed then.
 		soonest(d.Sub(now) + 50*time.Millisecond)

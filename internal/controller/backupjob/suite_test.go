@@ -44,8 +44,14 @@ func TestMain(m *testing.M) {
 // newReconciler returns a reconciler on a fake clock set to now, reading
 // through the test's uncached client.
 func newReconciler(now time.Time, snapshotsServed bool) (*backupjob.Reconciler, *clocktesting.FakeClock) {
+	return newReconcilerWith(k8sClient, now, snapshotsServed)
+}
+
+// newReconcilerWith is newReconciler writing with c, a wrapper of the
+// test's client (an interceptor).
+func newReconcilerWith(c client.Client, now time.Time, snapshotsServed bool) (*backupjob.Reconciler, *clocktesting.FakeClock) {
 	clock := clocktesting.NewFakeClock(now)
-	r := backupjob.NewReconciler(mgr, k8sClient, controller.SetupOptions{
+	r := backupjob.NewReconciler(mgr, c, controller.SetupOptions{
 		Clock:              clock,
 		ClusterDomain:      "cluster.local",
 		ServedOptionalAPIs: map[schema.GroupVersionResource]bool{backupjob.SnapshotAPI: snapshotsServed, backupjob.PostgresClusterAPI: true},

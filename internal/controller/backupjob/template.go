@@ -32,12 +32,14 @@ var (
 
 // templateProblems are the reasons not to run job, built from template,
 // which is at path in the BackupJob: labels or annotations the operator
-// reads as its own, the restricted standard at version v, where the pod may
-// run, and settings the operator's pods do without.
+// reads as its own, Job settings by which the Job is not one pod's copy run
+// to its end, the restricted standard at version v, where the pod may run,
+// and settings the operator's pods do without.
 func templateProblems(path *field.Path, template *v1alpha1.BackupJobTemplate, job *batchv1.Job, v podsecurity.Version) field.ErrorList {
 	pod := path.Child("spec", "template")
 	var errs field.ErrorList
 	errs = append(errs, reservedMetadata(path.Child("metadata"), template.Labels, template.Annotations)...)
+	errs = append(errs, jobShapeProblems(path.Child("spec"), &template.Spec)...)
 	errs = append(errs, reservedMetadata(pod.Child("metadata"), template.Spec.Template.Labels, template.Spec.Template.Annotations)...)
 	spec := &job.Spec.Template.Spec
 	if reason := podsecurity.Restricted(v, &job.Spec.Template.ObjectMeta, spec); reason != "" {
@@ -53,6 +55,37 @@ func templateProblems(path *field.Path, template *v1alpha1.BackupJobTemplate, jo
 			errs = append(errs, field.Forbidden(pod.Child("spec", "volumes").Index(i).Child("csi"),
 				"may not be an inline CSI volume: its driver, not the cluster's storage classes, decides what it mounts; use a persistentVolumeClaim"))
 		}
+	}
+	return errs
+}
+
+// jobShapeProblems refuses, in a template's Job spec at path, the settings
+// by which a Job is not one pod's copy run to its end: the operator reads a
+// Complete Job as a backup made, or a drill passed, and a running one as a
+// run in progress. completions 0 completes the Job without running a pod
+// (an empty claim would count as the newest successful backup, a drill
+// that checked nothing as passed); parallelism 0 runs none until the
+// deadline; more than one completion or pod runs several copies into the
+// same volume; a suspended Job never ends (activeDeadlineSeconds does not
+// count while it is suspended), and holds the schedule under Forbid; an
+// Indexed Job completes on its own success policy.
+func jobShapeProblems(path *field.Path, spec *batchv1.JobSpec) field.ErrorList {
+	var errs field.ErrorList
+	if c := spec.Completions; c != nil && *c != 1 {
+		errs = append(errs, field.Forbidden(path.Child("completions"),
+			fmt.Sprintf("may only be 1 or unset, not %d: a run or drill is one pod's copy, and a Job that completes without it would count as a backup made or a drill passed", *c)))
+	}
+	if p := spec.Parallelism; p != nil && *p != 1 {
+		errs = append(errs, field.Forbidden(path.Child("parallelism"),
+			fmt.Sprintf("may only be 1 or unset, not %d: a run or drill is one pod's copy", *p)))
+	}
+	if spec.Suspend != nil && *spec.Suspend {
+		errs = append(errs, field.Forbidden(path.Child("suspend"),
+			"may only be false or unset: a suspended Job runs no pod and never ends, as its activeDeadlineSeconds does not count while it is suspended"))
+	}
+	if m := spec.CompletionMode; m != nil && *m != batchv1.NonIndexedCompletion {
+		errs = append(errs, field.Forbidden(path.Child("completionMode"),
+			fmt.Sprintf("may only be %s or unset, not %s: a run or drill is one pod's copy", batchv1.NonIndexedCompletion, *m)))
 	}
 	return errs
 }

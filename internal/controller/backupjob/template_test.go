@@ -4,9 +4,11 @@ import (
 	"strings"
 	"testing"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 
+	"example.com/platform-operator/api/v1alpha1"
 	"example.com/platform-operator/internal/controller/website"
 	"example.com/platform-operator/internal/podsecurity"
 )
@@ -232,5 +234,69 @@ func TestTemplatesWithTheOperatorsLabelsAreRefused(t *testing.T) {
 	}
 	if websiteNameLabel != website.NameLabel || websiteName != website.AppName {
 		t.Errorf("the Website's selector is %s=%s, not %s=%s", website.NameLabel, website.AppName, websiteNameLabel, websiteName)
+	}
+}
+
+// A template whose Job is not one pod's copy run to its end is refused,
+// in spec.jobTemplate and in spec.verify.jobTemplate alike, with
+// InvalidSpec naming the field: completions 0 would complete the Job
+// without a pod (an empty claim counted as the newest successful backup,
+// a drill that checked nothing as passed), a suspended Job never ends and
+// holds the schedule under Forbid. The values that mean one copy run.
+func TestTemplatesThatAreNotOneCopyAreRefused(t *testing.T) {
+	tests := map[string]struct {
+		change func(*batchv1.JobSpec)
+		// field is the field the refusal names, under the template's
+		// path; "" for a template that runs.
+		field string
+	}{
+		"completions 0":          {func(s *batchv1.JobSpec) { s.Completions = ptr.To(int32(0)) }, "spec.completions"},
+		"completions 3":          {func(s *batchv1.JobSpec) { s.Completions = ptr.To(int32(3)) }, "spec.completions"},
+		"parallelism 0":          {func(s *batchv1.JobSpec) { s.Parallelism = ptr.To(int32(0)) }, "spec.parallelism"},
+		"parallelism 2":          {func(s *batchv1.JobSpec) { s.Parallelism = ptr.To(int32(2)) }, "spec.parallelism"},
+		"suspend":                {func(s *batchv1.JobSpec) { s.Suspend = ptr.To(true) }, "spec.suspend"},
+		"completionMode Indexed": {func(s *batchv1.JobSpec) { s.CompletionMode = ptr.To(batchv1.IndexedCompletion) }, "spec.completionMode"},
+		"all unset":              {func(*batchv1.JobSpec) {}, ""},
+		"one copy, spelled out": {func(s *batchv1.JobSpec) {
+			s.Completions, s.Parallelism, s.Suspend, s.CompletionMode = ptr.To(int32(1)), ptr.To(int32(1)), ptr.To(false), ptr.To(batchv1.NonIndexedCompletion)
+		}, ""},
+	}
+	for name, tt := range tests {
+		for _, where := range []string{"run", "drill"} {
+			t.Run(name+"/"+where, func(t *testing.T) {
+				bj := testBackupJob()
+				bj.Spec.Verify = &v1alpha1.BackupVerify{JobTemplate: bj.Spec.JobTemplate.DeepCopy()}
+				path, template := jobTemplatePath, bj.Spec.JobTemplate
+				if where == "drill" {
+					path, template = verifyTemplatePath, bj.Spec.Verify.JobTemplate
+				}
+				tt.change(&template.Spec)
+				job := desiredRunJob(bj, testRun)
+				if where == "drill" {
+					job = desiredDrillJob(bj, &backup{name: testRun.name, kind: v1alpha1.VolumeBackup, scheduled: testRun.scheduled})
+				}
+				r := &Reconciler{PodSecurityVersion: podsecurity.Latest()}
+				var out outcome
+				refused := r.refuseTemplate(bj, path, template, job, &out)
+				if tt.field == "" {
+					if refused {
+						t.Fatalf("refused: %v", out.err)
+					}
+					return
+				}
+				if !refused || out.problem == nil {
+					t.Fatal("accepted")
+				}
+				if out.problem.reason != v1alpha1.BackupJobInvalidSpecReason {
+					t.Errorf("reason %s, want %s", out.problem.reason, v1alpha1.BackupJobInvalidSpecReason)
+				}
+				if want := path.String() + "." + tt.field + ": Forbidden"; !strings.Contains(out.problem.message, want) {
+					t.Errorf("message %q does not say %q", out.problem.message, want)
+				}
+				if out.retry {
+					t.Error("a refused spec is retried with backoff")
+				}
+			})
+		}
 	}
 }

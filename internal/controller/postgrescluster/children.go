@@ -181,8 +181,13 @@ func (r *Reconciler) ensureClaims(ctx context.Context, pg *v1alpha1.PostgresClus
 				// The first instance starts from the backup; the others
 				// clone it once it runs.
 				source, err := r.restoreSource(ctx, pg)
-				if err != nil {
+				if errors.As(err, &noBackupError{}) {
 					out.report(v1alpha1.PostgresBackupNotFoundReason, err.Error())
+					continue
+				}
+				if err != nil {
+					out.add(fmt.Errorf("choose the backup to restore: %w", err), false)
+					out.report(v1alpha1.PostgresApplyFailedReason, err.Error())
 					continue
 				}
 				desired.Spec.DataSourceRef = source
