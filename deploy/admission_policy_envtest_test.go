@@ -3,6 +3,7 @@ package deploy_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"os"
@@ -15,6 +16,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -259,6 +261,8 @@ func TestAdmissionPolicyConfinesEveryRightOfTheOperator(t *testing.T) {
 			{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "list"}},
 		}},
 		&corev1.PersistentVolumeClaim{ObjectMeta: meta(plainNS, "database", nil), Spec: backupClaim(plainNS, nil).Spec},
+		// A PostgresCluster's instance account, as the operator labels it.
+		&corev1.ServiceAccount{ObjectMeta: meta(plainNS, "db-instance", managed(map[string]string{tenantv1.PostgresClusterLabel: "db"}))},
 	} {
 		g.Expect(e.admin.Create(ctx, obj)).To(Succeed())
 	}
@@ -372,6 +376,18 @@ func testOperatorsWorkIsAllowed(t *testing.T, e *policyEnv) {
 	g.Expect(e.operator.Create(ctx, restored, client.DryRunAll)).To(Succeed(), "its first claim, restored")
 	g.Expect(e.operator.Create(ctx, postgrescluster.DesiredClaim(pg, 3), client.DryRunAll)).To(Succeed(), "another claim")
 	g.Expect(apply(postgrescluster.DesiredLease(pg))).To(Succeed(), "the primary's Lease")
+	for _, budget := range postgrescluster.DesiredBudgets(pg) {
+		g.Expect(apply(budget)).To(Succeed(), "its disruption budget %s", *budget.Name)
+	}
+	// The Role of a cluster in its last instances' scale-down, and of one
+	// whose application owner's Secret is the user's.
+	leaving := postgresCluster()
+	leaving.Spec.Instances = 1
+	leaving.Status.CurrentPrimary = "db-3"
+	g.Expect(apply(postgrescluster.DesiredRole(leaving))).To(Succeed(), "the Role while a scale-down hands the primary over")
+	own := postgresCluster()
+	own.Spec.Bootstrap = &tenantv1.PostgresBootstrap{InitDB: &tenantv1.PostgresInitDB{SecretName: "shop-db-owner"}}
+	g.Expect(apply(postgrescluster.DesiredRole(own))).To(Succeed(), "the Role naming the user's Secret")
 
 	// Leader election: client-go creates and renews an unlabelled Lease in
 	// the operator's namespace, under the name of its flag.
@@ -430,6 +446,32 @@ func testStolenTokenIsConfined(t *testing.T, e *policyEnv) {
 			return c
 		}()), "rule claim-sources"},
 		{"a Lease of another name", create(&coordinationv1.Lease{ObjectMeta: meta(plainNS, "db-leader", managed(map[string]string{"example.com/postgrescluster": "db"}))}), "rule leases"},
+		{"the instance Role granting pod creation", create(instanceRole(rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"},
+			Verbs: []string{"create"}})), "rule postgres-roles"},
+		{"the instance Role granting pod creation by name", create(instanceRole(rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"},
+			ResourceNames: []string{"app-1"}, Verbs: []string{"create"}})), "rule postgres-roles"},
+		{"the instance Role granting bindings", create(instanceRole(rbacv1.PolicyRule{APIGroups: []string{rbacv1.GroupName}, Resources: []string{"rolebindings"},
+			Verbs: []string{"create"}})), "rule postgres-roles"},
+		{"the instance Role patching another pod", create(instanceRole(rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"},
+			ResourceNames: []string{"app-1", "other-1"}, Verbs: []string{"get", "patch"}})), "rule postgres-roles"},
+		{"the instance Role reading every Secret", create(instanceRole(rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"},
+			Verbs: []string{"get"}})), "rule postgres-roles"},
+		{"the instance Role reading more Secrets", create(instanceRole(rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"},
+			ResourceNames: []string{"app-app", "payroll", "bound"}, Verbs: []string{"get"}})), "rule postgres-roles"},
+		{"the instance Role updating every Lease", create(instanceRole(rbacv1.PolicyRule{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"},
+			Verbs: []string{"get", "update"}})), "rule postgres-roles"},
+		{"token of the instance account, the request labelled", tokenFor(plainNS, "db-instance", func() *authenticationv1.TokenRequest {
+			r := tokenRequest(plainSecret, 3600)
+			r.Labels = managed(map[string]string{tenantv1.PostgresClusterLabel: "db"})
+			return r
+		}()), "rule tenant-namespaces"},
+		{"a budget that blocks every drain of an application", create(&policyv1.PodDisruptionBudget{ObjectMeta: meta(plainNS, "web", managed(nil)),
+			Spec: policyv1.PodDisruptionBudgetSpec{MaxUnavailable: ptr.To(intstr.FromInt32(0)),
+				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}}), "rule postgres-disruption-budgets"},
+		{"a cluster's budget selecting an application", create(&policyv1.PodDisruptionBudget{
+			ObjectMeta: meta(plainNS, "db-primary", managed(map[string]string{tenantv1.PostgresClusterLabel: "db"})),
+			Spec: policyv1.PodDisruptionBudgetSpec{MaxUnavailable: ptr.To(intstr.FromInt32(0)),
+				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}}), "rule postgres-disruption-budgets"},
 
 		// Leases: node heartbeats and other components' elections.
 		{"kube-controller-manager's election", create(&coordinationv1.Lease{ObjectMeta: meta("kube-system", "kube-controller-manager", managed(nil))}), "rule leases"},
@@ -526,6 +568,24 @@ func testStolenTokenIsConfined(t *testing.T, e *policyEnv) {
 			g.Expect(err).To(MatchError(ContainSubstring(tt.rule)))
 		})
 	}
+}
+
+// instanceRole is the Role the operator makes for the instance managers
+// of a PostgresCluster app in plainNS (which has none yet), with rule
+// added.
+func instanceRole(rule rbacv1.PolicyRule) *rbacv1.Role {
+	pg := postgresCluster()
+	pg.Name = "app"
+	data, err := json.Marshal(postgrescluster.DesiredRole(pg))
+	if err != nil {
+		panic(err)
+	}
+	role := &rbacv1.Role{}
+	if err := json.Unmarshal(data, role); err != nil {
+		panic(err)
+	}
+	role.Rules = append(role.Rules, rule)
+	return role
 }
 
 // create dry-runs the creation of obj.

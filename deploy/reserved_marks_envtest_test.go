@@ -131,3 +131,103 @@ func patchClaim(claim *corev1.PersistentVolumeClaim, change func(*corev1.Persist
 		return c.Patch(ctx, changed, client.MergeFrom(current), client.DryRunAll)
 	}
 }
+
+// A user who may create PostgresClusters but not read a Secret cannot name
+// it as the application owner's (spec.bootstrap.initdb.secretName): the
+// instances, which run the image she names, would read it with their
+// token (base/reserved_marks_policy.yaml, rule user-secrets). Once she may
+// get that Secret she may name it; a cluster naming none, and the
+// operator's drills, pass.
+func TestPostgresClusterNamesOnlySecretsItsAuthorMayRead(t *testing.T) {
+	e := startPolicyEnv(t)
+	g := NewWithT(t)
+	ctx := t.Context()
+	const ns = "shop"
+	for _, obj := range readObjects(t, "components/postgrescluster/crd.yaml") {
+		g.Expect(e.admin.Create(ctx, obj)).To(Succeed())
+	}
+	g.Expect(e.admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+	g.Expect(e.admin.Create(ctx, &corev1.Secret{ObjectMeta: meta(ns, "payroll", nil),
+		StringData: map[string]string{"username": "app", "password": "s3cret"}})).To(Succeed())
+	bind := func(name string, rules ...rbacv1.PolicyRule) {
+		g.Expect(e.admin.Create(ctx, &rbacv1.Role{ObjectMeta: meta(ns, name, nil), Rules: rules})).To(Succeed())
+		g.Expect(e.admin.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: meta(ns, "jane-"+name, nil),
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "jane"}},
+		})).To(Succeed())
+	}
+	bind("databases", rbacv1.PolicyRule{APIGroups: []string{tenantv1.GroupVersion.Group}, Resources: []string{"postgresclusters"},
+		Verbs: []string{"get", "create", "update", "patch"}})
+
+	naming := func(name, secret string) *unstructured.Unstructured {
+		pg := &unstructured.Unstructured{}
+		pg.SetAPIVersion(tenantv1.GroupVersion.String())
+		pg.SetKind("PostgresCluster")
+		pg.SetNamespace(ns)
+		pg.SetName(name)
+		_ = unstructured.SetNestedField(pg.Object, "1Gi", "spec", "storage", "size")
+		if secret != "" {
+			_ = unstructured.SetNestedField(pg.Object, secret, "spec", "bootstrap", "initdb", "secretName")
+		}
+		return pg
+	}
+	refused := func(err error, what string) {
+		t.Helper()
+		g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "%s: want 403 Forbidden, got %v", what, err)
+		g.Expect(err).To(MatchError(ContainSubstring("platform-operator-postgrescluster-secrets")), what)
+		g.Expect(err).To(MatchError(ContainSubstring("rule user-secrets: spec.bootstrap.initdb.secretName names Secret payroll")), what)
+	}
+
+	// The CRD is served, and the policy in force, a moment after their
+	// creation.
+	g.Eventually(func() error {
+		return e.user.Create(ctx, naming("db", "payroll"), client.DryRunAll)
+	}).WithTimeout(30*time.Second).Should(MatchError(ContainSubstring("platform-operator-postgrescluster-secrets")), "the policy is in force")
+	refused(e.user.Create(ctx, naming("db", "payroll"), client.DryRunAll), "created naming a Secret she may not read")
+	g.Expect(e.user.Create(ctx, naming("db", ""), client.DryRunAll)).To(Succeed(), "a cluster with the Secret the operator generates")
+
+	// Bootstrap cannot change once set, but may be added to a cluster made
+	// without one.
+	plain := naming("plain", "")
+	g.Expect(e.user.Create(ctx, plain)).To(Succeed())
+	changed := plain.DeepCopy()
+	_ = unstructured.SetNestedField(changed.Object, "payroll", "spec", "bootstrap", "initdb", "secretName")
+	refused(e.user.Update(ctx, changed, client.DryRunAll), "changed to name a Secret she may not read")
+
+	// Nor may she run an image of hers in a cluster that names it.
+	named := naming("named", "payroll")
+	g.Expect(e.admin.Create(ctx, named)).To(Succeed())
+	g.Expect(e.user.Get(ctx, client.ObjectKeyFromObject(named), named)).To(Succeed())
+	otherImage := named.DeepCopy()
+	_ = unstructured.SetNestedField(otherImage.Object, "registry.example/mine:1", "spec", "image")
+	refused(e.user.Update(ctx, otherImage, client.DryRunAll), "the image changed of a cluster naming a Secret she may not read")
+	relabelled := named.DeepCopy()
+	relabelled.SetLabels(map[string]string{"team": "payments"})
+	g.Expect(e.user.Update(ctx, relabelled, client.DryRunAll)).To(Succeed(), "another change of that cluster")
+
+	// The operator's drill: restored from a backup, naming no Secret.
+	drill := naming("db-verify", "")
+	_ = unstructured.SetNestedMap(drill.Object, map[string]any{"fromBackup": map[string]any{"backupJob": "nightly"}}, "spec", "bootstrap")
+	g.Expect(e.operator.Create(ctx, drill, client.DryRunAll)).To(Succeed(), "the operator's drill")
+
+	// Restoring a backup is making claims from it: only for whoever may
+	// create claims in the namespace.
+	restored := drill.DeepCopy()
+	restored.SetName("restored")
+	err := e.user.Create(ctx, restored, client.DryRunAll)
+	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "restored by a user who may not create claims: want 403 Forbidden, got %v", err)
+	g.Expect(err).To(MatchError(ContainSubstring("rule user-backups: spec.bootstrap.fromBackup.backupJob restores a backup of BackupJob nightly")))
+	bind("claims", rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"persistentvolumeclaims"}, Verbs: []string{"create"}})
+	g.Eventually(func() error {
+		return e.user.Create(ctx, restored, client.DryRunAll)
+	}).WithTimeout(10*time.Second).Should(Succeed(), "she may create claims: she may restore")
+
+	bind("payroll-reader", rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"},
+		ResourceNames: []string{"payroll"}, Verbs: []string{"get"}})
+	g.Eventually(func() error {
+		return e.user.Create(ctx, naming("db", "payroll"), client.DryRunAll)
+	}).WithTimeout(10*time.Second).Should(Succeed(), "she may read it: she may name it")
+	g.Expect(e.user.Update(ctx, changed, client.DryRunAll)).To(Succeed(), "nor is a change to name it refused")
+	g.Expect(e.user.Create(ctx, naming("db", "bound"), client.DryRunAll)).To(MatchError(ContainSubstring("rule user-secrets")),
+		"another Secret still")
+}

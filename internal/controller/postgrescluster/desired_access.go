@@ -3,6 +3,7 @@ package postgrescluster
 import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	policyv1ac "k8s.io/client-go/applyconfigurations/policy/v1"
 	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
 
 	"example.com/platform-operator/api/v1alpha1"
@@ -24,10 +25,7 @@ func DesiredAccount(pg *v1alpha1.PostgresCluster) *corev1ac.ServiceAccountApplyC
 // Lease. The operator holds every right it grants here (RBAC refuses to let
 // anyone grant more than they hold).
 func DesiredRole(pg *v1alpha1.PostgresCluster) *rbacv1ac.RoleApplyConfiguration {
-	pods := make([]string, 0, maxInstances)
-	for n := 1; n <= maxInstances; n++ {
-		pods = append(pods, instanceName(pg.Name, n))
-	}
+	pods := rolePods(pg)
 	return rbacv1ac.Role(instanceAccount(pg), pg.Namespace).
 		WithLabels(clusterLabels(pg)).
 		WithOwnerReferences(ownerReference(pg)).
@@ -43,6 +41,31 @@ func DesiredRole(pg *v1alpha1.PostgresCluster) *rbacv1ac.RoleApplyConfiguration 
 		)
 }
 
+// rolePods are the pods whose instance managers write their reports: the
+// instances CLUSTER-1 to CLUSTER-spec.instances, and those beyond it that
+// the last status still counts (a scale-down keeps the primary's pod until
+// it has handed over, and the other leaving pods until they are gone).
+// Never a name beyond, which another application's pod may hold in the
+// namespace (a StatefulSet named like the cluster): whoever runs as
+// CLUSTER-instance, with the image the PostgresCluster names, could patch
+// it, its image among its fields. Names within spec.instances that such a
+// pod holds are the PostgresCluster's own: it reports the conflict.
+func rolePods(pg *v1alpha1.PostgresCluster) []string {
+	highest := max(int(pg.Spec.Instances), 1)
+	for _, name := range []string{pg.Status.CurrentPrimary, pg.Status.TargetPrimary} {
+		highest = max(highest, ordinalOf(pg.Name, name))
+	}
+	for _, i := range pg.Status.Instances {
+		highest = max(highest, ordinalOf(pg.Name, i.Name))
+	}
+	highest = min(highest, maxInstances)
+	pods := make([]string, 0, highest)
+	for n := 1; n <= highest; n++ {
+		pods = append(pods, instanceName(pg.Name, n))
+	}
+	return pods
+}
+
 // DesiredRoleBinding binds DesiredRole to DesiredAccount.
 func DesiredRoleBinding(pg *v1alpha1.PostgresCluster) *rbacv1ac.RoleBindingApplyConfiguration {
 	return rbacv1ac.RoleBinding(instanceAccount(pg), pg.Namespace).
@@ -50,4 +73,14 @@ func DesiredRoleBinding(pg *v1alpha1.PostgresCluster) *rbacv1ac.RoleBindingApply
 		WithOwnerReferences(ownerReference(pg)).
 		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup(rbacv1.GroupName).WithKind("Role").WithName(instanceAccount(pg))).
 		WithSubjects(rbacv1ac.Subject().WithKind(rbacv1.ServiceAccountKind).WithName(instanceAccount(pg)).WithNamespace(pg.Namespace))
+}
+
+// DesiredBudgets are the cluster's PodDisruptionBudgets, CLUSTER-primary and
+// CLUSTER-replicas, as ensureShared writes them: what the admission policy
+// of deploy/ lets the operator write and nothing more.
+func DesiredBudgets(pg *v1alpha1.PostgresCluster) []*policyv1ac.PodDisruptionBudgetApplyConfiguration {
+	return []*policyv1ac.PodDisruptionBudgetApplyConfiguration{
+		desiredBudget(pg, primaryBudget(pg), v1alpha1.PostgresPrimaryRole, 0),
+		desiredBudget(pg, replicaBudget(pg), v1alpha1.PostgresReplicaRole, 1),
+	}
 }

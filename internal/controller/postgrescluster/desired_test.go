@@ -3,6 +3,7 @@ package postgrescluster
 import (
 	"encoding/json"
 	"net/url"
+	"slices"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -121,6 +122,61 @@ func TestInstanceRoleIsLimitedByName(t *testing.T) {
 		g.Expect(rule.Verbs).NotTo(ContainElements("create", "delete", "*"))
 	}
 	g.Expect(role.Rules[2].ResourceNames).To(ConsistOf("db-app", "db-superuser", "db-replication", "db-backup"))
+}
+
+// The instance managers may patch only the pods of their cluster's own
+// instances, CLUSTER-1 to CLUSTER-spec.instances, and those beyond it that
+// still run while a scale-down completes: never another name of the
+// pattern, which another application's pod may hold in the namespace.
+func TestInstanceRolePodsAreTheClustersInstances(t *testing.T) {
+	withStatus := func(instances int32, status v1alpha1.PostgresClusterStatus) *v1alpha1.PostgresCluster {
+		pg := testCluster()
+		pg.Spec.Instances = instances
+		pg.Status = status
+		return pg
+	}
+	members := func(names ...string) []v1alpha1.PostgresInstanceStatus {
+		var out []v1alpha1.PostgresInstanceStatus
+		for _, n := range names {
+			out = append(out, v1alpha1.PostgresInstanceStatus{Name: n})
+		}
+		return out
+	}
+	tests := []struct {
+		name string
+		pg   *v1alpha1.PostgresCluster
+		want []string
+	}{
+		{"one instance", withStatus(1, v1alpha1.PostgresClusterStatus{}), []string{"db-1"}},
+		{"three instances, new", withStatus(3, v1alpha1.PostgresClusterStatus{}), []string{"db-1", "db-2", "db-3"}},
+		{"scaled up: the new instances before their pods", withStatus(5, v1alpha1.PostgresClusterStatus{Instances: members("db-1", "db-2", "db-3")}),
+			[]string{"db-1", "db-2", "db-3", "db-4", "db-5"}},
+		{"scaled down: the leaving pods still report", withStatus(2, v1alpha1.PostgresClusterStatus{Instances: members("db-1", "db-2", "db-3", "db-4")}),
+			[]string{"db-1", "db-2", "db-3", "db-4"}},
+		{"scaled down: the primary beyond spec.instances hands over", withStatus(1, v1alpha1.PostgresClusterStatus{CurrentPrimary: "db-3", TargetPrimary: "db-3"}),
+			[]string{"db-1", "db-2", "db-3"}},
+		{"scaled down and gone", withStatus(2, v1alpha1.PostgresClusterStatus{Instances: members("db-1", "db-2"), CurrentPrimary: "db-1"}),
+			[]string{"db-1", "db-2"}},
+		{"names of no instance of its own are ignored", withStatus(2, v1alpha1.PostgresClusterStatus{Instances: members("db-1", "db-2", "other-7", "db-x"),
+			CurrentPrimary: "db-10"}), []string{"db-1", "db-2"}},
+		{"unset instances still names one pod, never all", withStatus(0, v1alpha1.PostgresClusterStatus{}), []string{"db-1"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			data, err := json.Marshal(DesiredRole(tt.pg))
+			g.Expect(err).NotTo(HaveOccurred())
+			role := &rbacv1.Role{}
+			g.Expect(json.Unmarshal(data, role)).To(Succeed())
+			var pods []string
+			for _, rule := range role.Rules {
+				if slices.Contains(rule.Resources, "pods") {
+					pods = append(pods, rule.ResourceNames...)
+				}
+			}
+			g.Expect(pods).To(Equal(tt.want))
+		})
+	}
 }
 
 // CLUSTER-rw selects the pod labelled primary, CLUSTER-ro those labelled
