@@ -143,6 +143,47 @@ type PostgresFromBackup struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	Name string `json:"name,omitempty"`
+
+	// database and owner are the application database and its owner in
+	// the backup: those of the backed-up cluster's bootstrap.initdb. The
+	// restored cluster's CLUSTER-app Secret names them, with a new password
+	// that the primary sets for the owner.
+	// +optional
+	// +kubebuilder:default=app
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z_][a-z0-9_]*$`
+	Database string `json:"database,omitempty"`
+
+	// +optional
+	// +kubebuilder:default=app
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z_][a-z0-9_]*$`
+	// +kubebuilder:validation:XValidation:rule="!(self in ['postgres', 'streaming_replica', 'streaming_backup']) && !self.startsWith('pg_')",message="owner cannot be postgres, streaming_replica, streaming_backup or a pg_ role: the operator owns them"
+	Owner string `json:"owner,omitempty"`
+}
+
+// ApplicationOwner is the application's role and database of a cluster
+// bootstrapped by b (nil: the defaults): initdb's, or those fromBackup says
+// the backup holds; app and app unless set.
+func (b *PostgresBootstrap) ApplicationOwner() (role, database string) {
+	role, database = "app", "app"
+	var r, d string
+	switch {
+	case b == nil:
+	case b.InitDB != nil:
+		r, d = b.InitDB.Owner, b.InitDB.Database
+	case b.FromBackup != nil:
+		r, d = b.FromBackup.Owner, b.FromBackup.Database
+	}
+	if r != "" {
+		role = r
+	}
+	if d != "" {
+		database = d
+	}
+	return role, database
 }
 
 // PostgresBootstrap says how the cluster's first instance gets its data:
@@ -542,6 +583,16 @@ type PostgresInstanceReport struct {
 	// backup; checkpointLSN is the position it stopped at.
 	CleanShutdown bool   `json:"cleanShutdown,omitempty"`
 	CheckpointLSN string `json:"checkpointLSN,omitempty"`
+	// stoppedData, for an instance whose PostgreSQL is not running but
+	// whose data directory holds a database, is what that data is: primary
+	// (it ran as one and is not configured as a standby) or replica; with
+	// timeline, checkpointLSN and systemID it locates the data, so that a
+	// cluster made again over kept claims starts from the most advanced.
+	StoppedData string `json:"stoppedData,omitempty"`
+	// parametersRefused says why this instance's PostgreSQL refuses the
+	// cluster's spec.parameters (a name it does not know, a value out of
+	// range): the instance keeps the configuration it has.
+	ParametersRefused string `json:"parametersRefused,omitempty"`
 	// backupFence is the run (example.com/backup-fence-by) the instance
 	// is fenced for, once it stopped PostgreSQL for it: cleanShutdown is
 	// then this run's, not a stale one of an earlier fence.

@@ -19,8 +19,10 @@ type local struct {
 	streaming bool
 	// notStreamingSince: since when a running standby has not streamed.
 	notStreamingSince time.Time
-	// received: how far a standby received WAL.
-	received postgres.LSN
+	// received and replayed: how far a standby received and replayed WAL.
+	// After a restart nothing is received until it streams again, while
+	// replayed covers what it received before.
+	received, replayed postgres.LSN
 	// holdsLease: this manager holds the primary's lease, by its last
 	// successful renewal.
 	holdsLease bool
@@ -147,15 +149,23 @@ func nextAsTarget(l local, v view) (step, string) {
 			}
 			return stepWait, "waiting for the former primary to release the lease"
 		}
-		if !l.primaryData && v.handoverLSN > 0 && l.received < v.handoverLSN {
+		if !l.primaryData && v.handoverLSN > 0 && max(l.received, l.replayed) < v.handoverLSN {
+			if !l.running {
+				// Stopped since (a crash, a restart): what it received is
+				// replayed once it runs again.
+				return stepStartStandby, "starting the standby to replay the former primary's last WAL"
+			}
 			return stepWait, "receiving the former primary's last WAL before promoting"
 		}
 		return stepAcquireLease, "taking the primary's lease"
 	}
 	switch {
-	case !l.primaryData && !l.running && v.current == "":
-		// The cluster never had a primary, and this instance holds data:
-		// a backup restored onto its claim.
+	case !l.primaryData && !l.running && v.current == "" && v.restore:
+		// The cluster never had a primary, starts from a backup, and this
+		// instance holds data: the backup restored onto its claim. Other
+		// standby data (a cluster made again over kept claims) starts as
+		// a standby and is promoted below, on a timeline of its own, so
+		// that the others' data can be rewound onto it.
 		return stepRestore, "starting from the backup restored onto its claim"
 	case l.primaryData && !l.running:
 		return stepStartPrimary, "starting as primary"

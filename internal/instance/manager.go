@@ -78,6 +78,9 @@ type Manager struct {
 	// applied maps a role to the resourceVersion of the Secret whose
 	// password it has in the database.
 	applied map[string]string
+	// lastFailure is the last step failure logged: a step that fails the
+	// same way every tick (spec.parameters refused) is logged once.
+	lastFailure string
 
 	ready atomic.Bool
 }
@@ -217,9 +220,15 @@ func (m *Manager) tick(ctx context.Context) {
 	s, why := next(m.opts.PodName, l, v, now)
 	if err := m.do(ctx, s, pg, v); err != nil {
 		why = fmt.Sprintf("%s: %v", s, err)
-		m.log.Error(err, "Step failed", "step", s.String())
-	} else if s != stepRun && s != stepWait {
-		m.log.Info("Step done", "step", s.String(), "why", why)
+		if why != m.lastFailure {
+			m.log.Error(err, "Step failed", "step", s.String())
+		}
+		m.lastFailure = why
+	} else {
+		m.lastFailure = ""
+		if s != stepRun && s != stepWait {
+			m.log.Info("Step done", "step", s.String(), "why", why)
+		}
 	}
 	if pg != nil && m.proc != nil && !m.stopping {
 		pwCtx, cancel := context.WithTimeout(ctx, 10*time.Second)

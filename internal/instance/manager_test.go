@@ -16,14 +16,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"example.com/platform-operator/api/v1alpha1"
-	"example.com/platform-operator/internal/controller"
-	"example.com/platform-operator/internal/controller/postgrescluster"
+	"example.com/platform-operator/internal/controller/postgrescluster/postgresclustertest"
 	"example.com/platform-operator/internal/envsuite"
 	"example.com/platform-operator/internal/instance"
 	"example.com/platform-operator/internal/instance/postgres"
@@ -38,15 +35,7 @@ import (
 var suite envsuite.Suite
 
 func TestMain(m *testing.M) {
-	os.Exit(envsuite.Run(m, &suite, envsuite.Options{
-		Components:  []string{"postgrescluster"},
-		AddToScheme: []func(*runtime.Scheme) error{v1alpha1.AddToScheme},
-		Cache:       postgrescluster.CacheByObject(),
-		Setup: func(s *envsuite.Suite) error {
-			r := postgrescluster.NewReconciler(s.Manager, s.Manager.GetClient(), controller.SetupOptions{ClusterDomain: "cluster.local", Clock: clock.RealClock{}})
-			return r.SetupWithManager(s.Manager, 2)
-		},
-	}))
+	os.Exit(envsuite.Run(m, &suite, postgresclustertest.SuiteOptions()))
 }
 
 // testLease is the lease of the tests' primaries: short, so that a lapse

@@ -95,6 +95,7 @@ func (m *Manager) local(s instanceState) local {
 		streaming:         s.streaming,
 		notStreamingSince: m.notStreamingSince,
 		received:          s.state.ReceivedLSN,
+		replayed:          s.state.ReplayedLSN,
 		holdsLease:        m.lease.held(m.clock.Now()),
 		following:         m.following,
 	}
@@ -118,6 +119,7 @@ func (m *Manager) view(ctx context.Context, pg *v1alpha1.PostgresCluster, now ti
 		current: pg.Status.CurrentPrimary,
 		fencedBySpec: slices.Contains(pg.Spec.FencedInstances, m.opts.PodName) ||
 			pg.Annotations[v1alpha1.PostgresBackupFenceAnnotation] == m.opts.PodName,
+		restore: pg.Spec.Bootstrap != nil && pg.Spec.Bootstrap.FromBackup != nil,
 	}
 	if v.current != "" && v.current == v.target {
 		for _, i := range pg.Status.Instances {

@@ -43,23 +43,33 @@ func (m *Manager) report(ctx context.Context, pg *v1alpha1.PostgresCluster, s in
 	}
 	if pg != nil {
 		r.Epoch = pg.Status.PromotionEpoch
+		if err := m.parametersRefused(pg); err != nil {
+			r.ParametersRefused = err.Error()
+		}
 	}
 	if m.handedOver > 0 {
 		r.ShutdownLSN = m.handedOver.String()
 	}
-	if fencedOnPurpose && !s.running && s.initialized {
-		// What a cold copy needs to know: the data is consistent, and
-		// where it stands.
+	if !s.running && s.initialized {
+		// Where stopped data stands: the operator chooses the first primary
+		// of a cluster made again over kept claims from it; a cold copy
+		// needs to know that the data is consistent.
 		if cd, err := m.pg.ControlData(ctx); err == nil {
-			r.CleanShutdown = cd.CleanShutdown()
 			r.CheckpointLSN = lsnText(cd.CheckpointLSN)
-			if pg.Annotations[v1alpha1.PostgresBackupFenceAnnotation] == m.opts.PodName {
-				// Ties the clean shutdown to the run that asked for it: a
-				// report of an earlier run's fence is not this one's.
-				r.BackupFence = pg.Annotations[v1alpha1.PostgresBackupFenceByAnnotation]
-			}
 			r.Timeline = int64(cd.TimelineID)
 			r.SystemID = strconv.FormatUint(cd.SystemIdentifier, 10)
+			r.StoppedData = v1alpha1.PostgresReplicaRole
+			if s.ranAsPrimary {
+				r.StoppedData = v1alpha1.PostgresPrimaryRole
+			}
+			if fencedOnPurpose {
+				r.CleanShutdown = cd.CleanShutdown()
+				if pg.Annotations[v1alpha1.PostgresBackupFenceAnnotation] == m.opts.PodName {
+					// Ties the clean shutdown to the run that asked for it: a
+					// report of an earlier run's fence is not this one's.
+					r.BackupFence = pg.Annotations[v1alpha1.PostgresBackupFenceByAnnotation]
+				}
+			}
 		}
 	}
 	if s.ready {

@@ -59,16 +59,7 @@ func appSecretOf(pg *v1alpha1.PostgresCluster) string {
 
 // owner is the application's role and database of the cluster.
 func owner(pg *v1alpha1.PostgresCluster) (role, database string) {
-	role, database = "app", "app"
-	if b := pg.Spec.Bootstrap; b != nil && b.InitDB != nil {
-		if b.InitDB.Owner != "" {
-			role = b.InitDB.Owner
-		}
-		if b.InitDB.Database != "" {
-			database = b.InitDB.Database
-		}
-	}
-	return role, database
+	return pg.Spec.Bootstrap.ApplicationOwner()
 }
 
 // appRoleKey is the key of the application's role in Manager.applied.

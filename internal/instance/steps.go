@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -41,13 +42,22 @@ func (m *Manager) settingsOf(pg *v1alpha1.PostgresCluster) postgres.Settings {
 
 // applySettings writes the configuration again when the cluster's spec
 // changed it, and reloads or restarts a running postgres as the change
-// needs.
+// needs. Parameters this PostgreSQL refuses, which it would not start
+// with, are not written: the instance keeps those it has (do reports why).
 func (m *Manager) applySettings(pg *v1alpha1.PostgresCluster) {
 	if err := postgres.ValidateParameters(pg.Spec.Parameters); err != nil {
 		// The operator reports it; the instance keeps what it has.
 		return
 	}
 	settings := m.settingsOf(pg)
+	if m.pg.CheckParameters(settings.Parameters) != nil {
+		kept, err := m.keptParameters()
+		if err != nil {
+			m.log.Error(err, "Configuration not written")
+			return
+		}
+		settings.Parameters = kept
+	}
 	if m.settings != nil && equality.Semantic.DeepEqual(*m.settings, settings) {
 		return
 	}
@@ -78,6 +88,45 @@ func (m *Manager) applySettings(pg *v1alpha1.PostgresCluster) {
 	s := settings
 	m.settings = &s
 	m.applyChange(change)
+}
+
+// keptParameters are the parameters the instance has when it refuses the
+// spec's: those it was last given, else those its operator.conf holds (a
+// manager that restarted), else the defaults (a new instance).
+func (m *Manager) keptParameters() (map[string]string, error) {
+	if m.pg.Settings.Parameters != nil {
+		return m.pg.Settings.Parameters, nil
+	}
+	written, err := m.pg.WrittenParameters()
+	if err != nil {
+		return nil, fmt.Errorf("read the parameters the instance has: %w", err)
+	}
+	if written != nil {
+		return written, nil
+	}
+	return maps.Clone(defaultParameters), nil
+}
+
+// parametersRefused says which of the cluster's spec.parameters this
+// PostgreSQL refuses, and why; nil when it takes them all, or when the
+// operator refuses them itself (ValidateParameters) and reports it.
+func (m *Manager) parametersRefused(pg *v1alpha1.PostgresCluster) error {
+	if postgres.ValidateParameters(pg.Spec.Parameters) != nil {
+		return nil
+	}
+	err := m.pg.CheckParameters(m.settingsOf(pg).Parameters)
+	if err == nil {
+		return nil
+	}
+	var refused *postgres.RefusedParametersError
+	if !errors.As(err, &refused) {
+		return fmt.Errorf("spec.parameters not applied, the instance keeps its configuration: %w", err)
+	}
+	parts := make([]string, len(refused.Refused))
+	for i, r := range refused.Refused {
+		parts[i] = fmt.Sprintf("spec.parameters.%s: %s", r.Name, r.Reason)
+	}
+	return fmt.Errorf("PostgreSQL refuses spec.parameters, the instance keeps its configuration: %s", strings.Join(parts, "; "))
 }
 
 // applyChange makes a running postgres take a configuration change.
@@ -111,8 +160,21 @@ func withoutPassword(source postgres.ConnInfo) postgres.ConnInfo {
 	return source
 }
 
-// do takes one step.
+// do takes one step. Once the instance runs in its role, the step's error
+// is the refusal of spec.parameters, if any: the instance's report carries
+// it to the cluster's status.
 func (m *Manager) do(ctx context.Context, s step, pg *v1alpha1.PostgresCluster, v view) error {
+	if err := m.doStep(ctx, s, pg, v); err != nil {
+		return err
+	}
+	if s == stepRun && pg != nil {
+		return m.parametersRefused(pg)
+	}
+	return nil
+}
+
+// doStep takes the step next chose.
+func (m *Manager) doStep(ctx context.Context, s step, pg *v1alpha1.PostgresCluster, v view) error {
 	switch s {
 	case stepInitDB:
 		return m.initDB(ctx, pg)

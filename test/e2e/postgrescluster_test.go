@@ -549,8 +549,8 @@ func TestPostgresClusterOperations(t *testing.T) {
 }
 
 // With deletionPolicy Delete and the confirmation, deleting the cluster
-// deletes its claims; an owned parameter is reported as InvalidSpec and
-// changes nothing of the running cluster.
+// deletes its claims; an owned parameter, and one PostgreSQL does not know,
+// are reported as InvalidSpec and change nothing of the running cluster.
 func TestPostgresClusterDeletionAndBadInput(t *testing.T) {
 	g := NewWithT(t)
 	env, ns := pgNamespace(t)
@@ -571,6 +571,22 @@ func TestPostgresClusterDeletionAndBadInput(t *testing.T) {
 		g.Expect(c.Message).To(ContainSubstring("port"))
 		g.Expect(pg.Status.ReadyInstances).To(Equal("1/1"), "the instance keeps running as it was")
 	}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
+
+	// A name PostgreSQL does not know, which it would not start with: the
+	// instance refuses it, keeps running, and the status names it.
+	env.patchPostgresCluster(t, ns, "gone", func(pg *v1alpha1.PostgresCluster) {
+		pg.Spec.Parameters = map[string]string{"shared_bufers": "64MB"}
+	})
+	g.Eventually(func(g Gomega) {
+		pg := env.postgresCluster(g, ns, "gone")
+		c := meta.FindStatusCondition(pg.Status.Conditions, v1alpha1.PostgresDegradedCondition)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Reason).To(Equal(v1alpha1.PostgresInvalidSpecReason))
+		g.Expect(c.Message).To(ContainSubstring("spec.parameters.shared_bufers"))
+	}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
+	g.Consistently(func(g Gomega) {
+		g.Expect(env.postgresCluster(g, ns, "gone").Status.ReadyInstances).To(Equal("1/1"), "the instance keeps running as it was")
+	}).WithTimeout(10 * time.Second).WithPolling(time.Second).Should(Succeed())
 
 	g.Expect(env.Client.Delete(t.Context(), &v1alpha1.PostgresCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "gone"}})).To(Succeed())
 	g.Eventually(func(g Gomega) {

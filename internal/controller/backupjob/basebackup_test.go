@@ -133,7 +133,8 @@ func TestDesiredPostgresDrill(t *testing.T) {
 	bj := &v1alpha1.BackupJob{ObjectMeta: metav1.ObjectMeta{Name: "nightly", Namespace: "shop", UID: "u1"},
 		Spec: v1alpha1.BackupJobSpec{Verify: &v1alpha1.BackupVerify{SQL: "SELECT count(*) > 0 FROM orders"}}}
 	source := &v1alpha1.PostgresCluster{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "shop"},
-		Spec: v1alpha1.PostgresClusterSpec{Image: "postgres:15.9", Storage: v1alpha1.PostgresStorage{Size: resource.MustParse("5Gi"), StorageClassName: ptr.To("fast")}}}
+		Spec: v1alpha1.PostgresClusterSpec{Image: "postgres:15.9", Storage: v1alpha1.PostgresStorage{Size: resource.MustParse("5Gi"), StorageClassName: ptr.To("fast")},
+			Bootstrap: &v1alpha1.PostgresBootstrap{InitDB: &v1alpha1.PostgresInitDB{Owner: "shop", Database: "orders"}}}}
 	b := &backup{name: "nightly-1796300000", scheduled: time.Unix(1796300000, 0), requested: resource.MustParse("5Gi")}
 
 	drill := desiredDrillCluster(bj, b, source)
@@ -141,7 +142,8 @@ func TestDesiredPostgresDrill(t *testing.T) {
 	g.Expect(drill.Name).To(Equal(drillClusterName(bj, b)), "a fixed name: a retry finds it")
 	g.Expect(drill.Spec.Instances).To(BeEquivalentTo(1))
 	g.Expect(drill.Spec.Image).To(Equal("postgres:15.9"))
-	g.Expect(drill.Spec.Bootstrap.FromBackup).To(Equal(&v1alpha1.PostgresFromBackup{BackupJob: "nightly", Name: b.name}))
+	g.Expect(drill.Spec.Bootstrap.FromBackup).To(Equal(&v1alpha1.PostgresFromBackup{BackupJob: "nightly", Name: b.name, Owner: "shop", Database: "orders"}),
+		"the owner and database the backup holds, as which the query runs")
 	g.Expect(drill.Spec.DeletionPolicy).To(Equal(v1alpha1.DeleteClaims))
 	g.Expect(drill.Annotations).To(HaveKeyWithValue(v1alpha1.PostgresConfirmDeleteAnnotation, drill.Name), "its claims go with it")
 	g.Expect(*drill.Spec.Storage.StorageClassName).To(Equal("fast"))

@@ -71,6 +71,10 @@ func desiredDrillCluster(bj *v1alpha1.BackupJob, b *backup, source *v1alpha1.Pos
 	}
 	if source != nil {
 		pg.Spec.Image = source.Spec.Image
+		// The drill's CLUSTER-app Secret names the owner and database the
+		// backup holds, as which the verify query runs.
+		from := pg.Spec.Bootstrap.FromBackup
+		from.Owner, from.Database = source.Spec.Bootstrap.ApplicationOwner()
 		if pg.Spec.Storage.Size.Cmp(source.Spec.Storage.Size) < 0 {
 			pg.Spec.Storage.Size = source.Spec.Storage.Size
 		}

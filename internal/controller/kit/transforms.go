@@ -45,8 +45,11 @@ const ownAnnotationPrefix = "example.com/"
 
 // TrimPod is the cache transform for pods: it keeps only what the
 // reconcilers read (identity, labels, owners, the operator's own
-// annotations, deletion, and each container's waiting state), so that
-// thousands of pods cost little memory.
+// annotations, deletion, the phase and its reason, and each container's
+// waiting state), so that thousands of pods cost little memory. The phase
+// tells a pod that is over (Failed or Succeeded: evicted under node
+// pressure, stopped by a node's shutdown) without a deletionTimestamp: no
+// one restarts a standalone pod, and its last annotations are stale.
 func TrimPod(obj any) (any, error) {
 	pod, ok := obj.(*corev1.Pod)
 	if !ok {
@@ -63,6 +66,7 @@ func TrimPod(obj any) (any, error) {
 			trimmed.Annotations[key] = value
 		}
 	}
+	trimmed.Status.Phase, trimmed.Status.Reason = pod.Status.Phase, pod.Status.Reason
 	for _, cs := range pod.Status.ContainerStatuses {
 		if cs.State.Waiting == nil {
 			continue

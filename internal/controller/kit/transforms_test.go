@@ -30,3 +30,18 @@ func TestTrimPodKeepsOnlyTheOperatorsAnnotations(t *testing.T) {
 	out, _ = TrimPod(pod)
 	g.Expect(out.(*corev1.Pod).Annotations).To(BeNil(), "no map for a pod without the operator's annotations")
 }
+
+// A cached pod keeps its phase and the reason for it, and nothing else of
+// its status but its containers' waiting states: an evicted pod is over,
+// though it has no deletionTimestamp.
+func TestTrimPodKeepsThePhase(t *testing.T) {
+	g := NewWithT(t)
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "db-3", Namespace: "ns"},
+		Status: corev1.PodStatus{Phase: corev1.PodFailed, Reason: "Evicted", Message: "The node was low on resource: memory.",
+			PodIP: "10.0.0.3", Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse}}},
+	}
+	out, err := TrimPod(pod)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(out.(*corev1.Pod).Status).To(Equal(corev1.PodStatus{Phase: corev1.PodFailed, Reason: "Evicted"}))
+}

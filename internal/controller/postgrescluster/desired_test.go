@@ -91,6 +91,14 @@ func TestApplicationSecret(t *testing.T) {
 		"jdbc-uri": "jdbc:postgresql://db-rw.shop.svc.cluster.local:5432/app?password=pa55word&user=app",
 	}))
 
+	// A cluster restored from a backup: the owner and database the backup
+	// holds, not app.
+	restored := testCluster()
+	restored.Spec.Bootstrap = &v1alpha1.PostgresBootstrap{FromBackup: &v1alpha1.PostgresFromBackup{BackupJob: "nightly", Owner: "shop", Database: "orders"}}
+	s = DesiredAppSecret(restored, "pa55word", "cluster.local")
+	g.Expect(s.StringData).To(HaveKeyWithValue("username", "shop"))
+	g.Expect(s.StringData).To(HaveKeyWithValue("dbname", "orders"))
+
 	keys := connectionKeys("app", "p@ss/w:rd", "h", "app")
 	u, err := url.Parse(keys[URIKey])
 	g.Expect(err).NotTo(HaveOccurred())

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"example.com/platform-operator/api/v1alpha1"
@@ -18,9 +19,12 @@ const electionTimeout = 5 * time.Second
 // member is what the operator knows of one instance when it decides.
 type member struct {
 	name string
-	// exists is true when the instance's pod exists and is not being
-	// deleted.
+	// exists is true when the instance's pod exists, is not being deleted
+	// and is not over (phase Failed or Succeeded).
 	exists bool
+	// over says how the instance's pod ended when it is over ("phase
+	// Failed, reason Evicted"), for messages; "" otherwise.
+	over string
 	// report is the instance manager's last report; nil when there is none
 	// (or it cannot be read).
 	report *v1alpha1.PostgresInstanceReport
@@ -30,6 +34,10 @@ type member struct {
 	nodeDraining bool
 	// current is true when the instance runs the current pod spec.
 	current bool
+	// keptData is true when the instance's claim is older than the
+	// cluster: kept from an earlier PostgresCluster of the name, it may hold
+	// that cluster's data.
+	keptData bool
 }
 
 func (m member) reportsPrimary() bool {
@@ -121,10 +129,16 @@ func decide(in decideInput) election {
 		return e
 	}
 
-	// The first start: the first instance initializes the database.
-	if e.target == "" && e.current == "" && e.electionStarted == nil {
-		e.target = instanceName(in.clusterID, 1)
-		e.epoch++
+	// The first start: the first instance initializes the database (or
+	// starts from the restored backup), unless claims kept from an earlier
+	// cluster hold data.
+	if e.target == "" && e.current == "" {
+		if e.electionStarted == nil {
+			e.epoch++
+		}
+		if !chooseFirstPrimary(in, &e) {
+			return e
+		}
 	}
 
 	switch {
@@ -153,6 +167,9 @@ func awaitPromotion(in decideInput, byName map[string]member, e *election) {
 		return
 	}
 	switch {
+	case e.current == "" && target.keptData:
+		e.phase, e.reason = v1alpha1.PostgresInitializing, v1alpha1.PostgresInitializingReason
+		e.message = fmt.Sprintf("Instance %s starts as the first primary, from the data its claim kept", e.target)
 	case e.current == "":
 		e.phase, e.reason = v1alpha1.PostgresInitializing, v1alpha1.PostgresInitializingReason
 		e.message = fmt.Sprintf("Instance %s initializes the database", e.target)
@@ -234,6 +251,70 @@ func watchPrimary(in decideInput, byName map[string]member, e *election) {
 	decideElection(in, byName, e)
 }
 
+// chooseFirstPrimary sets the target of a cluster that never had a primary
+// and reports whether it did. Without a claim kept from an earlier cluster
+// of the name it is the first instance. With kept claims, the first
+// primary is the instance whose data is the most advanced, once every
+// instance with a kept claim has reported what its data holds under this
+// epoch: starting from another would lose what only the most advanced
+// holds, and fork the others' history. An instance that never reports
+// keeps the cluster waiting, and the status names it.
+func chooseFirstPrimary(in decideInput, e *election) bool {
+	var kept, withData []member
+	var waiting []string
+	for _, m := range in.members {
+		if !m.keptData || m.fencedBySpec {
+			continue
+		}
+		kept = append(kept, m)
+		switch {
+		case !m.exists || m.report == nil || m.report.Epoch < e.epoch:
+			waiting = append(waiting, m.name)
+		case m.report.SystemID != "":
+			withData = append(withData, m)
+		}
+	}
+	if len(kept) > 0 && len(waiting) > 0 {
+		if e.electionStarted == nil {
+			now := in.now
+			e.electionStarted = &now
+		}
+		e.phase, e.reason = v1alpha1.PostgresInitializing, v1alpha1.PostgresInitializingReason
+		e.message = fmt.Sprintf("Waiting for %s, whose claims were kept from an earlier PostgresCluster %s, to report their data: "+
+			"the first primary is the instance with the most advanced", strings.Join(waiting, ", "), in.clusterID)
+		e.after = time.Second
+		return false
+	}
+	e.electionStarted = nil
+	if len(withData) == 0 {
+		e.target = instanceName(in.clusterID, 1)
+		return true
+	}
+	slices.SortFunc(withData, moreAdvancedData)
+	e.target = withData[0].name
+	e.event = &transition{reason: "FirstPrimaryChosen", message: fmt.Sprintf(
+		"Instance %s starts as the first primary: its kept data is the most advanced (timeline %d, %s)",
+		e.target, withData[0].report.Timeline, withData[0].report.CheckpointLSN)}
+	return true
+}
+
+// moreAdvancedData orders kept data for the first primary: the latest
+// timeline first; on one timeline a primary's data, the source of all of
+// it, before its standbys'; then the latest checkpoint, then the name.
+func moreAdvancedData(a, b member) int {
+	if c := cmp.Compare(b.report.Timeline, a.report.Timeline); c != 0 {
+		return c
+	}
+	primary := func(m member) int { return boolRank(m.report.StoppedData == v1alpha1.PostgresPrimaryRole) }
+	if c := cmp.Compare(primary(b), primary(a)); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(parseLSN(b.report.CheckpointLSN), parseLSN(a.report.CheckpointLSN)); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.name, b.name)
+}
+
 // startElection begins a failover: no target, a new epoch for the reports.
 func startElection(in decideInput, e *election) {
 	e.target = ""
@@ -309,8 +390,9 @@ func anyReplica(in decideInput, primary string) bool {
 // elsewhere; when the primary runs an older spec (an update, once its
 // replicas are done), the most advanced updated replica; "" for none.
 func switchoverTarget(in decideInput, byName map[string]member, primary member) string {
+	streams := streamsFrom(in, primary)
 	eligible := func(m member) bool {
-		return m.exists && m.reportsReplica() && !m.fenced() && !m.nodeDraining && sameSystem(in.status.SystemID, m)
+		return m.exists && streams(m) && !m.fenced() && !m.nodeDraining && sameSystem(in.status.SystemID, m)
 	}
 	if want := in.spec.Primary; want != "" && want != primary.name {
 		if m, ok := byName[want]; ok && eligible(m) {
@@ -335,15 +417,34 @@ func switchoverTarget(in decideInput, byName map[string]member, primary member) 
 }
 
 // routes decides the role labels: role=primary only on the current primary
-// while it is healthy and the target, role=replica on the ready replicas.
+// while it is healthy and the target, role=replica on the ready replicas
+// (see streamsFrom). The status counts as ready the instances it routes.
 func routes(in decideInput, byName map[string]member, e *election) {
-	if p, ok := byName[e.current]; ok && e.current == e.target && p.exists && p.reportsPrimary() && in.lease.heldBy(p.name, in.now) && !p.fencedBySpec {
+	p := byName[e.current]
+	if e.current != "" && e.current == e.target && p.exists && p.reportsPrimary() && in.lease.heldBy(p.name, in.now) && !p.fencedBySpec {
 		e.primary = p.name
 	}
+	streams := streamsFrom(in, p)
 	for _, m := range in.members {
-		if m.exists && m.reportsReplica() && m.name != e.primary {
+		if m.exists && m.name != e.primary && streams(m) {
 			e.replicas = append(e.replicas, m.name)
 		}
+	}
+}
+
+// streamsFrom tells whether a replica is ready: it reports so and, while
+// primary runs and reports (it exists, reports itself a ready primary and
+// holds the lease), primary lists it among the standbys streaming from
+// it. A replica's own report may be its last before it stopped (its pod
+// lost its node, its manager hangs): the primary's is the one that sees the
+// stream. Without a reporting primary (a failover, a switchover's
+// hand-over) the replica's report is all there is.
+func streamsFrom(in decideInput, primary member) func(member) bool {
+	if primary.name == "" || !primary.exists || !primary.reportsPrimary() || !in.lease.heldBy(primary.name, in.now) {
+		return member.reportsReplica
+	}
+	return func(m member) bool {
+		return m.reportsReplica() && slices.Contains(primary.report.Standbys, m.name)
 	}
 }
 
@@ -381,6 +482,8 @@ func sameSystem(systemID string, m member) bool {
 // describe says what is wrong with a primary, for messages.
 func describe(m member) string {
 	switch {
+	case !m.exists && m.over != "":
+		return "its pod stopped for good (" + m.over + ")"
 	case !m.exists:
 		return "its pod is gone"
 	case m.report == nil:

@@ -1,10 +1,12 @@
 package postgrescluster
 
 import (
+	"encoding/json"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"example.com/platform-operator/api/v1alpha1"
@@ -12,16 +14,51 @@ import (
 
 var t0 = time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
 
-func primaryReport(lsn string) *v1alpha1.PostgresInstanceReport {
-	return &v1alpha1.PostgresInstanceReport{Role: "primary", Ready: true, Timeline: 1, CurrentLSN: lsn, SystemID: "42"}
+// primaryReport is a ready primary's report, with the standbys streaming
+// from it.
+func primaryReport(lsn string, standbys ...string) *v1alpha1.PostgresInstanceReport {
+	return &v1alpha1.PostgresInstanceReport{Role: "primary", Ready: true, Timeline: 1, CurrentLSN: lsn, SystemID: "42", Standbys: standbys}
 }
 
 func replicaReport(epoch int64, timeline int64, received string) *v1alpha1.PostgresInstanceReport {
 	return &v1alpha1.PostgresInstanceReport{Role: "replica", Ready: true, Timeline: timeline, ReceivedLSN: received, ReplayedLSN: received, SystemID: "42", Epoch: epoch}
 }
 
+// stopped is the report of an instance whose kept data is not running.
+func stopped(epoch, timeline int64, data, checkpoint string) *v1alpha1.PostgresInstanceReport {
+	return &v1alpha1.PostgresInstanceReport{StoppedData: data, Timeline: timeline, CheckpointLSN: checkpoint, SystemID: "42", Epoch: epoch}
+}
+
+// kept is an instance whose claim is older than the cluster.
+func kept(name string, r *v1alpha1.PostgresInstanceReport) member {
+	m := up(name, r)
+	m.keptData = true
+	return m
+}
+
 func up(name string, r *v1alpha1.PostgresInstanceReport) member {
 	return member{name: name, exists: true, report: r, current: true}
+}
+
+// podWith is the pod of instance name of the cluster db in phase, with
+// reason, and r in its report annotation when not nil.
+func podWith(name string, phase corev1.PodPhase, reason string, r *v1alpha1.PostgresInstanceReport) *corev1.Pod {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", Annotations: map[string]string{SpecHashAnnotation: "h"}},
+		Status: corev1.PodStatus{Phase: phase, Reason: reason}}
+	if r != nil {
+		data, err := json.Marshal(r)
+		if err != nil {
+			panic(err)
+		}
+		pod.Annotations[v1alpha1.PostgresReportAnnotation] = string(data)
+	}
+	return pod
+}
+
+// evicted is the member observe makes of an instance whose pod the kubelet
+// evicted after r, its last report.
+func evicted(name string, r *v1alpha1.PostgresInstanceReport) member {
+	return memberOf(&v1alpha1.PostgresCluster{ObjectMeta: metav1.ObjectMeta{Name: "db"}}, name, podWith(name, corev1.PodFailed, "Evicted", r), "h")
 }
 
 func held(name string) lease { return lease{holder: name, renewed: t0, duration: 10 * time.Second} }
@@ -56,6 +93,33 @@ func TestDecide(t *testing.T) {
 			wantPhase: v1alpha1.PostgresInitializing, wantTgt: "db-1", wantEpoch: 1,
 		},
 		{
+			name: "made again over kept claims: it waits for every kept instance's report under its epoch",
+			member: []member{kept("db-1", stopped(1, 2, "replica", "0/5000000")), kept("db-2", nil),
+				kept("db-3", stopped(0, 2, "replica", "0/5000000"))},
+			wantPhase: v1alpha1.PostgresInitializing, wantEpoch: 1, wantElection: true,
+		},
+		{
+			name:   "... and, with every report in, starts from the most advanced data: the primary's of the latest timeline",
+			status: v1alpha1.PostgresClusterStatus{PromotionEpoch: 1, ElectionStartedAt: at(0)},
+			member: []member{kept("db-1", stopped(1, 2, "replica", "0/5000000")), kept("db-2", stopped(1, 2, "primary", "0/4000000")),
+				kept("db-3", stopped(1, 1, "primary", "0/9000000"))},
+			now:       time.Minute,
+			wantPhase: v1alpha1.PostgresInitializing, wantTgt: "db-2", wantEpoch: 1, wantEvent: "FirstPrimaryChosen",
+		},
+		{
+			name:   "... or the standby with the latest checkpoint when no primary's data is left",
+			status: v1alpha1.PostgresClusterStatus{PromotionEpoch: 1, ElectionStartedAt: at(0)},
+			member: []member{kept("db-1", stopped(1, 2, "replica", "0/5000000")), kept("db-2", stopped(1, 2, "replica", "0/6000000")),
+				up("db-3", &v1alpha1.PostgresInstanceReport{Epoch: 1})},
+			wantPhase: v1alpha1.PostgresInitializing, wantTgt: "db-2", wantEpoch: 1, wantEvent: "FirstPrimaryChosen",
+		},
+		{
+			name:      "... and the first instance when the kept claims hold no database",
+			status:    v1alpha1.PostgresClusterStatus{PromotionEpoch: 1, ElectionStartedAt: at(0)},
+			member:    []member{kept("db-1", &v1alpha1.PostgresInstanceReport{Epoch: 1}), up("db-2", nil)},
+			wantPhase: v1alpha1.PostgresInitializing, wantTgt: "db-1", wantEpoch: 1,
+		},
+		{
 			name:      "the first primary reports: it is current, no event",
 			status:    v1alpha1.PostgresClusterStatus{TargetPrimary: "db-1", PromotionEpoch: 1},
 			member:    []member{up("db-1", primaryReport("0/3000000")), up("db-2", nil), up("db-3", nil)},
@@ -71,7 +135,22 @@ func TestDecide(t *testing.T) {
 		{
 			name:      "healthy: the primary and the streaming replicas are routed",
 			status:    healthyStatus(),
-			member:    []member{up("db-1", primaryReport("0/3000000")), up("db-2", replicaReport(1, 1, "0/3000000")), up("db-3", &v1alpha1.PostgresInstanceReport{Role: "replica", SystemID: "42"})},
+			member:    []member{up("db-1", primaryReport("0/3000000", "db-2")), up("db-2", replicaReport(1, 1, "0/3000000")), up("db-3", &v1alpha1.PostgresInstanceReport{Role: "replica", SystemID: "42"})},
+			lease:     held("db-1"),
+			wantPhase: v1alpha1.PostgresHealthy, wantCurrent: "db-1", wantTgt: "db-1", wantEpoch: 1, wantPrimary: "db-1", wantReplicas: []string{"db-2"},
+		},
+		{
+			name:   "a replica whose report says ready but that the primary does not list is neither routed nor counted",
+			status: healthyStatus(),
+			member: []member{up("db-1", primaryReport("0/3000000", "db-2")), up("db-2", replicaReport(1, 1, "0/3000000")),
+				up("db-3", replicaReport(1, 1, "0/2000000"))},
+			lease:     held("db-1"),
+			wantPhase: v1alpha1.PostgresHealthy, wantCurrent: "db-1", wantTgt: "db-1", wantEpoch: 1, wantPrimary: "db-1", wantReplicas: []string{"db-2"},
+		},
+		{
+			name:      "an evicted replica's pod is over: its last report, ready, counts for nothing, even before the primary notices",
+			status:    healthyStatus(),
+			member:    []member{up("db-1", primaryReport("0/3000000", "db-2", "db-3")), up("db-2", replicaReport(1, 1, "0/3000000")), evicted("db-3", replicaReport(1, 1, "0/3000000"))},
 			lease:     held("db-1"),
 			wantPhase: v1alpha1.PostgresHealthy, wantCurrent: "db-1", wantTgt: "db-1", wantEpoch: 1, wantPrimary: "db-1", wantReplicas: []string{"db-2"},
 		},
@@ -120,7 +199,7 @@ func TestDecide(t *testing.T) {
 		{
 			name:   "the elected replica promoted: it is the primary",
 			status: v1alpha1.PostgresClusterStatus{CurrentPrimary: "db-1", TargetPrimary: "db-2", PromotionEpoch: 2, ElectionStartedAt: at(0), SystemID: "42"},
-			member: []member{{name: "db-1"}, up("db-2", &v1alpha1.PostgresInstanceReport{Role: "primary", Ready: true, Timeline: 2, SystemID: "42", Epoch: 2}),
+			member: []member{{name: "db-1"}, up("db-2", &v1alpha1.PostgresInstanceReport{Role: "primary", Ready: true, Timeline: 2, SystemID: "42", Epoch: 2, Standbys: []string{"db-3"}}),
 				up("db-3", replicaReport(2, 2, "0/3000100"))},
 			lease:     held("db-2"),
 			now:       2 * time.Second,
@@ -166,10 +245,18 @@ func TestDecide(t *testing.T) {
 			name:      "spec.primary switches over to a ready replica",
 			spec:      &v1alpha1.PostgresClusterSpec{Instances: 2, Primary: "db-2"},
 			status:    healthyStatus(),
-			member:    []member{up("db-1", primaryReport("0/3000000")), up("db-2", replicaReport(1, 1, "0/3000000"))},
+			member:    []member{up("db-1", primaryReport("0/3000000", "db-2")), up("db-2", replicaReport(1, 1, "0/3000000"))},
 			lease:     held("db-1"),
 			wantPhase: v1alpha1.PostgresSwitchingOver, wantCurrent: "db-1", wantTgt: "db-2", wantEpoch: 2, wantEvent: "SwitchoverStarted",
 			wantReplicas: []string{"db-2"},
+		},
+		{
+			name:      "... not to one that says it streams but that the primary does not list",
+			spec:      &v1alpha1.PostgresClusterSpec{Instances: 2, Primary: "db-2"},
+			status:    healthyStatus(),
+			member:    []member{up("db-1", primaryReport("0/3000000")), up("db-2", replicaReport(1, 1, "0/3000000"))},
+			lease:     held("db-1"),
+			wantPhase: v1alpha1.PostgresHealthy, wantCurrent: "db-1", wantTgt: "db-1", wantEpoch: 1, wantPrimary: "db-1",
 		},
 		{
 			name:      "... not to one that does not stream",
@@ -182,7 +269,7 @@ func TestDecide(t *testing.T) {
 		{
 			name:   "a drain of the primary's node switches over to a replica elsewhere",
 			status: healthyStatus(),
-			member: []member{{name: "db-1", exists: true, nodeDraining: true, report: primaryReport("0/3000000")},
+			member: []member{{name: "db-1", exists: true, nodeDraining: true, report: primaryReport("0/3000000", "db-2", "db-3")},
 				{name: "db-2", exists: true, nodeDraining: true, report: replicaReport(1, 1, "0/3000000")}, up("db-3", replicaReport(1, 1, "0/2000000"))},
 			lease:     held("db-1"),
 			wantPhase: v1alpha1.PostgresSwitchingOver, wantCurrent: "db-1", wantTgt: "db-3", wantEpoch: 2, wantEvent: "SwitchoverStarted",
@@ -218,6 +305,21 @@ func TestDecide(t *testing.T) {
 			wantPhase: v1alpha1.PostgresDegraded, wantCurrent: "db-1", wantTgt: "db-1", wantEpoch: 2,
 		},
 		{
+			name:      "an election whose only replica's pod was evicted does not wait for its old report: it gives the place back",
+			status:    v1alpha1.PostgresClusterStatus{CurrentPrimary: "db-1", PromotionEpoch: 2, ElectionStartedAt: at(0), SystemID: "42"},
+			member:    []member{evicted("db-1", primaryReport("0/3000000", "db-2")), evicted("db-2", replicaReport(1, 1, "0/3000000"))},
+			now:       electionTimeout,
+			wantPhase: v1alpha1.PostgresDegraded, wantCurrent: "db-1", wantTgt: "db-1", wantEpoch: 2,
+		},
+		{
+			name:      "the primary's pod and its only replica's were evicted: no failover, the primary waits to start again",
+			status:    healthyStatus(),
+			member:    []member{evicted("db-1", primaryReport("0/3000000", "db-2")), evicted("db-2", replicaReport(1, 1, "0/3000000"))},
+			lease:     held("db-1"),
+			now:       11 * time.Second,
+			wantPhase: v1alpha1.PostgresDegraded, wantCurrent: "db-1", wantTgt: "db-1", wantEpoch: 1,
+		},
+		{
 			name:      "hibernated: nothing runs, the primary is remembered",
 			spec:      &v1alpha1.PostgresClusterSpec{Instances: 2, Hibernate: true},
 			status:    healthyStatus(),
@@ -245,6 +347,32 @@ func TestDecide(t *testing.T) {
 				g.Expect(e.event).NotTo(BeNil())
 				g.Expect(e.event.reason).To(Equal(tc.wantEvent))
 			}
+		})
+	}
+}
+
+// An instance whose pod is over (phase Failed or Succeeded) does not run:
+// decide sees neither it nor its last report.
+func TestMemberOf(t *testing.T) {
+	pg := &v1alpha1.PostgresCluster{ObjectMeta: metav1.ObjectMeta{Name: "db"}}
+	deleting := podWith("db-2", corev1.PodRunning, "", replicaReport(1, 1, "0/3000000"))
+	deleting.DeletionTimestamp = at(0)
+	for name, tc := range map[string]struct {
+		pod  *corev1.Pod
+		want member
+	}{
+		"running": {podWith("db-2", corev1.PodRunning, "", replicaReport(1, 1, "0/3000000")),
+			member{name: "db-2", exists: true, current: true, report: replicaReport(1, 1, "0/3000000")}},
+		"pending, not reported yet": {podWith("db-2", corev1.PodPending, "", nil), member{name: "db-2", exists: true, current: true}},
+		"no pod":                    {nil, member{name: "db-2"}},
+		"being deleted":             {deleting, member{name: "db-2"}},
+		"evicted (phase Failed)": {podWith("db-2", corev1.PodFailed, "Evicted", replicaReport(1, 1, "0/3000000")),
+			member{name: "db-2", over: "phase Failed, reason Evicted"}},
+		"stopped (phase Succeeded)": {podWith("db-2", corev1.PodSucceeded, "", replicaReport(1, 1, "0/3000000")),
+			member{name: "db-2", over: "phase Succeeded"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			NewWithT(t).Expect(memberOf(pg, "db-2", tc.pod, "h")).To(Equal(tc.want))
 		})
 	}
 }

@@ -36,16 +36,12 @@ func appSecret(pg *v1alpha1.PostgresCluster) string {
 
 func generatedAppSecret(pg *v1alpha1.PostgresCluster) string { return pg.Name + "-app" }
 
-// initDB is the bootstrap's initdb with its defaults.
+// initDB is the bootstrap's initdb with its defaults; for a cluster
+// restored from a backup, the owner and database the backup holds.
 func initDB(pg *v1alpha1.PostgresCluster) v1alpha1.PostgresInitDB {
-	out := v1alpha1.PostgresInitDB{Database: "app", Owner: "app"}
+	out := v1alpha1.PostgresInitDB{}
+	out.Owner, out.Database = pg.Spec.Bootstrap.ApplicationOwner()
 	if b := pg.Spec.Bootstrap; b != nil && b.InitDB != nil {
-		if b.InitDB.Database != "" {
-			out.Database = b.InitDB.Database
-		}
-		if b.InitDB.Owner != "" {
-			out.Owner = b.InitDB.Owner
-		}
 		out.SecretName = b.InitDB.SecretName
 	}
 	return out

@@ -65,14 +65,9 @@ func (r *Reconciler) observe(ctx context.Context, pg *v1alpha1.PostgresCluster, 
 
 	for n := 1; n <= highest; n++ {
 		name := instanceName(pg.Name, n)
-		m := member{name: name, fencedBySpec: fencedOnPurpose(pg, name)}
-		if pod := obs.pods[name]; pod != nil && pod.DeletionTimestamp.IsZero() {
-			m.exists = true
-			m.report = reportOf(pod)
-			m.current = pod.Annotations[SpecHashAnnotation] == desiredHash[name]
-			if m.report != nil && m.report.Node != "" {
-				m.nodeDraining = r.nodeCordoned(ctx, m.report.Node)
-			}
+		m := memberOf(pg, name, obs.pods[name], desiredHash[name])
+		if m.report != nil && m.report.Node != "" {
+			m.nodeDraining = r.nodeCordoned(ctx, m.report.Node)
 		}
 		// An instance beyond spec.instances is leaving: a primary hands
 		// over as from a drained node.
@@ -82,6 +77,57 @@ func (r *Reconciler) observe(ctx context.Context, pg *v1alpha1.PostgresCluster, 
 		obs.members = append(obs.members, m)
 	}
 	return obs, nil
+}
+
+// memberOf is what the pod of instance name tells of it, but for its
+// node's drain: that it runs, its report, whether it runs the spec of hash.
+// An instance without a pod, or whose pod is being deleted, does not run;
+// nor does one whose pod is over (phase Failed or Succeeded: evicted under
+// node pressure, stopped by a node's shutdown), which nothing restarts and
+// whose report, its last before it stopped, says nothing of now.
+func memberOf(pg *v1alpha1.PostgresCluster, name string, pod *corev1.Pod, hash string) member {
+	m := member{name: name, fencedBySpec: fencedOnPurpose(pg, name)}
+	if pod == nil || !pod.DeletionTimestamp.IsZero() {
+		return m
+	}
+	if how, over := podOver(pod); over {
+		m.over = how
+		return m
+	}
+	m.exists = true
+	m.report = reportOf(pod)
+	m.current = pod.Annotations[SpecHashAnnotation] == hash
+	return m
+}
+
+// podOver tells whether pod is over: phase Failed or Succeeded, every
+// container stopped for good. A pod the operator makes restarts its
+// containers itself, so it ends only when the node gives it up: evicted
+// under pressure, or stopped by a graceful node shutdown, which leave it in
+// place without a deletionTimestamp. how says so for messages: "phase
+// Failed, reason Evicted".
+func podOver(pod *corev1.Pod) (how string, over bool) {
+	switch pod.Status.Phase {
+	case corev1.PodFailed, corev1.PodSucceeded:
+	default:
+		return "", false
+	}
+	how = "phase " + string(pod.Status.Phase)
+	if pod.Status.Reason != "" {
+		how += ", reason " + pod.Status.Reason
+	}
+	return how, true
+}
+
+// setClaims records the instances' claims, and which of them are older
+// than the cluster: kept from an earlier PostgresCluster of the name.
+func (obs *observation) setClaims(pg *v1alpha1.PostgresCluster, claims map[string]*corev1.PersistentVolumeClaim) {
+	obs.claims = claims
+	for i, m := range obs.members {
+		if claim := claims[m.name]; claim != nil && claim.CreationTimestamp.Before(&pg.CreationTimestamp) {
+			obs.members[i].keptData = true
+		}
+	}
 }
 
 // nodeCordoned tells whether a node is marked unschedulable: a drain has

@@ -17,7 +17,8 @@ import (
 )
 
 // ensurePods makes the pods match the spec and the election: a pod for
-// each instance that has a claim, none while hibernated, none beyond
+// each instance that has a claim, none while hibernated, a pod that is over
+// (evicted, stopped by a node's shutdown) replaced, none beyond
 // spec.instances once it no longer holds the primary, pods of an older spec
 // replaced one at a time (replicas first; decide hands the primary over
 // before its turn), and the role labels that route CLUSTER-rw and
@@ -28,6 +29,20 @@ func (r *Reconciler) ensurePods(ctx context.Context, pg *v1alpha1.PostgresCluste
 			r.deletePod(ctx, pg, pod, "the cluster hibernates", out)
 		}
 		return
+	}
+	// A pod that is over never runs again: nothing restarts a standalone
+	// pod. It goes, whatever the instance's role (its PostgreSQL stopped
+	// with it), and the next reconcile makes it again on its claim. A
+	// running pod never goes here, the primary's least of all.
+	over := map[string]bool{}
+	for name, pod := range obs.pods {
+		if how, ok := podOver(pod); ok && pod.DeletionTimestamp.IsZero() {
+			over[name] = true
+			if r.removePod(ctx, pod, out) {
+				r.Recorder.Eventf(pg, pod, corev1.EventTypeWarning, "InstanceFailed", "Delete",
+					"Pod %s stopped for good (%s): replaced; its claim is kept", name, how)
+			}
+		}
 	}
 	for n := 1; n <= int(pg.Spec.Instances); n++ {
 		name := instanceName(pg.Name, n)
@@ -58,7 +73,7 @@ func (r *Reconciler) ensurePods(ctx context.Context, pg *v1alpha1.PostgresCluste
 
 	holdsPrimary := func(name string) bool { return name == e.current || name == e.target }
 	for name, pod := range obs.pods {
-		if ordinalOf(pg.Name, name) > int(pg.Spec.Instances) && !holdsPrimary(name) {
+		if ordinalOf(pg.Name, name) > int(pg.Spec.Instances) && !holdsPrimary(name) && !over[name] {
 			r.deletePod(ctx, pg, pod, "spec.instances no longer counts it", out)
 		}
 	}
@@ -95,16 +110,24 @@ func nextOutdated(pg *v1alpha1.PostgresCluster, obs *observation, e election) *c
 }
 
 func (r *Reconciler) deletePod(ctx context.Context, pg *v1alpha1.PostgresCluster, pod *corev1.Pod, why string, out *outcome) {
+	if r.removePod(ctx, pod, out) {
+		r.Recorder.Eventf(pg, pod, corev1.EventTypeNormal, "InstanceDeleted", "Delete", "Pod %s deleted: %s; its claim is kept", pod.Name, why)
+	}
+}
+
+// removePod deletes pod, the one that was seen (its UID), unless it is
+// being deleted already, and tells whether it did.
+func (r *Reconciler) removePod(ctx context.Context, pod *corev1.Pod, out *outcome) bool {
 	if !pod.DeletionTimestamp.IsZero() {
-		return
+		return false
 	}
 	uid := pod.UID
 	if err := r.Client.Delete(ctx, pod, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
 		out.add(fmt.Errorf("delete Pod %s: %w", pod.Name, err), false)
-		return
+		return false
 	}
 	children.CountWrite(kind, "Pod", "delete")
-	r.Recorder.Eventf(pg, pod, corev1.EventTypeNormal, "InstanceDeleted", "Delete", "Pod %s deleted: %s; its claim is kept", pod.Name, why)
+	return true
 }
 
 // routePods puts the role labels where the election says: role=primary on

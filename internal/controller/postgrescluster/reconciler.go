@@ -9,6 +9,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -125,7 +126,14 @@ func (r *Reconciler) Sync(ctx context.Context, pg *v1alpha1.PostgresCluster) kit
 	if err != nil {
 		return kit.Outcome[v1alpha1.PostgresClusterStatus]{Err: err}
 	}
-	obs.claims = claims
+	obs.setClaims(pg, claims)
+	for _, m := range obs.members {
+		if m.report != nil && m.report.ParametersRefused != "" {
+			// Its PostgreSQL would not start with them: it keeps its
+			// configuration.
+			out.report(v1alpha1.PostgresInvalidSpecReason, fmt.Sprintf("Instance %s: %s", m.name, m.report.ParametersRefused))
+		}
+	}
 	now := r.Clock.Now()
 	e := decide(decideInput{spec: pg.Spec, status: pg.Status, clusterID: pg.Name, members: obs.members, lease: obs.lease, now: now})
 	r.ensurePods(ctx, pg, obs, e, opts, &out)

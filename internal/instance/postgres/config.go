@@ -2,8 +2,6 @@ package postgres
 
 import (
 	"fmt"
-	"maps"
-	"slices"
 	"strconv"
 	"strings"
 )
@@ -30,7 +28,8 @@ type Settings struct {
 	// SuperuserAccess lets the postgres role log in over the network (with
 	// its password). Without it, only the local socket reaches it.
 	SuperuserAccess bool
-	// Parameters are the user's parameters, checked by ValidateParameters.
+	// Parameters are the user's parameters, checked by ValidateParameters,
+	// and by CheckParameters before a new set of them is written.
 	Parameters map[string]string
 }
 
@@ -147,10 +146,19 @@ func RenderConfig(c Config) (string, error) {
 		fmt.Fprintf(&b, "%s = %s\n", kv[0], quoteConfValue(kv[1]))
 	}
 	if len(c.Parameters) > 0 {
-		b.WriteString("# Parameters of the cluster's spec\n")
-		for _, name := range slices.Sorted(maps.Keys(c.Parameters)) {
-			fmt.Fprintf(&b, "%s = %s\n", strings.ToLower(name), quoteConfValue(c.Parameters[name]))
-		}
+		b.WriteString(parametersHeader)
+		b.WriteString(renderParameters(c.Parameters))
 	}
 	return b.String(), nil
+}
+
+// parametersHeader starts the user's parameters in operator.conf, which
+// end with the file.
+const parametersHeader = "# Parameters of the cluster's spec\n"
+
+// userParameters is the user's part of operator.conf, as RenderConfig
+// wrote it.
+func userParameters(conf string) string {
+	_, params, _ := strings.Cut(conf, parametersHeader)
+	return params
 }

@@ -38,7 +38,9 @@ func (c Change) String() string {
 
 // ConfigurePrimary writes the configuration of a primary: operator.conf
 // from Settings without primary_conninfo, pg_hba.conf, and no
-// standby.signal. Call it again whenever Settings change. On a running
+// standby.signal. Call it again whenever Settings change. It writes
+// nothing when Settings.Parameters differ from those written and
+// CheckParameters refuses them, and returns its error. On a running
 // standby, the RestartNeeded it reports means a restart that ends recovery
 // on a new timeline: promote with Promote instead.
 func (i *Instance) ConfigurePrimary() (Change, error) {
@@ -59,7 +61,8 @@ func (i *Instance) ConfigurePrimary() (Change, error) {
 // and standby.signal. primary must carry a PassFile, not a Password. In
 // PostgreSQL 15 primary_conninfo is reloadable: following a new primary
 // needs only a reload; a running primary becoming a standby needs a
-// restart (and usually a Rewind before it).
+// restart (and usually a Rewind before it). Like ConfigurePrimary, it
+// writes nothing when CheckParameters refuses new Settings.Parameters.
 func (i *Instance) ConfigureStandby(primary ConnInfo) (Change, error) {
 	if err := i.validate(); err != nil {
 		return NoChange, err
@@ -93,6 +96,13 @@ func (i *Instance) configure(dataDir string, primary *ConnInfo) (Change, error) 
 	oldConf, err := readOptional(confPath)
 	if err != nil {
 		return NoChange, err
+	}
+	if userParameters(oldConf) != userParameters(conf) {
+		// Parameters postgres refuses would stop it from starting again:
+		// the files stay as they are.
+		if err := i.CheckParameters(cfg.Parameters); err != nil {
+			return NoChange, err
+		}
 	}
 	oldHBA, err := readOptional(hbaPath)
 	if err != nil {
@@ -144,6 +154,26 @@ func (i *Instance) configure(dataDir string, primary *ConnInfo) (Change, error) 
 		return ReloadNeeded, nil
 	}
 	return NoChange, nil
+}
+
+// WrittenParameters are the user's parameters that operator.conf holds,
+// names in lower case: those PostgreSQL runs with, or will at its next
+// start; nil when there is no operator.conf.
+func (i *Instance) WrittenParameters() (map[string]string, error) {
+	path := filepath.Join(i.DataDir, ownedConfFile)
+	conf, err := readOptional(path)
+	if err != nil || conf == "" {
+		return nil, err
+	}
+	out := map[string]string{}
+	for name, quoted := range parseOwnedConf(userParameters(conf)) {
+		v, err := unquoteConfValue(quoted)
+		if err != nil {
+			return nil, fmt.Errorf("read %s: parameter %s: %w", path, name, err)
+		}
+		out[name] = v
+	}
+	return out, nil
 }
 
 // ensureIncluded appends the include of operator.conf to postgresql.conf

@@ -14,9 +14,19 @@ const describeConfigSample = "work_mem\tuser\tResource Usage / Memory\tINTEGER\t
 	"shared_buffers\tpostmaster\tResource Usage / Memory\tINTEGER\t1024\t16\t1073741823\tSets the number of shared memory buffers.\t\n" +
 	"primary_conninfo\tsighup\tReplication / Standby Servers\tSTRING\t\t\t\tSets the connection string.\t\n"
 
+// acceptedBy records, as CheckParameters would, that the PostgreSQL of
+// binDir takes params, and returns them.
+func acceptedBy(binDir string, params map[string]string) map[string]string {
+	checkedParameters.Lock()
+	defer checkedParameters.Unlock()
+	checkedParameters.m[binDir+"\x00"+renderParameters(params)] = nil
+	return params
+}
+
 // TestConfigureChanges follows an instance's owned files through role and
-// settings changes, and what each change needs, without a server: the
-// parameters' contexts come from a sample of postgres --describe-config.
+// settings changes, and what each change needs, without a server nor
+// PostgreSQL: the parameters' contexts come from a sample of postgres
+// --describe-config, and their check is taken as passed.
 func TestConfigureChanges(t *testing.T) {
 	binDir := filepath.Join(t.TempDir(), "bin")
 	contextsByBinDir.Store(binDir, parseDescribeConfig(describeConfigSample))
@@ -37,15 +47,15 @@ func TestConfigureChanges(t *testing.T) {
 		{"first configuration: the include appears", inst.ConfigurePrimary, RestartNeeded, false},
 		{"same again", inst.ConfigurePrimary, NoChange, false},
 		{"a user-context parameter", func() (Change, error) {
-			inst.Settings.Parameters = map[string]string{"work_mem": "8MB"}
+			inst.Settings.Parameters = acceptedBy(binDir, map[string]string{"work_mem": "8MB"})
 			return inst.ConfigurePrimary()
 		}, ReloadNeeded, false},
 		{"a postmaster parameter", func() (Change, error) {
-			inst.Settings.Parameters = map[string]string{"work_mem": "8MB", "shared_buffers": "1GB"}
+			inst.Settings.Parameters = acceptedBy(binDir, map[string]string{"work_mem": "8MB", "shared_buffers": "1GB"})
 			return inst.ConfigurePrimary()
 		}, RestartNeeded, false},
 		{"an extension's parameter, unknown to postgres", func() (Change, error) {
-			inst.Settings.Parameters = map[string]string{"work_mem": "8MB", "shared_buffers": "1GB", "pg_stat_statements.max": "100"}
+			inst.Settings.Parameters = acceptedBy(binDir, map[string]string{"work_mem": "8MB", "shared_buffers": "1GB", "pg_stat_statements.max": "100"})
 			return inst.ConfigurePrimary()
 		}, RestartNeeded, false},
 		{"primary becomes standby", func() (Change, error) { return inst.ConfigureStandby(primary) }, RestartNeeded, true},

@@ -95,5 +95,28 @@ func TestQuoteConfValue(t *testing.T) {
 		if got := quoteConfValue(in); got != want {
 			t.Errorf("quoteConfValue(%q) = %s, want %s", in, got, want)
 		}
+		if back, err := unquoteConfValue(want); err != nil || back != in {
+			t.Errorf("unquoteConfValue(%s) = %q, %v; want %q", want, back, err, in)
+		}
+	}
+	for _, bad := range []string{"", "on", "'a'b'", `'a\b'`} {
+		if _, err := unquoteConfValue(bad); err == nil {
+			t.Errorf("unquoteConfValue(%s) succeeded", bad)
+		}
+	}
+}
+
+// TestRefusalReason keeps of what postgres -C says of a refused file what
+// concerns the user's lines, without the scratch file's name.
+func TestRefusalReason(t *testing.T) {
+	said := `2026-12-06 03:49:15.052 GMT [17308] LOG:  skipping missing configuration file "/d/.data.parameters-1/postgresql.auto.conf"
+2026-12-06 03:49:15.052 GMT [17308] LOG:  unrecognized configuration parameter "shared_bufers" in file "/d/.data.parameters-1/postgresql.conf" line 1
+2026-12-06 03:49:15.052 GMT [17308] LOG:  invalid value for parameter "work_mem": "8XB"
+2026-12-06 03:49:15.052 GMT [17308] HINT:  Valid units for this parameter are "B", "kB", "MB", "GB", and "TB".
+2026-12-06 03:49:15.052 GMT [17308] FATAL:  configuration file "/d/.data.parameters-1/postgresql.conf" contains errors
+`
+	want := `unrecognized configuration parameter "shared_bufers"; invalid value for parameter "work_mem": "8XB" (Valid units for this parameter are "B", "kB", "MB", "GB", and "TB".)`
+	if got := refusalReason(said); got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
 	}
 }

@@ -260,3 +260,18 @@ func tail(path string, n int) string {
 	}
 	return strings.Join(lines, "\n")
 }
+
+// Setting is the value of parameter name in a new session of inst.
+func Setting(ctx context.Context, t testing.TB, inst *postgres.Instance, name string) string {
+	t.Helper()
+	conn, err := inst.Connect(ctx, "postgres")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	var v string
+	if err := conn.QueryRow(ctx, "SELECT current_setting($1)", name).Scan(&v); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}

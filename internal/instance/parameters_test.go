@@ -1,0 +1,110 @@
+package instance
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr/testr"
+
+	"example.com/platform-operator/api/v1alpha1"
+	"example.com/platform-operator/internal/instance/postgres"
+	"example.com/platform-operator/internal/instance/postgres/postgrestest"
+)
+
+// A typo in spec.parameters reaches a running primary: it neither restarts
+// nor reloads, its configuration stays as it was (for a manager that
+// restarts too), and what it reports names the refused parameter. Once
+// the spec is right again, the change applies.
+func TestRefusedParametersKeepThePrimaryRunning(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	inst := postgrestest.NewInstance(t, "pg-1")
+	if err := inst.InitDB(ctx, postgres.InitOptions{ReplicationPassword: "repl"}); err != nil {
+		t.Fatal(err)
+	}
+	m := &Manager{pg: inst, log: testr.New(t), proc: postgrestest.Start(ctx, t, inst)}
+	pg := &v1alpha1.PostgresCluster{}
+	pg.Name = "pg"
+	pg.Spec.Instances = 1
+	pg.Spec.Parameters = map[string]string{"work_mem": "8MB"}
+	m.applySettings(pg)
+	if err := m.do(ctx, stepRun, pg, view{}); err != nil {
+		t.Fatalf("valid parameters: %v", err)
+	}
+	waitSetting(ctx, t, inst, "work_mem", "8MB")
+	proc := m.proc
+	confPath := filepath.Join(inst.DataDir, "operator.conf")
+	before, err := os.ReadFile(confPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	for _, params := range []map[string]string{
+		{"work_mem": "16MB", "shared_bufers": "1GB"},
+		{"work_mem": "16MB", "shared_buffers": "lots"},
+	} {
+		pg.Spec.Parameters = params
+		refused := "shared_bufers"
+		if _, ok := params["shared_buffers"]; ok {
+			refused = "shared_buffers"
+		}
+		// A manager that restarted knows only the files.
+		restarted := *inst
+		restarted.Settings = postgres.Settings{}
+		for _, m := range []*Manager{m, {pg: &restarted, log: testr.New(t), proc: proc}} {
+			m.applySettings(pg)
+			if m.proc != proc {
+				t.Fatalf("spec.parameters.%s: PostgreSQL was stopped", refused)
+			}
+			select {
+			case <-proc.Exited():
+				t.Fatalf("spec.parameters.%s: PostgreSQL exited", refused)
+			default:
+			}
+			if after, err := os.ReadFile(confPath); err != nil || string(after) != string(before) {
+				t.Errorf("spec.parameters.%s: operator.conf changed (%v):\n%s", refused, err, after)
+			}
+			// What the report carries: the step and its error.
+			err := m.do(ctx, stepRun, pg, view{})
+			if err == nil {
+				t.Fatalf("spec.parameters.%s: no error reported", refused)
+			}
+			if msg := stepRun.String() + ": " + err.Error(); !strings.Contains(msg, "spec.parameters."+refused+": ") ||
+				strings.Contains(msg, "spec.parameters.work_mem") {
+				t.Errorf("the report does not name spec.parameters.%s alone: %s", refused, msg)
+			} else {
+				t.Logf("Reported: %s", msg)
+			}
+		}
+	}
+	if got := postgrestest.Setting(ctx, t, inst, "work_mem"); got != "8MB" {
+		t.Errorf("work_mem is %s, want the 8MB it had", got)
+	}
+
+	pg.Spec.Parameters = map[string]string{"work_mem": "16MB"}
+	m.applySettings(pg)
+	if err := m.do(ctx, stepRun, pg, view{}); err != nil {
+		t.Errorf("valid parameters again: %v", err)
+	}
+	waitSetting(ctx, t, inst, "work_mem", "16MB")
+	if m.proc != proc {
+		t.Error("a reloadable parameter restarted PostgreSQL")
+	}
+}
+
+// waitSetting waits until a reload shows in new sessions.
+func waitSetting(ctx context.Context, t *testing.T, inst *postgres.Instance, name, want string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for got := postgrestest.Setting(ctx, t, inst, name); got != want; got = postgrestest.Setting(ctx, t, inst, name) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s is %s, want %s", name, got, want)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
