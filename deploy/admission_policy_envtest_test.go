@@ -47,6 +47,8 @@ type policyEnv struct {
 	admin, operator client.Client
 	// user is jane, an ordinary user: her rights are a test's to grant.
 	user client.Client
+	// as makes a client of another identity, by impersonation.
+	as func(rest.ImpersonationConfig) client.Client
 }
 
 // startPolicyEnv starts kube-apiserver (envtest, with RBAC and
@@ -117,7 +119,16 @@ func startPolicyEnv(t *testing.T) *policyEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &policyEnv{admin: admin, operator: operator, user: user}
+	impersonating := func(who rest.ImpersonationConfig) client.Client {
+		config := rest.CopyConfig(cfg)
+		config.Impersonate = who
+		c, err := client.New(config, client.Options{Scheme: scheme})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	return &policyEnv{admin: admin, operator: operator, user: user, as: impersonating}
 }
 
 func readObjects(t *testing.T, path string) []*unstructured.Unstructured {

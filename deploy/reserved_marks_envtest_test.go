@@ -12,6 +12,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tenantv1 "example.com/platform-operator/api/v1alpha1"
@@ -230,4 +232,57 @@ func TestPostgresClusterNamesOnlySecretsItsAuthorMayRead(t *testing.T) {
 	g.Expect(e.user.Update(ctx, changed, client.DryRunAll)).To(Succeed(), "nor is a change to name it refused")
 	g.Expect(e.user.Create(ctx, naming("db", "bound"), client.DryRunAll)).To(MatchError(ContainSubstring("rule user-secrets")),
 		"another Secret still")
+}
+
+// The token of a PostgresCluster's instance, bound to its pod db-3, may
+// write its report on that pod and nothing else: not another pod its Role
+// names (here one of another application, named like the cluster's), nor
+// its own pod's spec (base/reserved_marks_policy.yaml, rule own-pod).
+func TestInstanceManagersChangeOnlyTheirOwnPod(t *testing.T) {
+	e := startPolicyEnv(t)
+	g := NewWithT(t)
+	ctx := t.Context()
+	const ns = "shop"
+	g.Expect(e.admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+	pod := func(name string, labels map[string]string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: meta(ns, name, labels),
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "postgres:15"}}}}
+	}
+	g.Expect(e.admin.Create(ctx, pod("db-3", map[string]string{tenantv1.PostgresClusterLabel: "db"}))).To(Succeed())
+	g.Expect(e.admin.Create(ctx, pod("db-1", map[string]string{"app": "another"}))).To(Succeed())
+	g.Expect(e.admin.Create(ctx, &rbacv1.Role{ObjectMeta: meta(ns, "db-instance", nil), Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"pods"}, ResourceNames: []string{"db-1", "db-2", "db-3"}, Verbs: []string{"get", "patch"}},
+	}})).To(Succeed())
+	g.Expect(e.admin.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: meta(ns, "db-instance", nil),
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "db-instance"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "db-instance", Namespace: ns}},
+	})).To(Succeed())
+	instance := e.as(rest.ImpersonationConfig{
+		UserName: "system:serviceaccount:" + ns + ":db-instance",
+		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"},
+		Extra:    map[string][]string{"authentication.kubernetes.io/pod-name": {"db-3"}},
+	})
+	annotate := func(name string) error {
+		patch := []byte(`{"metadata":{"annotations":{"example.com/instance-report":"{}"}}}`)
+		return instance.Patch(ctx, &corev1.Pod{ObjectMeta: meta(ns, name, nil)}, client.RawPatch(types.MergePatchType, patch), client.DryRunAll)
+	}
+	refused := func(err error, what string) {
+		t.Helper()
+		g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "%s: want 403 Forbidden, got %v", what, err)
+		g.Expect(err).To(MatchError(ContainSubstring("rule own-pod")), what)
+	}
+
+	// The policy is in force a moment after its creation.
+	g.Eventually(func() error { return annotate("db-1") }).WithTimeout(30*time.Second).
+		Should(MatchError(ContainSubstring("platform-operator-instance-managers")), "the policy is in force")
+	refused(annotate("db-1"), "another application's pod its Role names")
+	g.Expect(annotate("db-3")).To(Succeed(), "its report on its own pod")
+	image := []byte(`{"spec":{"containers":[{"name":"c","image":"registry.example/mine:1"}]}}`)
+	refused(instance.Patch(ctx, &corev1.Pod{ObjectMeta: meta(ns, "db-3", nil)}, client.RawPatch(types.StrategicMergePatchType, image), client.DryRunAll),
+		"its own pod's image")
+	// The same account's token bound to no pod is RBAC's alone.
+	unbound := e.as(rest.ImpersonationConfig{UserName: "system:serviceaccount:" + ns + ":db-instance",
+		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"}})
+	patch := []byte(`{"metadata":{"annotations":{"note":"x"}}}`)
+	g.Expect(unbound.Patch(ctx, &corev1.Pod{ObjectMeta: meta(ns, "db-1", nil)}, client.RawPatch(types.MergePatchType, patch), client.DryRunAll)).To(Succeed())
 }

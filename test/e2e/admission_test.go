@@ -28,6 +28,7 @@ const (
 	policyName              = "platform-operator-guardrails"
 	reservedMarksPolicyName = "platform-operator-reserved-marks"
 	postgresNamesPolicyName = "platform-operator-postgrescluster-secrets"
+	instancePolicyName      = "platform-operator-instance-managers"
 )
 
 // asOperator returns a client that impersonates the operator's
@@ -111,7 +112,7 @@ func TestAdmissionPolicyLimitsTheOperator(t *testing.T) {
 	}).WithTimeout(30*time.Second).Should(MatchError(ContainSubstring(policyName)), "the policy is in force")
 	// Every expression type-checks against the schemas of what it matches
 	// (the controller-manager writes the result).
-	for _, name := range []string{policyName, reservedMarksPolicyName, postgresNamesPolicyName} {
+	for _, name := range []string{policyName, reservedMarksPolicyName, postgresNamesPolicyName, instancePolicyName} {
 		g.Eventually(func(g Gomega) {
 			policy := &admissionregistrationv1.ValidatingAdmissionPolicy{}
 			g.Expect(shared.Client.Get(ctx, client.ObjectKey{Name: name}, policy)).To(Succeed())
