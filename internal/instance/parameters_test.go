@@ -108,3 +108,45 @@ func waitSetting(ctx context.Context, t *testing.T, inst *postgres.Instance, nam
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// A spec.parameters with a name the operator owns is refused by the
+// operator, and the instance keeps its configuration; a manager that
+// restarts meanwhile writes the same configuration when it starts its
+// primary again: its synchronous standbys and the parameters it had, not
+// an empty configuration.
+func TestOwnedParameterKeepsTheConfigurationAcrossARestart(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	inst := postgrestest.NewInstance(t, "pg-1")
+	if err := inst.InitDB(ctx, postgres.InitOptions{ReplicationPassword: "repl"}); err != nil {
+		t.Fatal(err)
+	}
+	m := &Manager{pg: inst, log: testr.New(t)}
+	pg := &v1alpha1.PostgresCluster{}
+	pg.Name = "pg"
+	pg.Spec.Instances, pg.Spec.Synchronous = 2, 1
+	pg.Spec.Parameters = map[string]string{"work_mem": "8MB"}
+	m.applySettings(pg)
+	confPath := filepath.Join(inst.DataDir, "operator.conf")
+	before, err := os.ReadFile(confPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(before), "pg-2") || !strings.Contains(string(before), "8MB") {
+		t.Fatalf("operator.conf lacks the synchronous standby or work_mem:\n%s", before)
+	}
+
+	pg.Spec.Parameters = map[string]string{"work_mem": "8MB", "port": "6543"}
+	restarted := *inst
+	restarted.Settings = postgres.Settings{}
+	m = &Manager{pg: &restarted, log: testr.New(t)}
+	m.applySettings(pg)
+	// What starting the primary writes.
+	if _, err := m.pg.ConfigurePrimary(); err != nil {
+		t.Fatal(err)
+	}
+	if after, err := os.ReadFile(confPath); err != nil || string(after) != string(before) {
+		t.Errorf("operator.conf changed (%v):\n%s\nwas:\n%s", err, after, before)
+	}
+}

@@ -42,13 +42,12 @@ func (m *Manager) settingsOf(pg *v1alpha1.PostgresCluster) postgres.Settings {
 
 // applySettings writes the configuration again when the cluster's spec
 // changed it, and reloads or restarts a running postgres as the change
-// needs. Parameters this PostgreSQL refuses, which it would not start
-// with, are not written: the instance keeps those it has (do reports why).
+// needs. Parameters the operator refuses (a name it owns: it reports it)
+// or this PostgreSQL refuses (which it would not start with: do reports
+// it) are not written: the instance keeps those it has, with the
+// operator's own settings (its synchronous standbys among them), also
+// when its manager restarted.
 func (m *Manager) applySettings(pg *v1alpha1.PostgresCluster) {
-	if err := postgres.ValidateParameters(pg.Spec.Parameters); err != nil {
-		// The operator reports it; the instance keeps what it has.
-		return
-	}
 	settings := m.settingsOf(pg)
 	if m.pg.CheckParameters(settings.Parameters) != nil {
 		kept, err := m.keptParameters()
