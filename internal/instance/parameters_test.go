@@ -2,6 +2,7 @@ package instance
 
 import (
 	"context"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -148,5 +149,19 @@ func TestOwnedParameterKeepsTheConfigurationAcrossARestart(t *testing.T) {
 	}
 	if after, err := os.ReadFile(confPath); err != nil || string(after) != string(before) {
 		t.Errorf("operator.conf changed (%v):\n%s\nwas:\n%s", err, after, before)
+	}
+}
+
+// A user's parameter replaces the default of the same name, whatever its
+// case: PostgreSQL's names have none, and postgresql.conf would otherwise
+// hold it twice.
+func TestUsersParameterReplacesTheDefaultWhateverItsCase(t *testing.T) {
+	m := &Manager{}
+	pg := &v1alpha1.PostgresCluster{}
+	pg.Spec.Parameters = map[string]string{"WAL_Receiver_Timeout": "10s"}
+	got := m.settingsOf(pg).Parameters
+	want := map[string]string{"WAL_Receiver_Timeout": "10s", "wal_sender_timeout": "5s"}
+	if !maps.Equal(got, want) {
+		t.Errorf("parameters %v, want %v", got, want)
 	}
 }

@@ -26,8 +26,15 @@ var defaultParameters = map[string]string{
 // settingsOf are the operator's settings for this instance from the
 // cluster's spec.
 func (m *Manager) settingsOf(pg *v1alpha1.PostgresCluster) postgres.Settings {
-	params := maps.Clone(defaultParameters)
-	maps.Copy(params, pg.Spec.Parameters)
+	params := maps.Clone(pg.Spec.Parameters)
+	if params == nil {
+		params = map[string]string{}
+	}
+	for name, value := range defaultParameters {
+		if !setsParameter(params, name) {
+			params[name] = value
+		}
+	}
 	s := postgres.Settings{SuperuserAccess: pg.Spec.SuperuserAccess, Parameters: params}
 	if n := int(pg.Spec.Synchronous); n > 0 {
 		s.Synchronous.Number = n
@@ -38,6 +45,17 @@ func (m *Manager) settingsOf(pg *v1alpha1.PostgresCluster) postgres.Settings {
 		}
 	}
 	return s
+}
+
+// setsParameter tells whether params sets name. A parameter's name has no
+// case: the user's, whatever its case, replaces the default.
+func setsParameter(params map[string]string, name string) bool {
+	for k := range params {
+		if strings.EqualFold(k, name) {
+			return true
+		}
+	}
+	return false
 }
 
 // applySettings writes the configuration again when the cluster's spec
