@@ -71,8 +71,9 @@ func (r *Reconciler) ensureShared(ctx context.Context, pg *v1alpha1.PostgresClus
 	out.record(r.Children.Ensure(ctx, pg, desiredHeadlessService(pg), &corev1.Service{}, children.WithoutCreateEvent()))
 	out.record(r.Children.Ensure(ctx, pg, desiredRoleService(pg, writeService(pg), v1alpha1.PostgresPrimaryRole), &corev1.Service{}, children.WithoutCreateEvent()))
 	out.record(r.Children.Ensure(ctx, pg, desiredRoleService(pg, readService(pg), v1alpha1.PostgresReplicaRole), &corev1.Service{}, children.WithoutCreateEvent()))
-	out.record(r.Children.Ensure(ctx, pg, desiredBudget(pg, primaryBudget(pg), v1alpha1.PostgresPrimaryRole, 0), &policyv1.PodDisruptionBudget{}, children.WithoutCreateEvent()))
-	out.record(r.Children.Ensure(ctx, pg, desiredBudget(pg, replicaBudget(pg), v1alpha1.PostgresReplicaRole, 1), &policyv1.PodDisruptionBudget{}, children.WithoutCreateEvent()))
+	for _, budget := range DesiredBudgets(pg) {
+		out.record(r.Children.Ensure(ctx, pg, budget, &policyv1.PodDisruptionBudget{}, children.WithoutCreateEvent()))
+	}
 	out.record(r.Children.Ensure(ctx, pg, DesiredLease(pg), &coordinationv1.Lease{}, children.WithoutCreateEvent()))
 }
 

@@ -3,7 +3,6 @@ package postgrescluster
 import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
-	policyv1ac "k8s.io/client-go/applyconfigurations/policy/v1"
 	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
 
 	"example.com/platform-operator/api/v1alpha1"
@@ -73,14 +72,4 @@ func DesiredRoleBinding(pg *v1alpha1.PostgresCluster) *rbacv1ac.RoleBindingApply
 		WithOwnerReferences(ownerReference(pg)).
 		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup(rbacv1.GroupName).WithKind("Role").WithName(instanceAccount(pg))).
 		WithSubjects(rbacv1ac.Subject().WithKind(rbacv1.ServiceAccountKind).WithName(instanceAccount(pg)).WithNamespace(pg.Namespace))
-}
-
-// DesiredBudgets are the cluster's PodDisruptionBudgets, CLUSTER-primary and
-// CLUSTER-replicas, as ensureShared writes them: what the admission policy
-// of deploy/ lets the operator write and nothing more.
-func DesiredBudgets(pg *v1alpha1.PostgresCluster) []*policyv1ac.PodDisruptionBudgetApplyConfiguration {
-	return []*policyv1ac.PodDisruptionBudgetApplyConfiguration{
-		desiredBudget(pg, primaryBudget(pg), v1alpha1.PostgresPrimaryRole, 0),
-		desiredBudget(pg, replicaBudget(pg), v1alpha1.PostgresReplicaRole, 1),
-	}
 }

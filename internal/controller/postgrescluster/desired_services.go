@@ -60,6 +60,16 @@ func servicePort() *corev1ac.ServicePortApplyConfiguration {
 		WithTargetPort(intstr.FromString(portName))
 }
 
+// DesiredBudgets are the cluster's PodDisruptionBudgets, CLUSTER-primary and
+// CLUSTER-replicas: at most none of the primary's pods and one replica's
+// unavailable at once.
+func DesiredBudgets(pg *v1alpha1.PostgresCluster) []*policyv1ac.PodDisruptionBudgetApplyConfiguration {
+	return []*policyv1ac.PodDisruptionBudgetApplyConfiguration{
+		desiredBudget(pg, primaryBudget(pg), v1alpha1.PostgresPrimaryRole, 0),
+		desiredBudget(pg, replicaBudget(pg), v1alpha1.PostgresReplicaRole, 1),
+	}
+}
+
 // desiredBudget is a PodDisruptionBudget of the pods of one role. The
 // primary's allows no eviction: a drain of its node waits while the
 // operator switches over, after which the pod is a replica's and goes.
