@@ -100,6 +100,9 @@ type decideInput struct {
 	members   []member
 	lease     lease
 	now       time.Time
+	// keptBeyond are the claims beyond spec.instances kept from an
+	// earlier PostgresCluster of the name, read at the first start only.
+	keptBeyond []string
 }
 
 // decide chooses which instance is primary, from what the instances report
@@ -258,8 +261,23 @@ func watchPrimary(in decideInput, byName map[string]member, e *election) {
 // instance with a kept claim has reported what its data holds under this
 // epoch: starting from another would lose what only the most advanced
 // holds, and fork the others' history. An instance that never reports
-// keeps the cluster waiting, and the status names it.
+// keeps the cluster waiting, and the status names it; so does a kept claim
+// beyond spec.instances, which no instance would read.
 func chooseFirstPrimary(in decideInput, e *election) bool {
+	if len(in.keptBeyond) > 0 {
+		// No instance of this cluster reads them: their data, maybe the
+		// most advanced, would be passed over without a word.
+		if e.electionStarted == nil {
+			now := in.now
+			e.electionStarted = &now
+		}
+		e.phase, e.reason = v1alpha1.PostgresInitializing, v1alpha1.PostgresInitializingReason
+		e.message = fmt.Sprintf("The claims %s were kept from an earlier PostgresCluster %s, beyond spec.instances (%d): "+
+			"their data may be the most advanced; raise spec.instances to count them, or delete them, for the cluster to start",
+			strings.Join(in.keptBeyond, ", "), in.clusterID, in.spec.Instances)
+		e.after = 10 * time.Second
+		return false
+	}
 	var kept, withData []member
 	var waiting []string
 	for _, m := range in.members {

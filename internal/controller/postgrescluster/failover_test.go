@@ -78,6 +78,8 @@ func TestDecide(t *testing.T) {
 		member []member
 		lease  lease
 		now    time.Duration // after t0
+		// keptBeyond are kept claims beyond spec.instances.
+		keptBeyond []string
 
 		wantPhase            v1alpha1.PostgresClusterPhase
 		wantCurrent, wantTgt string
@@ -112,6 +114,14 @@ func TestDecide(t *testing.T) {
 			member: []member{kept("db-1", stopped(1, 2, "replica", "0/5000000")), kept("db-2", stopped(1, 2, "replica", "0/6000000")),
 				up("db-3", &v1alpha1.PostgresInstanceReport{Epoch: 1})},
 			wantPhase: v1alpha1.PostgresInitializing, wantTgt: "db-2", wantEpoch: 1, wantEvent: "FirstPrimaryChosen",
+		},
+		{
+			name:       "... and waits while a kept claim lies beyond spec.instances: no instance would read its data",
+			spec:       &v1alpha1.PostgresClusterSpec{Instances: 2},
+			status:     v1alpha1.PostgresClusterStatus{PromotionEpoch: 1, ElectionStartedAt: at(0)},
+			member:     []member{kept("db-1", stopped(1, 2, "replica", "0/5000000")), kept("db-2", stopped(1, 2, "primary", "0/6000000"))},
+			keptBeyond: []string{"db-3"},
+			wantPhase:  v1alpha1.PostgresInitializing, wantEpoch: 1, wantElection: true,
 		},
 		{
 			name:      "... and the first instance when the kept claims hold no database",
@@ -333,7 +343,7 @@ func TestDecide(t *testing.T) {
 			if tc.spec != nil {
 				s = *tc.spec
 			}
-			e := decide(decideInput{spec: s, status: tc.status, clusterID: "db", members: tc.member, lease: tc.lease, now: t0.Add(tc.now)})
+			e := decide(decideInput{spec: s, status: tc.status, clusterID: "db", members: tc.member, lease: tc.lease, now: t0.Add(tc.now), keptBeyond: tc.keptBeyond})
 			g.Expect(e.phase).To(Equal(tc.wantPhase), e.message)
 			g.Expect(e.current).To(Equal(tc.wantCurrent))
 			g.Expect(e.target).To(Equal(tc.wantTgt))

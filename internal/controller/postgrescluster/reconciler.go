@@ -134,8 +134,12 @@ func (r *Reconciler) Sync(ctx context.Context, pg *v1alpha1.PostgresCluster) kit
 			out.report(v1alpha1.PostgresInvalidSpecReason, fmt.Sprintf("Instance %s: %s", m.name, m.report.ParametersRefused))
 		}
 	}
+	keptBeyond, err := r.keptBeyond(ctx, pg)
+	if err != nil {
+		return kit.Outcome[v1alpha1.PostgresClusterStatus]{Err: err}
+	}
 	now := r.Clock.Now()
-	e := decide(decideInput{spec: pg.Spec, status: pg.Status, clusterID: pg.Name, members: obs.members, lease: obs.lease, now: now})
+	e := decide(decideInput{spec: pg.Spec, status: pg.Status, clusterID: pg.Name, members: obs.members, lease: obs.lease, now: now, keptBeyond: keptBeyond})
 	r.ensurePods(ctx, pg, obs, e, opts, &out)
 	if errors.Is(out.err, platform.ErrNotLeader) {
 		return kit.Outcome[v1alpha1.PostgresClusterStatus]{Err: out.err}
