@@ -249,9 +249,78 @@ func watchPrimary(in decideInput, byName map[string]member, e *election) {
 		e.after = wait
 		return
 	}
+	if short := quorumShortOf(in, e, func(m member) bool { return m.report.Epoch >= e.epoch && holdsData(m) }); short != "" {
+		// Without a quorum an election could promote a standby that lacks
+		// acknowledged commits: the cluster waits, and says for whom.
+		e.phase, e.reason = v1alpha1.PostgresDegraded, v1alpha1.PostgresWaitingForQuorumReason
+		e.message = fmt.Sprintf("The primary %s failed (%s); no failover: %s", e.current, describe(primary), short)
+		e.after = time.Second
+		return
+	}
 	e.event = &transition{reason: "FailoverStarted", message: fmt.Sprintf("The primary %s failed (%s): electing another", e.current, describe(primary))}
 	startElection(in, e)
 	decideElection(in, byName, e)
+}
+
+// failoverQuorum is how many of the synchronous standbys a failover must
+// hear from to be sure that one of them holds every commit the primary
+// acknowledged: with synchronous_standby_names ANY n over S standbys, each
+// acknowledged commit is on n of them, so any S - n + 1 of them include one
+// that has it (Patroni's quorum commit, CloudNativePG's failover quorum).
+// 0 without synchronous replication, which promises nothing of the kind.
+func failoverQuorum(spec v1alpha1.PostgresClusterSpec) int {
+	if spec.Synchronous <= 0 {
+		return 0
+	}
+	return int(spec.Instances) - int(spec.Synchronous)
+}
+
+// synchronousStandby tells whether m is one of the standbys the primary's
+// synchronous_standby_names lists: every other instance of
+// 1..spec.instances, as the instance manager writes it.
+func synchronousStandby(in decideInput, primary string, m member) bool {
+	n := ordinalOf(in.clusterID, m.name)
+	return m.name != primary && n >= 1 && n <= int(in.spec.Instances)
+}
+
+// holdsData tells whether m's report shows standby data that can report
+// its WAL position: running as a replica, or stopped standby data, which
+// its manager starts during an election.
+func holdsData(m member) bool {
+	return m.report.Role == v1alpha1.PostgresReplicaRole ||
+		(m.report.Role == "" && m.report.StoppedData == v1alpha1.PostgresReplicaRole)
+}
+
+// quorumShortOf says, when fewer synchronous standbys than the failover
+// quorum are in (live, unfenced, of this database, and counted by in),
+// how many are and whom the failover waits for; "" when the quorum is
+// there or none is needed.
+func quorumShortOf(in decideInput, e *election, counted func(member) bool) string {
+	quorum := failoverQuorum(in.spec)
+	if quorum == 0 {
+		return ""
+	}
+	var have, missing []string
+	for _, m := range in.members {
+		if !synchronousStandby(in, e.current, m) {
+			continue
+		}
+		if m.exists && !m.fenced() && m.report != nil && sameSystem(in.status.SystemID, m) && counted(m) {
+			have = append(have, m.name)
+		} else {
+			missing = append(missing, m.name)
+		}
+	}
+	if len(have) >= quorum {
+		return ""
+	}
+	reporting := "none"
+	if len(have) > 0 {
+		reporting = strings.Join(have, ", ")
+	}
+	return fmt.Sprintf("with synchronous %d over %d standbys, a failover needs %d of them to report to be sure of every acknowledged commit, "+
+		"and %d can (%s): waiting for %s to report, or for %s to start again",
+		in.spec.Synchronous, int(in.spec.Instances)-1, quorum, len(have), reporting, strings.Join(missing, " or "), e.current)
 }
 
 // chooseFirstPrimary sets the target of a cluster that never had a primary
@@ -375,7 +444,20 @@ func decideElection(in decideInput, byName map[string]member, e *election) {
 		e.after = time.Second
 		return
 	}
-	if len(fresh) == 0 || (waiting > 0 && !timedOut) {
+	short := quorumShortOf(in, e, func(m member) bool {
+		return slices.ContainsFunc(fresh, func(f member) bool { return f.name == m.name })
+	})
+	if short != "" && timedOut && e.current != "" {
+		// The former primary holds every commit it acknowledged: it keeps
+		// its place until it starts again or enough standbys report for
+		// another election (watchPrimary counts them under this epoch).
+		e.target, e.electionStarted, e.failingSince = e.current, nil, nil
+		e.phase, e.reason = v1alpha1.PostgresDegraded, v1alpha1.PostgresWaitingForQuorumReason
+		e.message = fmt.Sprintf("The primary %s failed; no failover: %s", e.current, short)
+		e.after = time.Second
+		return
+	}
+	if len(fresh) == 0 || (waiting > 0 && !timedOut) || short != "" {
 		e.message = fmt.Sprintf("The primary %s failed: waiting for the replicas' reports (%d of %d in)", e.current, len(fresh), len(fresh)+waiting)
 		e.after = 500 * time.Millisecond
 		if waiting > 0 && !timedOut {
@@ -466,22 +548,24 @@ func streamsFrom(in decideInput, primary member) func(member) bool {
 	}
 }
 
-// moreAdvanced orders replicas for promotion: ready before not, then by
-// timeline, received LSN and replayed LSN, highest first, then by name.
+// moreAdvanced orders replicas for promotion: by timeline, then by the
+// furthest WAL each holds (received or, after a restart, which forgets
+// what was received, replayed), highest first, then by name. Whether a
+// replica streams does not count: in a failover the one that still
+// streams does so from a primary that failed.
 func moreAdvanced(a, b member) int {
-	if c := cmp.Compare(boolRank(b.report.Ready), boolRank(a.report.Ready)); c != 0 {
-		return c
-	}
 	if c := cmp.Compare(b.report.Timeline, a.report.Timeline); c != 0 {
 		return c
 	}
-	if c := cmp.Compare(parseLSN(b.report.ReceivedLSN), parseLSN(a.report.ReceivedLSN)); c != 0 {
-		return c
-	}
-	if c := cmp.Compare(parseLSN(b.report.ReplayedLSN), parseLSN(a.report.ReplayedLSN)); c != 0 {
+	if c := cmp.Compare(furthestWAL(b), furthestWAL(a)); c != 0 {
 		return c
 	}
 	return cmp.Compare(a.name, b.name)
+}
+
+// furthestWAL is the furthest WAL position a replica reported holding.
+func furthestWAL(m member) uint64 {
+	return max(parseLSN(m.report.ReceivedLSN), parseLSN(m.report.ReplayedLSN))
 }
 
 func boolRank(b bool) int {

@@ -81,13 +81,16 @@ func TestDecide(t *testing.T) {
 		// keptBeyond are kept claims beyond spec.instances.
 		keptBeyond []string
 
-		wantPhase            v1alpha1.PostgresClusterPhase
-		wantCurrent, wantTgt string
-		wantEpoch            int64
-		wantPrimary          string
-		wantReplicas         []string
-		wantEvent            string
-		wantElection         bool
+		wantPhase v1alpha1.PostgresClusterPhase
+		// wantReason, when set, is the election's reason; wantMessage a
+		// part of its message.
+		wantReason, wantMessage string
+		wantCurrent, wantTgt    string
+		wantEpoch               int64
+		wantPrimary             string
+		wantReplicas            []string
+		wantEvent               string
+		wantElection            bool
 	}{
 		{
 			name:      "a new cluster: the first instance initializes",
@@ -205,6 +208,83 @@ func TestDecide(t *testing.T) {
 			now:       electionTimeout,
 			wantPhase: v1alpha1.PostgresFailingOver, wantCurrent: "db-1", wantTgt: "db-2", wantEpoch: 2, wantElection: true,
 			wantReplicas: []string{"db-2", "db-3"},
+		},
+		{
+			name:      "synchronous 1 over two standbys, the primary and one standby lost together: no failover on the lagging standby's word alone",
+			spec:      &v1alpha1.PostgresClusterSpec{Instances: 3, Synchronous: 1},
+			status:    healthyStatus(),
+			member:    []member{{name: "db-1"}, {name: "db-2"}, up("db-3", replicaReport(1, 1, "0/3000100"))},
+			lease:     held("db-1"),
+			now:       11 * time.Second,
+			wantPhase: v1alpha1.PostgresDegraded, wantReason: v1alpha1.PostgresWaitingForQuorumReason, wantMessage: "db-2",
+			wantCurrent: "db-1", wantTgt: "db-1", wantEpoch: 1, wantReplicas: []string{"db-3"},
+		},
+		{
+			name:      "... nor when a standby's pod exists but it has not reported under the current epoch",
+			spec:      &v1alpha1.PostgresClusterSpec{Instances: 3, Synchronous: 1},
+			status:    healthyStatus(),
+			member:    []member{{name: "db-1"}, up("db-2", replicaReport(0, 1, "0/3000900")), up("db-3", replicaReport(1, 1, "0/3000100"))},
+			lease:     held("db-1"),
+			now:       11 * time.Second,
+			wantPhase: v1alpha1.PostgresDegraded, wantReason: v1alpha1.PostgresWaitingForQuorumReason,
+			wantCurrent: "db-1", wantTgt: "db-1", wantEpoch: 1, wantReplicas: []string{"db-2", "db-3"},
+		},
+		{
+			name:      "... and an election that times out short of the quorum promotes nobody: the former primary keeps its place",
+			spec:      &v1alpha1.PostgresClusterSpec{Instances: 3, Synchronous: 1},
+			status:    v1alpha1.PostgresClusterStatus{CurrentPrimary: "db-1", PromotionEpoch: 2, ElectionStartedAt: at(0), SystemID: "42"},
+			member:    []member{{name: "db-1"}, up("db-2", replicaReport(1, 1, "0/3000900")), up("db-3", replicaReport(2, 1, "0/3000100"))},
+			now:       electionTimeout,
+			wantPhase: v1alpha1.PostgresDegraded, wantReason: v1alpha1.PostgresWaitingForQuorumReason, wantMessage: "db-2",
+			wantCurrent: "db-1", wantTgt: "db-1", wantEpoch: 2, wantReplicas: []string{"db-2", "db-3"},
+		},
+		{
+			name:      "... while with the quorum in, the most advanced of them is promoted",
+			spec:      &v1alpha1.PostgresClusterSpec{Instances: 3, Synchronous: 1},
+			status:    v1alpha1.PostgresClusterStatus{CurrentPrimary: "db-1", PromotionEpoch: 2, ElectionStartedAt: at(0), SystemID: "42"},
+			member:    []member{{name: "db-1"}, up("db-2", replicaReport(2, 1, "0/3000900")), up("db-3", replicaReport(2, 1, "0/3000100"))},
+			now:       time.Second,
+			wantPhase: v1alpha1.PostgresFailingOver, wantCurrent: "db-1", wantTgt: "db-2", wantEpoch: 2, wantElection: true,
+			wantReplicas: []string{"db-2", "db-3"},
+		},
+		{
+			name:   "synchronous 2 over four standbys: three reports are a quorum",
+			spec:   &v1alpha1.PostgresClusterSpec{Instances: 5, Synchronous: 2},
+			status: v1alpha1.PostgresClusterStatus{CurrentPrimary: "db-1", PromotionEpoch: 2, ElectionStartedAt: at(0), SystemID: "42"},
+			member: []member{{name: "db-1"}, {name: "db-2"}, up("db-3", replicaReport(2, 1, "0/3000100")),
+				up("db-4", replicaReport(2, 1, "0/3000300")), up("db-5", replicaReport(2, 1, "0/3000200"))},
+			now:       electionTimeout,
+			wantPhase: v1alpha1.PostgresFailingOver, wantCurrent: "db-1", wantTgt: "db-4", wantEpoch: 2, wantElection: true,
+			wantReplicas: []string{"db-3", "db-4", "db-5"},
+		},
+		{
+			name:   "... and two are not",
+			spec:   &v1alpha1.PostgresClusterSpec{Instances: 5, Synchronous: 2},
+			status: v1alpha1.PostgresClusterStatus{CurrentPrimary: "db-1", PromotionEpoch: 2, ElectionStartedAt: at(0), SystemID: "42"},
+			member: []member{{name: "db-1"}, {name: "db-2"}, {name: "db-3"},
+				up("db-4", replicaReport(2, 1, "0/3000300")), up("db-5", replicaReport(2, 1, "0/3000200"))},
+			now:       electionTimeout,
+			wantPhase: v1alpha1.PostgresDegraded, wantReason: v1alpha1.PostgresWaitingForQuorumReason,
+			wantCurrent: "db-1", wantTgt: "db-1", wantEpoch: 2, wantReplicas: []string{"db-4", "db-5"},
+		},
+		{
+			name:      "a standby beyond spec.instances is no synchronous standby: it does not count toward the quorum",
+			spec:      &v1alpha1.PostgresClusterSpec{Instances: 3, Synchronous: 1},
+			status:    v1alpha1.PostgresClusterStatus{CurrentPrimary: "db-1", PromotionEpoch: 2, ElectionStartedAt: at(0), SystemID: "42"},
+			member:    []member{{name: "db-1"}, {name: "db-2"}, up("db-3", replicaReport(2, 1, "0/3000100")), up("db-4", replicaReport(2, 1, "0/3000100"))},
+			now:       electionTimeout,
+			wantPhase: v1alpha1.PostgresDegraded, wantReason: v1alpha1.PostgresWaitingForQuorumReason,
+			wantCurrent: "db-1", wantTgt: "db-1", wantEpoch: 2, wantReplicas: []string{"db-3", "db-4"},
+		},
+		{
+			name:   "a standby started again during the election is ranked by the furthest WAL it holds, not by whether it streams",
+			status: v1alpha1.PostgresClusterStatus{CurrentPrimary: "db-1", PromotionEpoch: 2, ElectionStartedAt: at(0), SystemID: "42"},
+			member: []member{{name: "db-1"},
+				up("db-2", &v1alpha1.PostgresInstanceReport{Role: "replica", Timeline: 1, ReplayedLSN: "0/3000900", SystemID: "42", Epoch: 2}),
+				up("db-3", replicaReport(2, 1, "0/3000100"))},
+			now:       time.Second,
+			wantPhase: v1alpha1.PostgresFailingOver, wantCurrent: "db-1", wantTgt: "db-2", wantEpoch: 2, wantElection: true,
+			wantReplicas: []string{"db-3"},
 		},
 		{
 			name:   "the elected replica promoted: it is the primary",
@@ -345,6 +425,10 @@ func TestDecide(t *testing.T) {
 			}
 			e := decide(decideInput{spec: s, status: tc.status, clusterID: "db", members: tc.member, lease: tc.lease, now: t0.Add(tc.now), keptBeyond: tc.keptBeyond})
 			g.Expect(e.phase).To(Equal(tc.wantPhase), e.message)
+			if tc.wantReason != "" {
+				g.Expect(e.reason).To(Equal(tc.wantReason), e.message)
+			}
+			g.Expect(e.message).To(ContainSubstring(tc.wantMessage))
 			g.Expect(e.current).To(Equal(tc.wantCurrent))
 			g.Expect(e.target).To(Equal(tc.wantTgt))
 			g.Expect(e.epoch).To(Equal(tc.wantEpoch))
