@@ -190,8 +190,14 @@ func nextAsFollower(me string, l local, v view, now time.Time) (step, string) {
 	case l.holdsLease:
 		return stepReleaseLease, "no longer the primary"
 	case !v.primaryReady:
-		if l.running && !l.primaryData {
+		switch {
+		case l.running && !l.primaryData:
 			return stepRun, "standby, waiting for a primary"
+		case !l.primaryData && v.target == "" && v.current != "":
+			// An election counts only the standbys that report how far
+			// their WAL goes, which stopped data cannot tell: started as a
+			// standby it replays what it holds and reports that.
+			return stepStartStandby, "starting as standby, so that the election sees its WAL position"
 		}
 		return stepWait, "waiting for a primary"
 	case l.primaryData:

@@ -3,6 +3,8 @@ package instance
 import (
 	"testing"
 	"time"
+
+	"example.com/platform-operator/internal/instance/postgres"
 )
 
 var t0 = time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
@@ -47,6 +49,11 @@ func TestNext(t *testing.T) {
 		{"a former primary is rewound, never started as a second primary", "db-1", local{initialized: true, primaryData: true},
 			view{fresh: true, target: "db-2", current: "db-2", primaryReady: true}, 0, stepRewind},
 		{"... and waits while there is no primary", "db-1", local{initialized: true, primaryData: true}, view{fresh: true, target: "db-2", current: "db-1"}, 0, stepWait},
+		{"a stopped standby starts during an election, so that its WAL position counts", "db-3", local{initialized: true, following: "db-1"},
+			view{fresh: true, current: "db-1"}, 0, stepStartStandby},
+		{"... not while the primary keeps its place (waking from hibernation)", "db-3", local{initialized: true, following: "db-1"},
+			view{fresh: true, target: "db-1", current: "db-1"}, 0, stepWait},
+		{"... nor a stopped former primary", "db-1", local{initialized: true, primaryData: true}, view{fresh: true, current: "db-1"}, 0, stepWait},
 		{"a standby follows a new primary", "db-3", standby, view{fresh: true, target: "db-2", current: "db-2", primaryReady: true}, 0, stepFollow},
 		{"a standby that cannot stream is rewound after a while", "db-3", local{initialized: true, running: true, following: "db-1", notStreamingSince: t0},
 			healthy, rewindAfter + time.Second, stepRewind},
@@ -81,5 +88,31 @@ func TestMustFence(t *testing.T) {
 		if got := mustFence(t0.Add(tc.now), renewed, 10*time.Second, 2*time.Second, tc.allStreaming); got != tc.want {
 			t.Errorf("%s: mustFence = %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// TestEveryStandbyStreams: the split-brain guard's "every replica still
+// streams from me" counts the cluster's own standbys, by application name,
+// never another WAL sender's peer in place of one that stopped.
+func TestEveryStandbyStreams(t *testing.T) {
+	streaming := func(name string) postgres.Standby { return postgres.Standby{ApplicationName: name, State: "streaming"} }
+	want := []string{"db-2", "db-3"}
+	for _, tc := range []struct {
+		name  string
+		peers []postgres.Standby
+		want  bool
+	}{
+		{"both standbys stream", []postgres.Standby{streaming("db-2"), streaming("db-3")}, true},
+		{"one standby stopped; a pg_receivewal streams in its place", []postgres.Standby{streaming("db-2"), streaming("pg_receivewal")}, false},
+		{"one standby stopped; a base backup runs in its place", []postgres.Standby{streaming("db-2"), {ApplicationName: "pg_basebackup", State: "backup"}}, false},
+		{"one standby still catches up", []postgres.Standby{streaming("db-2"), {ApplicationName: "db-3", State: "catchup"}}, false},
+		{"nothing streams", nil, false},
+	} {
+		if got := everyStandbyStreams(want, tc.peers); got != tc.want {
+			t.Errorf("%s: everyStandbyStreams = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	if everyStandbyStreams(nil, []postgres.Standby{streaming("pg_receivewal")}) {
+		t.Error("a cluster of one instance has no standby that could vouch for the primary")
 	}
 }

@@ -64,8 +64,9 @@ type Manager struct {
 	// the lease; pid is postgres's, for the fencing.
 	selfFenced atomic.Bool
 	pid        atomic.Int64
-	// expectedStandbys is how many standbys a primary should have.
-	expectedStandbys atomic.Int32
+	// expectedStandbys are the instances that should stream from this
+	// instance while it is the primary, by application name.
+	expectedStandbys atomic.Pointer[[]string]
 	// following is the primary the standby configuration names.
 	following string
 	// notStreamingSince is since when a running standby has not streamed.
@@ -212,7 +213,8 @@ func (m *Manager) tick(ctx context.Context) {
 	pg := m.cluster(ctx)
 	if pg != nil {
 		m.applySettings(pg)
-		m.expectedStandbys.Store(pg.Spec.Instances - 1)
+		standbys := standbyNames(pg, m.opts.PodName)
+		m.expectedStandbys.Store(&standbys)
 	}
 	state := m.observe(ctx, now)
 	v := m.view(ctx, pg, now)

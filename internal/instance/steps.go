@@ -38,13 +38,22 @@ func (m *Manager) settingsOf(pg *v1alpha1.PostgresCluster) postgres.Settings {
 	s := postgres.Settings{SuperuserAccess: pg.Spec.SuperuserAccess, Parameters: params}
 	if n := int(pg.Spec.Synchronous); n > 0 {
 		s.Synchronous.Number = n
-		for i := 1; i <= int(pg.Spec.Instances); i++ {
-			if name := fmt.Sprintf("%s-%d", pg.Name, i); name != m.opts.PodName {
-				s.Synchronous.Standbys = append(s.Synchronous.Standbys, name)
-			}
-		}
+		s.Synchronous.Standbys = standbyNames(pg, m.opts.PodName)
 	}
 	return s
+}
+
+// standbyNames are the instances that stream from primary when it is the
+// primary: every other instance of 1..spec.instances, by the application
+// name each gives its replication connection.
+func standbyNames(pg *v1alpha1.PostgresCluster, primary string) []string {
+	var names []string
+	for i := 1; i <= int(pg.Spec.Instances); i++ {
+		if name := fmt.Sprintf("%s-%d", pg.Name, i); name != primary {
+			names = append(names, name)
+		}
+	}
+	return names
 }
 
 // setsParameter tells whether params sets name. A parameter's name has no
