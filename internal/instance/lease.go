@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -50,6 +51,10 @@ func (k *leaseKeeper) drop() {
 
 // errLeaseTaken is returned when another instance holds the lease.
 var errLeaseTaken = errors.New("another instance holds the primary's lease")
+
+// errRenewalTooLate stands for a renewal not tried: the time to fence by
+// came before it could be.
+var errRenewalTooLate = errors.New("the lease was not renewed before the time to fence by")
 
 // held tells whether this manager holds the lease at now, by its own last
 // renewal.
@@ -148,9 +153,23 @@ func (m *Manager) keepLease(ctx context.Context) {
 		if renewed.IsZero() || now.Sub(renewed) < m.opts.RenewInterval {
 			continue
 		}
-		renewCtx, cancel := context.WithTimeout(ctx, m.opts.RenewInterval)
-		err := m.lease.acquire(renewCtx)
-		cancel()
+		// A renewal that hangs must not carry the primary past the time it
+		// must fence by: the call ends by then, and what follows is judged
+		// by the time after it. Past that time a renewal is tried only
+		// while every standby still streams from this primary (see
+		// mustFence): the API server is down, and a renewal is how the
+		// primary learns that it is back.
+		fenceBy := renewed.Add(m.opts.LeaseDuration - fenceMargin)
+		timeout := min(m.opts.RenewInterval, fenceBy.Sub(now))
+		if timeout <= 0 {
+			timeout = m.opts.RenewInterval
+		}
+		err := errRenewalTooLate
+		if now.Before(fenceBy) || m.allStreaming(ctx) {
+			renewCtx, cancel := context.WithTimeout(ctx, timeout)
+			err = m.lease.acquire(renewCtx)
+			cancel()
+		}
 		switch {
 		case err == nil:
 			m.markAPI()
@@ -161,7 +180,8 @@ func (m *Manager) keepLease(ctx context.Context) {
 			m.fence()
 			continue
 		}
-		if mustFence(now, renewed, m.opts.LeaseDuration, fenceMargin, m.allStreaming(ctx)) {
+		vouched := m.allStreaming(ctx) // read before the clock: it may take a second
+		if mustFence(m.clock.Now(), renewed, m.opts.LeaseDuration, fenceMargin, vouched) {
 			m.log.Info("Fencing: the primary's lease cannot be renewed and not every replica streams from it", "error", err.Error())
 			m.lease.drop()
 			m.fence()
@@ -172,8 +192,8 @@ func (m *Manager) keepLease(ctx context.Context) {
 // allStreaming tells whether every other instance of the cluster, as last
 // seen, streams from this primary, asking PostgreSQL now.
 func (m *Manager) allStreaming(ctx context.Context) bool {
-	want := int(m.expectedStandbys.Load())
-	if want <= 0 {
+	want := m.expectedStandbys.Load()
+	if want == nil {
 		return false
 	}
 	readCtx, cancel := context.WithTimeout(ctx, time.Second)
@@ -182,13 +202,23 @@ func (m *Manager) allStreaming(ctx context.Context) bool {
 	if err != nil || state.InRecovery {
 		return false
 	}
-	streaming := 0
-	for _, st := range state.Standbys {
-		if st.State == "streaming" {
-			streaming++
+	return everyStandbyStreams(*want, state.Standbys)
+}
+
+// everyStandbyStreams tells whether each of the cluster's standbys (by
+// application name) streams from the primary. Other WAL senders' peers,
+// a pg_basebackup or a pg_receivewal, are no instance of the cluster: that
+// they still reach the primary says nothing of whether the standbys do.
+func everyStandbyStreams(want []string, peers []postgres.Standby) bool {
+	if len(want) == 0 {
+		return false
+	}
+	for _, name := range want {
+		if !slices.ContainsFunc(peers, func(p postgres.Standby) bool { return p.ApplicationName == name && p.State == "streaming" }) {
+			return false
 		}
 	}
-	return streaming >= want
+	return true
 }
 
 // fence stops a running primary at once with a fast shutdown (clients are
