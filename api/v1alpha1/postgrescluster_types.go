@@ -41,6 +41,14 @@ const (
 	// PostgresCluster delete its claims.
 	PostgresConfirmDeleteAnnotation = "example.com/confirm-delete"
 
+	// PostgresFailoverWithoutQuorumAnnotation, on a PostgresCluster, set to
+	// the name of the primary that failed (status.currentPrimary), lets a
+	// failover that waits for a quorum of synchronous standbys promote the
+	// most advanced of those that report: commits that only the lost
+	// instances held are lost. A person's decision, never the operator's;
+	// it applies to that primary's failure only.
+	PostgresFailoverWithoutQuorumAnnotation = "example.com/failover-without-quorum"
+
 	// PostgresFinalizer is put on a PostgresCluster whose deletionPolicy is
 	// Delete, so that its deletion deletes its claims first.
 	PostgresFinalizer = "example.com/postgrescluster-claims"

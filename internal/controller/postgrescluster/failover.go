@@ -103,6 +103,10 @@ type decideInput struct {
 	// keptBeyond are the claims beyond spec.instances kept from an
 	// earlier PostgresCluster of the name, read at the first start only.
 	keptBeyond []string
+	// withoutQuorum: a person accepted, for the failure of the current
+	// primary, a failover without a quorum of synchronous standbys
+	// (PostgresFailoverWithoutQuorumAnnotation).
+	withoutQuorum bool
 }
 
 // decide chooses which instance is primary, from what the instances report
@@ -258,6 +262,9 @@ func watchPrimary(in decideInput, byName map[string]member, e *election) {
 		return
 	}
 	e.event = &transition{reason: "FailoverStarted", message: fmt.Sprintf("The primary %s failed (%s): electing another", e.current, describe(primary))}
+	if in.withoutQuorum && failoverQuorum(in.spec) > 0 {
+		e.event.message += ", without a quorum of synchronous standbys, as annotation " + v1alpha1.PostgresFailoverWithoutQuorumAnnotation + " accepts: commits may be lost"
+	}
 	startElection(in, e)
 	decideElection(in, byName, e)
 }
@@ -297,7 +304,7 @@ func holdsData(m member) bool {
 // there or none is needed.
 func quorumShortOf(in decideInput, e *election, counted func(member) bool) string {
 	quorum := failoverQuorum(in.spec)
-	if quorum == 0 {
+	if quorum == 0 || in.withoutQuorum {
 		return ""
 	}
 	var have, missing []string
@@ -319,8 +326,10 @@ func quorumShortOf(in decideInput, e *election, counted func(member) bool) strin
 		reporting = strings.Join(have, ", ")
 	}
 	return fmt.Sprintf("with synchronous %d over %d standbys, a failover needs %d of them to report to be sure of every acknowledged commit, "+
-		"and %d can (%s): waiting for %s to report, or for %s to start again",
-		in.spec.Synchronous, int(in.spec.Instances)-1, quorum, len(have), reporting, strings.Join(missing, " or "), e.current)
+		"and %d can (%s): waiting for %s to report, or for %s to start again "+
+		"(annotation %s=%s accepts a failover that may lose commits)",
+		in.spec.Synchronous, int(in.spec.Instances)-1, quorum, len(have), reporting, strings.Join(missing, " or "), e.current,
+		v1alpha1.PostgresFailoverWithoutQuorumAnnotation, e.current)
 }
 
 // chooseFirstPrimary sets the target of a cluster that never had a primary

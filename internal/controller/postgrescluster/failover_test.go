@@ -80,6 +80,8 @@ func TestDecide(t *testing.T) {
 		now    time.Duration // after t0
 		// keptBeyond are kept claims beyond spec.instances.
 		keptBeyond []string
+		// withoutQuorum: a failover without a quorum was accepted.
+		withoutQuorum bool
 
 		wantPhase v1alpha1.PostgresClusterPhase
 		// wantReason, when set, is the election's reason; wantMessage a
@@ -237,6 +239,25 @@ func TestDecide(t *testing.T) {
 			now:       electionTimeout,
 			wantPhase: v1alpha1.PostgresDegraded, wantReason: v1alpha1.PostgresWaitingForQuorumReason, wantMessage: "db-2",
 			wantCurrent: "db-1", wantTgt: "db-1", wantEpoch: 2, wantReplicas: []string{"db-2", "db-3"},
+		},
+		{
+			name:   "... unless a person accepted a failover without a quorum for this primary's failure",
+			spec:   &v1alpha1.PostgresClusterSpec{Instances: 3, Synchronous: 1},
+			status: healthyStatus(),
+			member: []member{{name: "db-1"}, {name: "db-2"}, up("db-3", replicaReport(1, 1, "0/3000100"))},
+			lease:  held("db-1"),
+			now:    11 * time.Second, withoutQuorum: true,
+			wantPhase: v1alpha1.PostgresFailingOver, wantCurrent: "db-1", wantEpoch: 2, wantEvent: "FailoverStarted", wantElection: true,
+			wantReplicas: []string{"db-3"},
+		},
+		{
+			name:   "... and its election promotes the most advanced of those that report",
+			spec:   &v1alpha1.PostgresClusterSpec{Instances: 3, Synchronous: 1},
+			status: v1alpha1.PostgresClusterStatus{CurrentPrimary: "db-1", PromotionEpoch: 2, ElectionStartedAt: at(0), SystemID: "42"},
+			member: []member{{name: "db-1"}, {name: "db-2"}, up("db-3", replicaReport(2, 1, "0/3000100"))},
+			now:    electionTimeout, withoutQuorum: true,
+			wantPhase: v1alpha1.PostgresFailingOver, wantCurrent: "db-1", wantTgt: "db-3", wantEpoch: 2, wantElection: true,
+			wantReplicas: []string{"db-3"},
 		},
 		{
 			name:      "... while with the quorum in, the most advanced of them is promoted",
@@ -423,7 +444,7 @@ func TestDecide(t *testing.T) {
 			if tc.spec != nil {
 				s = *tc.spec
 			}
-			e := decide(decideInput{spec: s, status: tc.status, clusterID: "db", members: tc.member, lease: tc.lease, now: t0.Add(tc.now), keptBeyond: tc.keptBeyond})
+			e := decide(decideInput{spec: s, status: tc.status, clusterID: "db", members: tc.member, lease: tc.lease, now: t0.Add(tc.now), keptBeyond: tc.keptBeyond, withoutQuorum: tc.withoutQuorum})
 			g.Expect(e.phase).To(Equal(tc.wantPhase), e.message)
 			if tc.wantReason != "" {
 				g.Expect(e.reason).To(Equal(tc.wantReason), e.message)

@@ -139,7 +139,8 @@ func (r *Reconciler) Sync(ctx context.Context, pg *v1alpha1.PostgresCluster) kit
 		return kit.Outcome[v1alpha1.PostgresClusterStatus]{Err: err}
 	}
 	now := r.Clock.Now()
-	e := decide(decideInput{spec: pg.Spec, status: pg.Status, clusterID: pg.Name, members: obs.members, lease: obs.lease, now: now, keptBeyond: keptBeyond})
+	e := decide(decideInput{spec: pg.Spec, status: pg.Status, clusterID: pg.Name, members: obs.members, lease: obs.lease, now: now, keptBeyond: keptBeyond,
+		withoutQuorum: pg.Status.CurrentPrimary != "" && pg.Annotations[v1alpha1.PostgresFailoverWithoutQuorumAnnotation] == pg.Status.CurrentPrimary})
 	r.ensurePods(ctx, pg, obs, e, opts, &out)
 	if errors.Is(out.err, platform.ErrNotLeader) {
 		return kit.Outcome[v1alpha1.PostgresClusterStatus]{Err: out.err}
