@@ -116,3 +116,25 @@ func TestEveryStandbyStreams(t *testing.T) {
 		t.Error("a cluster of one instance has no standby that could vouch for the primary")
 	}
 }
+
+// TestLastReadStands: a running PostgreSQL whose state cannot be read keeps
+// its last reading for unreadyAfter, then counts as not ready; with no
+// reading yet (it just started) it is not ready at once.
+func TestLastReadStands(t *testing.T) {
+	reading := &postgres.State{}
+	for _, tc := range []struct {
+		name string
+		r    lastRead
+		now  time.Duration
+		want bool
+	}{
+		{"the first read fails", lastRead{state: reading, failingSince: t0}, 0, true},
+		{"reads failed for 2 s", lastRead{state: reading, failingSince: t0}, 2 * time.Second, true},
+		{"reads failed for as long as unreadyAfter", lastRead{state: reading, failingSince: t0}, unreadyAfter, false},
+		{"never read since it started", lastRead{failingSince: t0}, 0, false},
+	} {
+		if got := tc.r.stands(t0.Add(tc.now)); got != tc.want {
+			t.Errorf("%s: stands = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

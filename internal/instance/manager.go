@@ -71,6 +71,8 @@ type Manager struct {
 	following string
 	// notStreamingSince is since when a running standby has not streamed.
 	notStreamingSince time.Time
+	// lastRead is the last good reading of the running PostgreSQL.
+	lastRead lastRead
 	// handedOver is the shutdown position of this instance when it stepped
 	// down for a switchover, reported for its successor.
 	handedOver postgres.LSN

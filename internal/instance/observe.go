@@ -48,18 +48,31 @@ func (m *Manager) observe(ctx context.Context, now time.Time) instanceState {
 			s.ranAsPrimary = err == nil && primary
 		}
 		m.notStreamingSince = time.Time{}
+		m.lastRead = lastRead{}
 		return s
 	}
 	readCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	state, err := m.pg.State(readCtx)
 	if err != nil {
+		if m.lastRead.failingSince.IsZero() {
+			m.lastRead.failingSince = now
+		}
+		if !m.lastRead.stands(now) {
+			return s
+		}
+		// One slow or failed read is no failure: the last reading stands
+		// for a while, so that a moment's stall does not fail over a
+		// healthy primary.
+		s.ready, s.state, s.streaming = true, *m.lastRead.state, m.lastRead.streaming
 		return s
 	}
 	s.ready = true
 	s.state = state
+	m.lastRead = lastRead{state: &state}
 	if state.InRecovery {
 		s.streaming = m.walReceiverStreaming(readCtx)
+		m.lastRead.streaming = s.streaming
 		switch {
 		case s.streaming:
 			m.notStreamingSince = time.Time{}
@@ -68,6 +81,25 @@ func (m *Manager) observe(ctx context.Context, now time.Time) instanceState {
 		}
 	}
 	return s
+}
+
+// unreadyAfter is how long PostgreSQL's state must fail to be read, in a
+// row, before a running instance counts as not ready: the instance's role,
+// and for a primary its place, does not hang on one slow query.
+const unreadyAfter = 5 * time.Second
+
+// lastRead is the manager's last good reading of a running PostgreSQL.
+type lastRead struct {
+	state     *postgres.State
+	streaming bool
+	// failingSince is when reads began to fail, zero while they succeed.
+	failingSince time.Time
+}
+
+// stands tells whether the last good reading still stands at now, reads
+// having failed since failingSince.
+func (r lastRead) stands(now time.Time) bool {
+	return r.state != nil && now.Sub(r.failingSince) < unreadyAfter
 }
 
 // walReceiverStreaming tells whether the standby's WAL receiver streams
