@@ -298,6 +298,17 @@ func holdsData(m member) bool {
 		(m.report.Role == "" && m.report.StoppedData == v1alpha1.PostgresReplicaRole)
 }
 
+// stoppedOnPurpose tells whether m is a standby fenced on purpose (by
+// spec, or by a backup's run) whose PostgreSQL stopped cleanly while the
+// primary ran on. It counts toward the quorum without running: every
+// commit acknowledged after it stopped is on the other standbys, which
+// streamed on, and so is all the WAL it had once one such commit was.
+// (The one case it misses, docs/postgres-design.md's known limits: no
+// commit since the fence, and every other standby behind it throughout.)
+func stoppedOnPurpose(m member) bool {
+	return m.fenced() && !m.report.Fenced && m.report.CleanShutdown && m.report.StoppedData == v1alpha1.PostgresReplicaRole
+}
+
 // quorumShortOf says, when fewer synchronous standbys than the failover
 // quorum are in (live, unfenced, of this database, and counted by in),
 // how many are and whom the failover waits for; "" when the quorum is
@@ -312,7 +323,7 @@ func quorumShortOf(in decideInput, e *election, counted func(member) bool) strin
 		if !synchronousStandby(in, e.current, m) {
 			continue
 		}
-		if m.exists && !m.fenced() && m.report != nil && sameSystem(in.status.SystemID, m) && counted(m) {
+		if m.exists && m.report != nil && sameSystem(in.status.SystemID, m) && (stoppedOnPurpose(m) || (!m.fenced() && counted(m))) {
 			have = append(have, m.name)
 		} else {
 			missing = append(missing, m.name)
