@@ -306,7 +306,7 @@ func holdsData(m member) bool {
 // (The one case it misses, docs/postgres-design.md's known limits: no
 // commit since the fence, and every other standby behind it throughout.)
 func stoppedOnPurpose(m member) bool {
-	return m.fenced() && !m.report.Fenced && m.report.CleanShutdown && m.report.StoppedData == v1alpha1.PostgresReplicaRole
+	return m.fenced() && m.report.CleanShutdown && m.report.StoppedData == v1alpha1.PostgresReplicaRole
 }
 
 // quorumShortOf says, when fewer synchronous standbys than the failover

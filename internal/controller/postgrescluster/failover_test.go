@@ -245,7 +245,7 @@ func TestDecide(t *testing.T) {
 			spec:   &v1alpha1.PostgresClusterSpec{Instances: 3, Synchronous: 1},
 			status: v1alpha1.PostgresClusterStatus{CurrentPrimary: "db-1", PromotionEpoch: 2, ElectionStartedAt: at(0), SystemID: "42"},
 			member: []member{{name: "db-1"}, up("db-2", replicaReport(2, 1, "0/3000100")),
-				{name: "db-3", exists: true, fencedBySpec: true, report: &v1alpha1.PostgresInstanceReport{StoppedData: "replica", CleanShutdown: true,
+				{name: "db-3", exists: true, fencedBySpec: true, report: &v1alpha1.PostgresInstanceReport{Fenced: true, StoppedData: "replica", CleanShutdown: true,
 					Timeline: 1, CheckpointLSN: "0/3000000", SystemID: "42", Epoch: 2}}},
 			now:       electionTimeout,
 			wantPhase: v1alpha1.PostgresFailingOver, wantCurrent: "db-1", wantTgt: "db-2", wantEpoch: 2, wantElection: true,
