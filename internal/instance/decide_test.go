@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"example.com/platform-operator/api/v1alpha1"
 	"example.com/platform-operator/internal/instance/postgres"
 )
 
@@ -49,6 +50,19 @@ func TestNext(t *testing.T) {
 		{"a former primary is rewound, never started as a second primary", "db-1", local{initialized: true, primaryData: true},
 			view{fresh: true, target: "db-2", current: "db-2", primaryReady: true}, 0, stepRewind},
 		{"... and waits while there is no primary", "db-1", local{initialized: true, primaryData: true}, view{fresh: true, target: "db-2", current: "db-1"}, 0, stepWait},
+		{"a standby detaches from the former primary during an election", "db-3", standby,
+			view{fresh: true, current: "db-1", epoch: 2}, 0, stepDetach},
+		{"... once: detached under the election's epoch, it runs", "db-3", local{initialized: true, running: true, ready: true, detachedUnder: 2},
+			view{fresh: true, current: "db-1", epoch: 2}, 0, stepRun},
+		{"... and again in a later election", "db-3", local{initialized: true, running: true, ready: true, detachedUnder: 2},
+			view{fresh: true, current: "db-2", epoch: 3}, 0, stepDetach},
+		{"the elected standby whose WAL receiver stopped a moment ago gives the former primary time to fence", "db-2",
+			local{initialized: true, running: true, holdsLease: true, notStreamingSince: t0}, view{fresh: true, target: "db-2", current: "db-1"},
+			time.Second, stepWait},
+		{"... and promotes after it", "db-2", local{initialized: true, running: true, holdsLease: true, notStreamingSince: t0},
+			view{fresh: true, target: "db-2", current: "db-1"}, fenceGrace, stepPromote},
+		{"... at once after a clean hand-over", "db-2", local{initialized: true, running: true, holdsLease: true, notStreamingSince: t0},
+			view{fresh: true, target: "db-2", current: "db-1", handoverLSN: 200}, time.Second, stepPromote},
 		{"a stopped standby starts during an election, so that its WAL position counts", "db-3", local{initialized: true, following: "db-1"},
 			view{fresh: true, current: "db-1"}, 0, stepStartStandby},
 		{"... not while the primary keeps its place (waking from hibernation)", "db-3", local{initialized: true, following: "db-1"},
@@ -135,6 +149,37 @@ func TestLastReadStands(t *testing.T) {
 	} {
 		if got := tc.r.stands(t0.Add(tc.now)); got != tc.want {
 			t.Errorf("%s: stands = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestReportEpoch: during an election a running standby reports under the
+// election's epoch only once it detached from the former primary and its
+// WAL receiver stopped: until then the WAL positions it reports may still
+// move, and the election must not count them.
+func TestReportEpoch(t *testing.T) {
+	election := v1alpha1.PostgresClusterStatus{CurrentPrimary: "db-1", PromotionEpoch: 3}
+	healthy := v1alpha1.PostgresClusterStatus{CurrentPrimary: "db-1", TargetPrimary: "db-1", PromotionEpoch: 3}
+	standby := instanceState{initialized: true, running: true, ready: true, state: postgres.State{InRecovery: true}}
+	receiving := standby
+	receiving.receiving = true
+	for _, tc := range []struct {
+		name     string
+		st       v1alpha1.PostgresClusterStatus
+		s        instanceState
+		detached int64
+		want     int64
+	}{
+		{"no election", healthy, receiving, 0, 3},
+		{"an election, the standby not detached yet", election, standby, 0, 2},
+		{"an election, detached under an earlier one", election, standby, 2, 2},
+		{"an election, detached, its WAL receiver still running", election, receiving, 3, 2},
+		{"an election, detached, its WAL receiver stopped", election, standby, 3, 3},
+		{"an election, the standby still starting", election, instanceState{initialized: true, running: true}, 0, 2},
+		{"an election, stopped data", election, instanceState{initialized: true}, 0, 3},
+	} {
+		if got := reportEpoch(tc.st, "db-2", tc.s, tc.detached); got != tc.want {
+			t.Errorf("%s: reportEpoch = %d, want %d", tc.name, got, tc.want)
 		}
 	}
 }

@@ -69,6 +69,9 @@ type Manager struct {
 	expectedStandbys atomic.Pointer[[]string]
 	// following is the primary the standby configuration names.
 	following string
+	// detachedUnder is the promotion epoch under which the standby
+	// detached from its primary for an election; 0 for none.
+	detachedUnder int64
 	// notStreamingSince is since when a running standby has not streamed.
 	notStreamingSince time.Time
 	// lastRead is the last good reading of the running PostgreSQL.

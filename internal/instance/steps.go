@@ -231,13 +231,29 @@ func (m *Manager) doStep(ctx context.Context, s step, pg *v1alpha1.PostgresClust
 		m.following = ""
 		return m.start(ctx)
 	case stepStartStandby:
-		if v.primaryReady && m.following != v.current {
+		switch {
+		case v.election():
+			// Started for the election to see where its WAL ends: it
+			// takes none from the former primary meanwhile.
+			if _, err := m.pg.DetachStandby(); err != nil {
+				return err
+			}
+			m.following, m.detachedUnder = "", v.epoch
+		case v.primaryReady && m.following != v.current:
 			if _, err := m.configureStandby(ctx, pg, v.current); err != nil {
 				return err
 			}
 			m.following = v.current
 		}
 		return m.start(ctx)
+	case stepDetach:
+		change, err := m.pg.DetachStandby()
+		if err != nil {
+			return err
+		}
+		m.following, m.detachedUnder = "", v.epoch
+		m.applyChange(change)
+		return nil
 	case stepPromote:
 		if err := m.pg.Promote(ctx); err != nil {
 			return err
@@ -284,7 +300,7 @@ func (m *Manager) doStep(ctx context.Context, s step, pg *v1alpha1.PostgresClust
 		if err != nil {
 			return err
 		}
-		m.following = v.current
+		m.following, m.detachedUnder = v.current, 0
 		m.applyChange(change)
 		return nil
 	}
