@@ -151,7 +151,9 @@ func decide(in decideInput) election {
 	switch {
 	case e.target == "":
 		decideElection(in, byName, &e)
-	case e.current != e.target:
+	case e.current != e.target, e.electionStarted != nil:
+		// A promotion, or the former primary taking its place again after
+		// an election it came back in.
 		awaitPromotion(in, byName, &e)
 	default:
 		watchPrimary(in, byName, &e)
@@ -180,6 +182,9 @@ func awaitPromotion(in decideInput, byName map[string]member, e *election) {
 	case e.current == "":
 		e.phase, e.reason = v1alpha1.PostgresInitializing, v1alpha1.PostgresInitializingReason
 		e.message = fmt.Sprintf("Instance %s initializes the database", e.target)
+	case e.current == e.target:
+		e.phase, e.reason = v1alpha1.PostgresDegraded, v1alpha1.PostgresWaitingForQuorumReason
+		e.message = fmt.Sprintf("The primary %s failed and is back before a quorum of standbys: it starts again on its own data", e.current)
 	case e.electionStarted != nil || e.failingSince != nil:
 		e.phase, e.reason = v1alpha1.PostgresFailingOver, v1alpha1.PostgresFailingOverReason
 		e.message = fmt.Sprintf("Promoting %s in place of %s", e.target, e.current)
@@ -467,11 +472,20 @@ func decideElection(in decideInput, byName map[string]member, e *election) {
 	short := quorumShortOf(in, e, func(m member) bool {
 		return slices.ContainsFunc(fresh, func(f member) bool { return f.name == m.name })
 	})
-	if short != "" && timedOut && e.current != "" {
-		// The former primary holds every commit it acknowledged: it keeps
-		// its place until it starts again or enough standbys report for
-		// another election (watchPrimary counts them under this epoch).
-		e.target, e.electionStarted, e.failingSince = e.current, nil, nil
+	if short != "" && returning(in, byName[e.current], e.epoch) {
+		// The former primary is back on its data, which holds every commit
+		// it acknowledged: it takes its place again (awaitPromotion, the
+		// election still open until it runs).
+		e.target = e.current
+		e.phase, e.reason = v1alpha1.PostgresDegraded, v1alpha1.PostgresWaitingForQuorumReason
+		e.message = fmt.Sprintf("The primary %s failed and is back before a quorum of standbys: it starts again on its own data", e.current)
+		e.after = time.Second
+		return
+	}
+	if short != "" && timedOut {
+		// The election stays open, under its epoch, until the quorum
+		// reports or the former primary is back: never a new one that
+		// would wait for the same.
 		e.phase, e.reason = v1alpha1.PostgresDegraded, v1alpha1.PostgresWaitingForQuorumReason
 		e.message = fmt.Sprintf("The primary %s failed; no failover: %s", e.current, short)
 		e.after = time.Second
@@ -489,6 +503,13 @@ func decideElection(in decideInput, byName map[string]member, e *election) {
 	e.target = fresh[0].name
 	e.message = fmt.Sprintf("Promoting %s in place of %s", e.target, e.current)
 	e.after = time.Second
+}
+
+// returning tells whether m, a primary that failed, is back under the
+// election's epoch with its data, a primary's: stopped, or running again.
+func returning(in decideInput, m member, epoch int64) bool {
+	return m.name != "" && m.exists && !m.fenced() && m.report != nil && m.report.Epoch >= epoch && sameSystem(in.status.SystemID, m) &&
+		(m.report.StoppedData == v1alpha1.PostgresPrimaryRole || m.report.Role == v1alpha1.PostgresPrimaryRole)
 }
 
 // anyReplica tells whether an instance other than primary runs as a
