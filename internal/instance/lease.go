@@ -138,7 +138,9 @@ func (k *leaseKeeper) release(ctx context.Context) error {
 // waiting for a synchronous standby) can delay a renewal or a fencing.
 // When it cannot renew, it fences the primary before the lease lapses,
 // unless every other instance still streams from it (the API server is
-// down, not the network: nobody can take the lease either).
+// down, not the network: nobody can take the lease either). After each
+// look it arms the watchdog, which fences in its stead should this
+// goroutine stop.
 func (m *Manager) keepLease(ctx context.Context) {
 	ticker := m.clock.NewTicker(m.opts.RenewInterval / 4)
 	defer ticker.Stop()
@@ -148,45 +150,92 @@ func (m *Manager) keepLease(ctx context.Context) {
 			return
 		case <-ticker.C():
 		}
-		renewed := m.lease.lastRenewal()
-		now := m.clock.Now()
-		if renewed.IsZero() || now.Sub(renewed) < m.opts.RenewInterval {
-			continue
-		}
-		// A renewal that hangs must not carry the primary past the time it
-		// must fence by: the call ends by then, and what follows is judged
-		// by the time after it. Past that time a renewal is tried only
-		// while every standby still streams from this primary (see
-		// mustFence): the API server is down, and a renewal is how the
-		// primary learns that it is back.
-		fenceBy := renewed.Add(m.opts.LeaseDuration - fenceMargin)
-		timeout := min(m.opts.RenewInterval, fenceBy.Sub(now))
-		if timeout <= 0 {
-			timeout = m.opts.RenewInterval
-		}
-		err := errRenewalTooLate
-		if now.Before(fenceBy) || m.allStreaming(ctx) {
-			renewCtx, cancel := context.WithTimeout(ctx, timeout)
-			err = m.lease.acquire(renewCtx)
-			cancel()
-		}
-		switch {
-		case err == nil:
-			m.markAPI()
-			continue
-		case errors.Is(err, errLeaseTaken):
-			m.log.Info("The primary's lease was taken by another instance: fencing")
-			m.lease.drop()
-			m.fence()
-			continue
-		}
-		vouched := m.allStreaming(ctx) // read before the clock: it may take a second
-		if mustFence(m.clock.Now(), renewed, m.opts.LeaseDuration, fenceMargin, vouched) {
-			m.log.Info("Fencing: the primary's lease cannot be renewed and not every replica streams from it", "error", err.Error())
-			m.lease.drop()
-			m.fence()
+		m.renewOrFence(ctx)
+		m.syncWatchdog()
+	}
+}
+
+// renewOrFence renews the lease when it is due, and fences the primary when
+// it could not and must.
+func (m *Manager) renewOrFence(ctx context.Context) {
+	renewed := m.lease.lastRenewal()
+	now := m.clock.Now()
+	if renewed.IsZero() || now.Sub(renewed) < m.opts.RenewInterval {
+		return
+	}
+	// A renewal that hangs must not carry the primary past the time it
+	// must fence by: the call ends by then, and what follows is judged by
+	// the time after it. Past that time a renewal is tried only while
+	// every standby still streams from this primary (see mustFence): the
+	// API server is down, and a renewal is how the primary learns that it
+	// is back.
+	fenceBy := renewed.Add(m.opts.LeaseDuration - fenceMargin)
+	timeout := min(m.opts.RenewInterval, fenceBy.Sub(now))
+	if timeout <= 0 {
+		timeout = m.opts.RenewInterval
+	}
+	err := errRenewalTooLate
+	if now.Before(fenceBy) || m.allStreaming(ctx) {
+		renewCtx, cancel := context.WithTimeout(ctx, timeout)
+		err = m.lease.acquire(renewCtx)
+		cancel()
+	}
+	switch {
+	case err == nil:
+		m.markAPI()
+		return
+	case errors.Is(err, errLeaseTaken):
+		m.log.Info("The primary's lease was taken by another instance: fencing")
+		m.lease.drop()
+		m.fence()
+		return
+	}
+	vouched := m.allStreaming(ctx) // read before the clock: it may take a second
+	now = m.clock.Now()
+	if mustFence(now, renewed, m.opts.LeaseDuration, fenceMargin, vouched) {
+		m.log.Info("Fencing: the primary's lease cannot be renewed and not every replica streams from it", "error", err.Error())
+		m.lease.drop()
+		m.fence()
+		return
+	}
+	if vouched && !now.Before(fenceBy) {
+		// Running on past the time to fence by, on the standbys' word:
+		// the watchdog gives it until the next look, and a little more.
+		m.exemptUntil = now.Add(m.opts.RenewInterval + watchdogSlack)
+	}
+}
+
+// syncWatchdog arms the watchdog for the PostgreSQL of a manager that
+// holds the lease, until the time it must fence by (or, running on past it
+// on its standbys' word, until the next look) and watchdogSlack more, so
+// that the manager fences first when it can; it disarms it otherwise.
+func (m *Manager) syncWatchdog() {
+	if m.watchdog == nil {
+		return
+	}
+	renewed := m.lease.lastRenewal()
+	pid := int(m.pid.Load())
+	var want watchdogArming
+	if !renewed.IsZero() && pid > 0 {
+		want = watchdogArming{until: renewed.Add(m.opts.LeaseDuration - fenceMargin + watchdogSlack), pid: pid}
+		if m.exemptUntil.After(want.until) {
+			want.until = m.exemptUntil
 		}
 	}
+	if want == m.armedFor {
+		return
+	}
+	var err error
+	if want.pid == 0 {
+		err = m.watchdog.disarm()
+	} else {
+		err = m.watchdog.arm(want.until.Sub(m.clock.Now()), want.pid)
+	}
+	if err != nil {
+		m.log.Error(err, "Watchdog not armed")
+		return
+	}
+	m.armedFor = want
 }
 
 // allStreaming tells whether every other instance of the cluster, as last

@@ -64,6 +64,14 @@ type Manager struct {
 	// the lease; pid is postgres's, for the fencing.
 	selfFenced atomic.Bool
 	pid        atomic.Int64
+	// watchdog fences PostgreSQL should the manager stop without dying;
+	// nil when Options.WatchdogCommand is. armedFor and exemptUntil are
+	// keepLease's alone: what the watchdog was last armed with, and until
+	// when the primary may run on past its time to fence by, on its
+	// standbys' word.
+	watchdog    *watchdog
+	armedFor    watchdogArming
+	exemptUntil time.Time
 	// expectedStandbys are the instances that should stream from this
 	// instance while it is the primary, by application name.
 	expectedStandbys atomic.Pointer[[]string]
@@ -100,6 +108,11 @@ func Run(ctx context.Context, opts Options, log logr.Logger) error {
 	}
 	if opts.StatusAddress != "" {
 		go serveStatus(ctx, opts.StatusAddress, &m.ready, log)
+	}
+	if len(opts.WatchdogCommand) > 0 {
+		if m.watchdog, err = startWatchdog(ctx, opts.WatchdogCommand, opts.SocketDir); err != nil {
+			return err
+		}
 	}
 	go m.keepLease(ctx)
 	return m.loop(ctx)
