@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -97,14 +98,19 @@ func (e *environment) drainNode(t *testing.T, ns, cluster, node string, w *pgWri
 	}()
 	if err != nil {
 		e.logBudgets(t, ns, cluster)
-		t.Fatalf("kubectl drain %s did not complete in %s: %v\n%s", node, time.Since(started).Round(time.Second), err, out)
+		// Its last lines: a drain that waits repeats each refused
+		// eviction every 5 s.
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		t.Fatalf("kubectl drain %s did not complete in %s: %v\n%s", node, time.Since(started).Round(time.Second), err,
+			strings.Join(lines[max(0, len(lines)-10):], "\n"))
 	}
-	t.Logf("kubectl drain %s completed in %s", node, time.Since(started).Round(100*time.Millisecond))
+	t.Logf("kubectl drain %s completed in %s, %d evictions refused by a budget and retried on the way", node,
+		time.Since(started).Round(100*time.Millisecond), strings.Count(string(out), "violate the pod's disruption budget"))
 	g.Expect(e.instancesOn(g, ns, cluster, node)).To(BeEmpty(), "no instance left on the drained node")
 	if slices.Contains(onNode, former) {
 		promoted := e.postgresCluster(g, ns, cluster).Status.CurrentPrimary
 		g.Expect(promoted).NotTo(Equal(former), "a switchover moved the primary off %s", node)
-		t.Logf("%s switched over to %s before its node was drained", former, promoted)
+		t.Logf("The primary switched over from %s to %s during the drain", former, promoted)
 	}
 
 	g.Eventually(func(g Gomega) {
