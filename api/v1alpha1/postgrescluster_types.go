@@ -473,6 +473,12 @@ type PostgresClusterStatus struct {
 	// +optional
 	ElectionStartedAt *metav1.Time `json:"electionStartedAt,omitempty"`
 
+	// switchoverStartedAt is when the switchover to targetPrimary began; a
+	// switchover whose target has not promoted within 60 s is abandoned,
+	// and the former primary starts again.
+	// +optional
+	SwitchoverStartedAt *metav1.Time `json:"switchoverStartedAt,omitempty"`
+
 	// systemID is the database system identifier of the cluster's data,
 	// from its first primary: an instance reporting another is not of this
 	// cluster and is never promoted.

@@ -16,6 +16,11 @@ import (
 // report under its new epoch before it chooses among those that did.
 const electionTimeout = 5 * time.Second
 
+// switchoverTimeout bounds a switchover: a target that has not promoted by
+// then (it never received the former primary's last WAL, it cannot reach
+// the API server) is given up, and the former primary starts again.
+const switchoverTimeout = time.Minute
+
 // member is what the operator knows of one instance when it decides.
 type member struct {
 	name string
@@ -73,6 +78,9 @@ type election struct {
 	epoch           int64
 	failingSince    *time.Time
 	electionStarted *time.Time
+	// switchoverStarted is when the switchover under way began; while the
+	// former primary starts again after one was given up, too.
+	switchoverStarted *time.Time
 	// primary is the pod that gets role=primary (CLUSTER-rw routes to it),
 	// "" for none; replicas get role=replica.
 	primary  string
@@ -124,6 +132,9 @@ func decide(in decideInput) election {
 	if t := in.status.ElectionStartedAt; t != nil {
 		e.electionStarted = &t.Time
 	}
+	if t := in.status.SwitchoverStartedAt; t != nil {
+		e.switchoverStarted = &t.Time
+	}
 	byName := map[string]member{}
 	for _, m := range in.members {
 		byName[m.name] = m
@@ -151,9 +162,9 @@ func decide(in decideInput) election {
 	switch {
 	case e.target == "":
 		decideElection(in, byName, &e)
-	case e.current != e.target, e.electionStarted != nil:
+	case e.current != e.target, e.electionStarted != nil, e.switchoverStarted != nil:
 		// A promotion, or the former primary taking its place again after
-		// an election it came back in.
+		// an election it came back in or a switchover given up.
 		awaitPromotion(in, byName, &e)
 	default:
 		watchPrimary(in, byName, &e)
@@ -171,7 +182,7 @@ func awaitPromotion(in decideInput, byName map[string]member, e *election) {
 			e.event = &transition{reason: "Promoted", message: fmt.Sprintf("Instance %s is the primary, on timeline %d", target.name, target.report.Timeline)}
 		}
 		e.current = target.name
-		e.failingSince, e.electionStarted = nil, nil
+		e.failingSince, e.electionStarted, e.switchoverStarted = nil, nil, nil
 		watchPrimary(in, byName, e)
 		return
 	}
@@ -182,6 +193,9 @@ func awaitPromotion(in decideInput, byName map[string]member, e *election) {
 	case e.current == "":
 		e.phase, e.reason = v1alpha1.PostgresInitializing, v1alpha1.PostgresInitializingReason
 		e.message = fmt.Sprintf("Instance %s initializes the database", e.target)
+	case e.current == e.target && e.electionStarted == nil:
+		e.phase, e.reason = v1alpha1.PostgresSwitchingOver, v1alpha1.PostgresSwitchingOverReason
+		e.message = fmt.Sprintf("The switchover was given up: %s starts again as the primary", e.current)
 	case e.current == e.target:
 		e.phase, e.reason = v1alpha1.PostgresDegraded, v1alpha1.PostgresWaitingForQuorumReason
 		e.message = fmt.Sprintf("The primary %s failed and is back before a quorum of standbys: it starts again on its own data", e.current)
@@ -191,6 +205,23 @@ func awaitPromotion(in decideInput, byName map[string]member, e *election) {
 	default:
 		e.phase, e.reason = v1alpha1.PostgresSwitchingOver, v1alpha1.PostgresSwitchingOverReason
 		e.message = fmt.Sprintf("Switching the primary over from %s to %s", e.current, e.target)
+		if e.switchoverStarted != nil && !in.now.Before(e.switchoverStarted.Add(switchoverTimeout)) && !in.lease.heldBy(e.target, in.now) {
+			// The target has not taken the lease, so it has not promoted
+			// and will not without it: the former primary, which handed
+			// over cleanly and holds all it wrote, starts again.
+			e.event = &transition{reason: "SwitchoverAbandoned", message: fmt.Sprintf(
+				"Instance %s did not promote within %s (%s): %s starts again as the primary", e.target, switchoverTimeout, describe(target), e.current)}
+			e.target = e.current
+			e.epoch++
+			e.message = fmt.Sprintf("The switchover was given up: %s starts again as the primary", e.current)
+			e.after = time.Second
+			return
+		}
+		if e.switchoverStarted == nil {
+			// A switchover begun before switchoverStartedAt was kept.
+			now := in.now
+			e.switchoverStarted = &now
+		}
 	}
 	// A target that is gone, fenced or of another database cannot promote:
 	// elect another (a failover), unless the cluster never had a primary.
@@ -224,6 +255,8 @@ func watchPrimary(in decideInput, byName map[string]member, e *election) {
 			e.event = &transition{reason: "SwitchoverStarted", message: fmt.Sprintf("Switching the primary over from %s to %s", e.current, next)}
 			e.target = next
 			e.epoch++
+			now := in.now
+			e.switchoverStarted = &now
 			e.phase, e.reason = v1alpha1.PostgresSwitchingOver, v1alpha1.PostgresSwitchingOverReason
 			e.message = fmt.Sprintf("Switching the primary over from %s to %s", e.current, next)
 			e.after = time.Second
@@ -429,7 +462,7 @@ func moreAdvancedData(a, b member) int {
 
 // startElection begins a failover: no target, a new epoch for the reports.
 func startElection(in decideInput, e *election) {
-	e.target = ""
+	e.target, e.switchoverStarted = "", nil
 	e.epoch++
 	now := in.now
 	e.electionStarted = &now
