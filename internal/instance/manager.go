@@ -84,6 +84,10 @@ type Manager struct {
 	notStreamingSince time.Time
 	// lastRead is the last good reading of the running PostgreSQL.
 	lastRead lastRead
+	// slotsFor and slotsAt: the standbys a primary last made its
+	// replication slots for, and when.
+	slotsFor string
+	slotsAt  time.Time
 	// handedOver is the shutdown position of this instance when it stepped
 	// down for a switchover, reported for its successor.
 	handedOver postgres.LSN
@@ -253,6 +257,7 @@ func (m *Manager) tick(ctx context.Context) {
 	if pg != nil && m.proc != nil && !m.stopping {
 		pwCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		m.syncPasswords(pwCtx, pg, state)
+		m.syncSlots(pwCtx, pg, state, now)
 		cancel()
 	}
 	state = m.observe(ctx, m.clock.Now())

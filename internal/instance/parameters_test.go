@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr/testr"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"example.com/platform-operator/api/v1alpha1"
 	"example.com/platform-operator/internal/instance/postgres"
@@ -158,10 +159,23 @@ func TestOwnedParameterKeepsTheConfigurationAcrossARestart(t *testing.T) {
 func TestUsersParameterReplacesTheDefaultWhateverItsCase(t *testing.T) {
 	m := &Manager{}
 	pg := &v1alpha1.PostgresCluster{}
-	pg.Spec.Parameters = map[string]string{"WAL_Receiver_Timeout": "10s"}
+	pg.Spec.Parameters = map[string]string{"WAL_Receiver_Timeout": "10s", "Max_Slot_WAL_Keep_Size": "1GB"}
 	got := m.settingsOf(pg).Parameters
-	want := map[string]string{"WAL_Receiver_Timeout": "10s", "wal_sender_timeout": "5s"}
+	want := map[string]string{"WAL_Receiver_Timeout": "10s", "wal_sender_timeout": "5s", "Max_Slot_WAL_Keep_Size": "1GB"}
 	if !maps.Equal(got, want) {
 		t.Errorf("parameters %v, want %v", got, want)
+	}
+}
+
+// The WAL a primary keeps for its standbys' slots is bounded by a quarter
+// of the volume, unless the user sets it.
+func TestMaxSlotWALKeepSizeFollowsTheVolume(t *testing.T) {
+	m := &Manager{}
+	pg := &v1alpha1.PostgresCluster{}
+	for size, want := range map[string]string{"10Gi": "2560MB", "256Mi": "64MB", "16Mi": "16MB"} {
+		pg.Spec.Storage.Size = resource.MustParse(size)
+		if got := m.settingsOf(pg).Parameters["max_slot_wal_keep_size"]; got != want {
+			t.Errorf("storage %s: max_slot_wal_keep_size %s, want %s", size, got, want)
+		}
 	}
 }

@@ -35,7 +35,10 @@ func (m *Manager) settingsOf(pg *v1alpha1.PostgresCluster) postgres.Settings {
 			params[name] = value
 		}
 	}
-	s := postgres.Settings{SuperuserAccess: pg.Spec.SuperuserAccess, Parameters: params}
+	if !setsParameter(params, "max_slot_wal_keep_size") {
+		params["max_slot_wal_keep_size"] = maxSlotWALKeepSize(pg)
+	}
+	s := postgres.Settings{SuperuserAccess: pg.Spec.SuperuserAccess, Parameters: params, StreamThroughSlot: true}
 	if n := int(pg.Spec.Synchronous); n > 0 {
 		s.Synchronous.Number = n
 		s.Synchronous.Standbys = standbyNames(pg, m.opts.PodName)

@@ -28,6 +28,12 @@ type Settings struct {
 	// SuperuserAccess lets the postgres role log in over the network (with
 	// its password). Without it, only the local socket reaches it.
 	SuperuserAccess bool
+	// StreamThroughSlot makes a standby stream through the physical
+	// replication slot its primary keeps for it (SlotName of its name,
+	// which the primary's SyncSlots makes): the primary then keeps the WAL
+	// the standby has not received. Without the slot the standby cannot
+	// stream, so its primary must make it first.
+	StreamThroughSlot bool
 	// Parameters are the user's parameters, checked by ValidateParameters,
 	// and by CheckParameters before a new set of them is written.
 	Parameters map[string]string
@@ -133,6 +139,9 @@ func RenderConfig(c Config) (string, error) {
 			return "", fmt.Errorf("primary connection info has a password, which anyone with pg_read_all_settings could read in primary_conninfo: give a passfile")
 		}
 		owned = append(owned, [2]string{"primary_conninfo", c.Primary.String()})
+		if c.StreamThroughSlot && c.Primary.ApplicationName != "" {
+			owned = append(owned, [2]string{"primary_slot_name", SlotName(c.Primary.ApplicationName)})
+		}
 	}
 	for _, kv := range owned {
 		if strings.ContainsAny(kv[1], "\x00\n\r") {
