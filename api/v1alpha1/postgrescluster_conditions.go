@@ -37,16 +37,20 @@ const (
 	// sure of every acknowledged commit; the message names the instances
 	// it waits for.
 	PostgresWaitingForQuorumReason = "WaitingForQuorum"
-	PostgresUpgradingReason        = "Upgrading"
-	PostgresInvalidSpecReason      = "InvalidSpec"
-	PostgresSecretMissingReason    = "SecretMissing"
-	PostgresConflictReason         = "Conflict"
-	PostgresApplyFailedReason      = "ApplyFailed"
-	PostgresStorageShrinkReason    = "StorageCannotShrink"
-	PostgresDeletingReason         = "Deleting"
-	PostgresAsExpectedReason       = "AsExpected"
-	PostgresNoReplicasReason       = "NoReplicas"
-	PostgresBackupNotFoundReason   = "BackupNotFound"
+	// PostgresReplicasTooFarBehindReason (Degraded=True): the primary
+	// failed and every replica is further behind its last position than
+	// spec.maxLagOnFailover.
+	PostgresReplicasTooFarBehindReason = "ReplicasTooFarBehind"
+	PostgresUpgradingReason            = "Upgrading"
+	PostgresInvalidSpecReason          = "InvalidSpec"
+	PostgresSecretMissingReason        = "SecretMissing"
+	PostgresConflictReason             = "Conflict"
+	PostgresApplyFailedReason          = "ApplyFailed"
+	PostgresStorageShrinkReason        = "StorageCannotShrink"
+	PostgresDeletingReason             = "Deleting"
+	PostgresAsExpectedReason           = "AsExpected"
+	PostgresNoReplicasReason           = "NoReplicas"
+	PostgresBackupNotFoundReason       = "BackupNotFound"
 	// PostgresBackupFencedReason (ReplicasReady=False): a BackupJob's run
 	// fenced an instance for a cold snapshot (annotation
 	// example.com/backup-fence; status.instances[].fenced): it catches up

@@ -272,6 +272,18 @@ type PostgresClusterSpec struct {
 	// +kubebuilder:validation:Maximum=3600
 	FailoverDelay int32 `json:"failoverDelay,omitempty"`
 
+	// maxLagOnFailover bounds how far behind the primary's last reported
+	// WAL position (status.lastPrimaryLSN) a replica may be for a failover
+	// to promote it, as Patroni's maximum_lag_on_failover: such as 16Mi.
+	// With none within it the cluster waits, Degraded ReplicasTooFarBehind,
+	// for the former primary or a replica that catches up, or a person's
+	// annotation example.com/failover-without-quorum. It matters with
+	// synchronous 0: with synchronous standbys the failover quorum already
+	// keeps every acknowledged commit. Unset, no bound.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="isQuantity(string(self)) && quantity(string(self)).compareTo(quantity('0')) >= 0",message="maxLagOnFailover must be a size of 0 or more, such as 16Mi"
+	MaxLagOnFailover *resource.Quantity `json:"maxLagOnFailover,omitempty"`
+
 	// primary, set to an instance's name (CLUSTER-N), switches the primary
 	// over to it: the current primary stops cleanly after its replicas
 	// received all its WAL, then the named one is promoted. Unset, the
@@ -478,6 +490,13 @@ type PostgresClusterStatus struct {
 	// and the former primary starts again.
 	// +optional
 	SwitchoverStartedAt *metav1.Time `json:"switchoverStartedAt,omitempty"`
+
+	// lastPrimaryLSN is the WAL position the primary last reported, kept
+	// once it stops reporting: a failover measures the replicas' lag with
+	// it (spec.maxLagOnFailover).
+	// +optional
+	// +kubebuilder:validation:MaxLength=32
+	LastPrimaryLSN string `json:"lastPrimaryLSN,omitempty"`
 
 	// systemID is the database system identifier of the cluster's data,
 	// from its first primary: an instance reporting another is not of this

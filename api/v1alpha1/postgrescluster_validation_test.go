@@ -48,6 +48,8 @@ func TestPostgresClusterValidation(t *testing.T) {
 		{"no instance", "spec: {instances: 0, storage: {size: 1Gi}}", "spec.instances", ""},
 		{"ten instances", "spec: {instances: 10, storage: {size: 1Gi}}", "spec.instances", ""},
 		{"tiny storage", "spec: {storage: {size: 1Ki}}", "spec.storage.size", "at least 16Mi"},
+		{"a negative lag on failover", "spec: {storage: {size: 1Gi}, maxLagOnFailover: -1Mi}", "spec.maxLagOnFailover", "0 or more"},
+		{"a lag on failover that is no size", "spec: {storage: {size: 1Gi}, maxLagOnFailover: lots}", "spec.maxLagOnFailover", ""},
 		{"a synchronous standby for each instance", "spec: {instances: 2, synchronous: 2, storage: {size: 1Gi}}", "spec.synchronous", "less than instances"},
 		{"a primary that is no instance", "spec: {instances: 2, primary: db-3, storage: {size: 1Gi}}", "spec.primary", "one of the instances"},
 		{"a primary of another cluster", "spec: {instances: 2, primary: other-1, storage: {size: 1Gi}}", "spec.primary", "one of the instances"},

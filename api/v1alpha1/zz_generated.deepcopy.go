@@ -495,6 +495,11 @@ func (in *PostgresClusterSpec) DeepCopyInto(out *PostgresClusterSpec) {
 		*out = new(PostgresBootstrap)
 		(*in).DeepCopyInto(*out)
 	}
+	if in.MaxLagOnFailover != nil {
+		in, out := &in.MaxLagOnFailover, &out.MaxLagOnFailover
+		x := (*in).DeepCopy()
+		*out = &x
+	}
 	if in.FencedInstances != nil {
 		in, out := &in.FencedInstances, &out.FencedInstances
 		*out = make([]string, len(*in))

@@ -478,6 +478,7 @@ func decideElection(in decideInput, byName map[string]member, e *election) {
 		e.electionStarted = &now
 	}
 	var fresh []member
+	var tooFar []string
 	waiting := 0
 	for _, m := range in.members {
 		if !m.exists || m.fenced() || m.name == e.current || !sameSystem(in.status.SystemID, m) {
@@ -490,9 +491,29 @@ func decideElection(in decideInput, byName map[string]member, e *election) {
 			waiting++
 			continue
 		}
+		if lagsTooFar(in, m) {
+			tooFar = append(tooFar, m.name)
+			continue
+		}
 		fresh = append(fresh, m)
 	}
 	timedOut := !in.now.Before(e.electionStarted.Add(electionTimeout))
+	if len(fresh) == 0 && len(tooFar) > 0 && timedOut {
+		if returning(in, byName[e.current], e.epoch) {
+			e.target = e.current
+			e.phase, e.reason = v1alpha1.PostgresDegraded, v1alpha1.PostgresReplicasTooFarBehindReason
+			e.message = fmt.Sprintf("The primary %s failed and is back, every replica too far behind it: it starts again on its own data", e.current)
+			e.after = time.Second
+			return
+		}
+		e.phase, e.reason = v1alpha1.PostgresDegraded, v1alpha1.PostgresReplicasTooFarBehindReason
+		e.message = fmt.Sprintf("The primary %s failed; no failover: %s lag more than spec.maxLagOnFailover (%s) behind its last position %s: "+
+			"waiting for %s to start again (annotation %s=%s accepts a failover that loses the difference)",
+			e.current, strings.Join(tooFar, ", "), in.spec.MaxLagOnFailover.String(), in.status.LastPrimaryLSN, e.current,
+			v1alpha1.PostgresFailoverWithoutQuorumAnnotation, e.current)
+		e.after = time.Second
+		return
+	}
 	if len(fresh) == 0 && waiting == 0 && timedOut && e.current != "" {
 		// Nothing to promote: the former primary keeps its place and
 		// starts again on its own data once it can take the lease.
@@ -536,6 +557,17 @@ func decideElection(in decideInput, byName map[string]member, e *election) {
 	e.target = fresh[0].name
 	e.message = fmt.Sprintf("Promoting %s in place of %s", e.target, e.current)
 	e.after = time.Second
+}
+
+// lagsTooFar tells whether replica m is further behind the primary's last
+// reported position than spec.maxLagOnFailover allows a failover to lose.
+func lagsTooFar(in decideInput, m member) bool {
+	if in.spec.MaxLagOnFailover == nil || in.withoutQuorum {
+		return false
+	}
+	last := parseLSN(in.status.LastPrimaryLSN)
+	bound := uint64(max(in.spec.MaxLagOnFailover.Value(), 0))
+	return last > 0 && furthestWAL(m)+bound < last
 }
 
 // returning tells whether m, a primary that failed, is back under the

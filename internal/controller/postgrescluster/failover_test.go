@@ -7,7 +7,9 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"example.com/platform-operator/api/v1alpha1"
 )
@@ -346,6 +348,31 @@ func TestDecide(t *testing.T) {
 			now:       electionTimeout,
 			wantPhase: v1alpha1.PostgresDegraded, wantReason: v1alpha1.PostgresWaitingForQuorumReason,
 			wantCurrent: "db-1", wantEpoch: 2, wantElection: true, wantReplicas: []string{"db-3", "db-4"},
+		},
+		{
+			name:      "with maxLagOnFailover, a replica further behind the primary's last position is not promoted: the election waits",
+			spec:      &v1alpha1.PostgresClusterSpec{Instances: 2, MaxLagOnFailover: ptr.To(resource.MustParse("1Mi"))},
+			status:    v1alpha1.PostgresClusterStatus{CurrentPrimary: "db-1", PromotionEpoch: 2, ElectionStartedAt: at(0), SystemID: "42", LastPrimaryLSN: "0/5000000"},
+			member:    []member{{name: "db-1"}, up("db-2", replicaReport(2, 1, "0/3000000"))},
+			now:       electionTimeout,
+			wantPhase: v1alpha1.PostgresDegraded, wantReason: v1alpha1.PostgresReplicasTooFarBehindReason, wantMessage: "db-2",
+			wantCurrent: "db-1", wantEpoch: 2, wantElection: true, wantReplicas: []string{"db-2"},
+		},
+		{
+			name:      "... one within it is",
+			spec:      &v1alpha1.PostgresClusterSpec{Instances: 2, MaxLagOnFailover: ptr.To(resource.MustParse("1Mi"))},
+			status:    v1alpha1.PostgresClusterStatus{CurrentPrimary: "db-1", PromotionEpoch: 2, ElectionStartedAt: at(0), SystemID: "42", LastPrimaryLSN: "0/5000000"},
+			member:    []member{{name: "db-1"}, up("db-2", replicaReport(2, 1, "0/4F00000"))},
+			now:       electionTimeout,
+			wantPhase: v1alpha1.PostgresFailingOver, wantCurrent: "db-1", wantTgt: "db-2", wantEpoch: 2, wantElection: true, wantReplicas: []string{"db-2"},
+		},
+		{
+			name:   "... and so is one too far behind once a person accepts the loss",
+			spec:   &v1alpha1.PostgresClusterSpec{Instances: 2, MaxLagOnFailover: ptr.To(resource.MustParse("1Mi"))},
+			status: v1alpha1.PostgresClusterStatus{CurrentPrimary: "db-1", PromotionEpoch: 2, ElectionStartedAt: at(0), SystemID: "42", LastPrimaryLSN: "0/5000000"},
+			member: []member{{name: "db-1"}, up("db-2", replicaReport(2, 1, "0/3000000"))},
+			now:    electionTimeout, withoutQuorum: true,
+			wantPhase: v1alpha1.PostgresFailingOver, wantCurrent: "db-1", wantTgt: "db-2", wantEpoch: 2, wantElection: true, wantReplicas: []string{"db-2"},
 		},
 		{
 			name:   "a standby started again during the election is ranked by the furthest WAL it holds, not by whether it streams",

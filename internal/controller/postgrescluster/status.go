@@ -23,6 +23,7 @@ func computeStatus(pg *v1alpha1.PostgresCluster, obs *observation, e election, c
 		TargetPrimary:      e.target,
 		PromotionEpoch:     e.epoch,
 		SystemID:           pg.Status.SystemID,
+		LastPrimaryLSN:     lastPrimaryLSN(pg, obs, e),
 		WriteService:       writeService(pg),
 		ReadService:        readService(pg),
 		Credentials: v1alpha1.PostgresCredentialsStatus{
@@ -223,4 +224,15 @@ func statusSummary(status *v1alpha1.PostgresClusterStatus) string {
 		fmt.Fprintf(&b, "/%s:%s:%t:%t:%d:%s:%t", i.Name, i.Role, i.Ready, i.Fenced, i.Timeline, i.BackupFence, i.CleanShutdown)
 	}
 	return b.String()
+}
+
+// lastPrimaryLSN is the position the current primary reports while it runs
+// as one, else the last one it reported.
+func lastPrimaryLSN(pg *v1alpha1.PostgresCluster, obs *observation, e election) string {
+	for _, m := range obs.members {
+		if m.name == e.current && m.report != nil && m.report.Role == v1alpha1.PostgresPrimaryRole && m.report.CurrentLSN != "" {
+			return m.report.CurrentLSN
+		}
+	}
+	return pg.Status.LastPrimaryLSN
 }
