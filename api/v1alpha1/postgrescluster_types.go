@@ -88,6 +88,20 @@ const (
 	DeleteClaims PostgresDeletionPolicy = "Delete"
 )
 
+// PostgresDataDurability says whether commits wait for spec.synchronous
+// standbys when fewer stream.
+// +kubebuilder:validation:Enum=required;preferred
+type PostgresDataDurability string
+
+const (
+	// DurabilityRequired: every commit waits for spec.synchronous standbys
+	// to confirm it, also while fewer stream (writes stop meanwhile).
+	DurabilityRequired PostgresDataDurability = "required"
+	// DurabilityPreferred: commits wait only for the standbys that stream,
+	// up to spec.synchronous of them, and for none while none streams.
+	DurabilityPreferred PostgresDataDurability = "preferred"
+)
+
 // PostgresStorage is the volume of each instance.
 type PostgresStorage struct {
 	// size of each instance's claim, such as 10Gi. It may grow (the claims
@@ -316,6 +330,17 @@ type PostgresClusterSpec struct {
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=8
 	Synchronous int32 `json:"synchronous,omitempty"`
+
+	// dataDurability, with synchronous 1 or more, says what commits do
+	// while fewer standbys stream than synchronous asks (one is down,
+	// fenced for a backup, being cloned): required (the default) makes
+	// them wait, so that none is confirmed by fewer; preferred lets them
+	// be confirmed by those that stream, and by none while none does, so
+	// that writes go on. A failover after such a commit may lose it, as
+	// with synchronous 0; the failover quorum still counts every standby.
+	// +optional
+	// +kubebuilder:default=required
+	DataDurability PostgresDataDurability `json:"dataDurability,omitempty"`
 
 	// deletionPolicy says what deleting the PostgresCluster does to its
 	// claims: Retain (the default) keeps them, labelled with its name;

@@ -1,6 +1,7 @@
 package instance
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -180,6 +181,39 @@ func TestReportEpoch(t *testing.T) {
 	} {
 		if got := reportEpoch(tc.st, "db-2", tc.s, tc.detached); got != tc.want {
 			t.Errorf("%s: reportEpoch = %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestSynchronousOf: required waits for n of every standby; preferred for
+// those that stream, n at most, and for none while none streams.
+func TestSynchronousOf(t *testing.T) {
+	standbys := []string{"db-2", "db-3"}
+	streaming := func(names ...string) []postgres.Standby {
+		var out []postgres.Standby
+		for _, n := range names {
+			out = append(out, postgres.Standby{ApplicationName: n, State: "streaming"})
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name       string
+		n          int
+		durability v1alpha1.PostgresDataDurability
+		peers      []postgres.Standby
+		want       postgres.Synchronous
+	}{
+		{"asynchronous", 0, v1alpha1.DurabilityPreferred, streaming("db-2"), postgres.Synchronous{}},
+		{"required, one standby down", 1, v1alpha1.DurabilityRequired, streaming("db-2"), postgres.Synchronous{Number: 1, Standbys: standbys}},
+		{"required by default", 2, "", nil, postgres.Synchronous{Number: 2, Standbys: standbys}},
+		{"preferred, both stream", 1, v1alpha1.DurabilityPreferred, streaming("db-2", "db-3"), postgres.Synchronous{Number: 1, Standbys: standbys}},
+		{"preferred, one down: the other", 2, v1alpha1.DurabilityPreferred, append(streaming("db-3"), postgres.Standby{ApplicationName: "db-2", State: "catchup"}),
+			postgres.Synchronous{Number: 1, Standbys: []string{"db-3"}}},
+		{"preferred, none streams: commits wait for none", 1, v1alpha1.DurabilityPreferred, streaming("pg_receivewal"), postgres.Synchronous{}},
+	} {
+		got := synchronousOf(tc.n, standbys, tc.durability, tc.peers)
+		if got.Number != tc.want.Number || !slices.Equal(got.Standbys, tc.want.Standbys) {
+			t.Errorf("%s: synchronousOf = %+v, want %+v", tc.name, got, tc.want)
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -39,11 +40,35 @@ func (m *Manager) settingsOf(pg *v1alpha1.PostgresCluster) postgres.Settings {
 		params["max_slot_wal_keep_size"] = maxSlotWALKeepSize(pg)
 	}
 	s := postgres.Settings{SuperuserAccess: pg.Spec.SuperuserAccess, Parameters: params, StreamThroughSlot: true}
-	if n := int(pg.Spec.Synchronous); n > 0 {
-		s.Synchronous.Number = n
-		s.Synchronous.Standbys = standbyNames(pg, m.opts.PodName)
+	var streaming []postgres.Standby
+	if m.lastRead.state != nil {
+		streaming = m.lastRead.state.Standbys
 	}
+	s.Synchronous = synchronousOf(int(pg.Spec.Synchronous), standbyNames(pg, m.opts.PodName), pg.Spec.DataDurability, streaming)
 	return s
+}
+
+// synchronousOf is a primary's quorum of synchronous standbys: ANY n of
+// standbys; with dataDurability preferred, of those of them that stream
+// now, n at most, and none while none streams, so that commits wait only
+// for standbys that can confirm them.
+func synchronousOf(n int, standbys []string, durability v1alpha1.PostgresDataDurability, peers []postgres.Standby) postgres.Synchronous {
+	if n <= 0 {
+		return postgres.Synchronous{}
+	}
+	if durability == v1alpha1.DurabilityPreferred {
+		var up []string
+		for _, name := range standbys {
+			if slices.ContainsFunc(peers, func(p postgres.Standby) bool { return p.ApplicationName == name && p.State == "streaming" }) {
+				up = append(up, name)
+			}
+		}
+		standbys, n = up, min(n, len(up))
+		if n == 0 {
+			return postgres.Synchronous{}
+		}
+	}
+	return postgres.Synchronous{Number: n, Standbys: standbys}
 }
 
 // standbyNames are the instances that stream from primary when it is the
