@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // State is what a running instance reports of itself.
@@ -95,7 +97,13 @@ func (i *Instance) State(ctx context.Context) (State, error) {
 		case receivedTLI != nil && *receivedTLI > 0:
 			s.TimelineID = uint32(*receivedTLI)
 		default:
+			// The control file names the timeline of the last restartpoint,
+			// which lags one the standby followed by streaming; the WAL
+			// file it replays from tells the timeline it is on.
 			s.TimelineID = uint32(max(checkpointTLI, minRecoveryTLI))
+			if replaying, err := i.replayTimeline(ctx, conn, s.ReplayedLSN); err == nil {
+				s.TimelineID = max(s.TimelineID, replaying)
+			}
 		}
 	}
 
@@ -136,4 +144,28 @@ func timelineOfWALFile(name string) (uint32, error) {
 		return 0, fmt.Errorf("unexpected WAL file name %q: %w", name, err)
 	}
 	return uint32(tli), nil
+}
+
+// replayTimeline is the timeline of the WAL a standby replays at lsn: the
+// latest timeline of the files in pg_wal holding that segment (a standby
+// that followed a new timeline holds the segment of the fork on both).
+func (i *Instance) replayTimeline(ctx context.Context, conn *pgx.Conn, lsn LSN) (uint32, error) {
+	var segmentSize int64
+	if err := conn.QueryRow(ctx, "SELECT setting::bigint FROM pg_settings WHERE name = 'wal_segment_size'").Scan(&segmentSize); err != nil {
+		return 0, fmt.Errorf("read the WAL segment size of %s: %w", i.Name, err)
+	}
+	if segmentSize <= 0 || lsn == 0 {
+		return 0, fmt.Errorf("no WAL position or segment size on %s", i.Name)
+	}
+	segment := uint64(lsn) / uint64(segmentSize)
+	perLog := uint64(0x100000000) / uint64(segmentSize)
+	suffix := fmt.Sprintf("%08X%08X", segment/perLog, segment%perLog)
+	var latest *string
+	if err := conn.QueryRow(ctx, "SELECT max(substr(name, 1, 8)) FROM pg_ls_waldir() WHERE length(name) = 24 AND substr(name, 9) = $1", suffix).Scan(&latest); err != nil {
+		return 0, fmt.Errorf("list the WAL files of %s: %w", i.Name, err)
+	}
+	if latest == nil {
+		return 0, fmt.Errorf("no WAL file of %s holds %s", i.Name, lsn)
+	}
+	return timelineOfWALFile(*latest + suffix)
 }
