@@ -328,6 +328,9 @@ func (s *postgresSimulation) remove(inst *pgInstance, why string) {
 		}
 	}
 	removeNetns(inst.netns)
+	// A cut from the API server ends with the pod, not with its address,
+	// which a later pod may get.
+	s.api.refuseClient(inst.addr, false)
 	_ = os.RemoveAll(inst.dir)
 	_ = os.RemoveAll(inst.socketDir)
 	inst.note("removed: %s", why)

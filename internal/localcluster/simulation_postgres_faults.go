@@ -55,3 +55,60 @@ func processName(pid int) string {
 	}
 	return strings.TrimSpace(string(data))
 }
+
+// PauseInstanceManager stops (SIGSTOP) the instance manager's process of a
+// simulated pod, and it alone: PostgreSQL, its child, keeps running,
+// serving and streaming, while the manager reports, renews and fences
+// nothing, as one whose process hangs. ResumeInstanceManager undoes it.
+// SIMULATION.
+func (c *Cluster) PauseInstanceManager(namespace, pod string) error {
+	return c.signalInstanceManager(namespace, pod, syscall.SIGSTOP, "paused")
+}
+
+// ResumeInstanceManager continues (SIGCONT) the instance manager's process
+// of a pod that PauseInstanceManager stopped. SIMULATION.
+func (c *Cluster) ResumeInstanceManager(namespace, pod string) error {
+	return c.signalInstanceManager(namespace, pod, syscall.SIGCONT, "resumed")
+}
+
+// signalInstanceManager sends sig to the instance manager's process, not
+// to its group (which holds PostgreSQL too).
+func (c *Cluster) signalInstanceManager(namespace, pod string, sig syscall.Signal, what string) error {
+	return c.withPostgresInstance(namespace, pod, func(_ *postgresSimulation, inst *pgInstance) error {
+		pid := 0
+		if inst.running() {
+			pid = inst.proc.PID()
+		}
+		if pid == 0 {
+			return fmt.Errorf("the instance manager of pod %s/%s is not running", namespace, pod)
+		}
+		if err := syscall.Kill(pid, sig); err != nil {
+			return fmt.Errorf("signal the instance manager %d of pod %s/%s: %w", pid, namespace, pod, err)
+		}
+		inst.note("instance manager %d %s", pid, what)
+		return nil
+	})
+}
+
+// CutOffPostgresFromAPIServer cuts a simulated pod off the API server
+// alone: the proxy through which its processes reach the API server closes
+// their connections and every new one, while the pod still reaches, and is
+// reached by, the other pods and the host. It lasts until
+// ReconnectPostgresToAPIServer, or until the pod is gone. SIMULATION.
+func (c *Cluster) CutOffPostgresFromAPIServer(namespace, pod string) error {
+	return c.setAPIServerReach(namespace, pod, false)
+}
+
+// ReconnectPostgresToAPIServer undoes CutOffPostgresFromAPIServer.
+// SIMULATION.
+func (c *Cluster) ReconnectPostgresToAPIServer(namespace, pod string) error {
+	return c.setAPIServerReach(namespace, pod, true)
+}
+
+func (c *Cluster) setAPIServerReach(namespace, pod string, reach bool) error {
+	return c.withPostgresInstance(namespace, pod, func(s *postgresSimulation, inst *pgInstance) error {
+		s.api.refuseClient(inst.addr, !reach)
+		inst.note("cut off from the API server: %t", !reach)
+		return nil
+	})
+}

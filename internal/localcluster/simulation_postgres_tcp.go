@@ -9,6 +9,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
+	"net/netip"
 	"sync"
 	"time"
 )
@@ -27,6 +28,9 @@ type tcpProxy struct {
 	backends []string
 	conns    map[*proxiedConn]struct{}
 	closed   bool
+	// refused are the client addresses whose connections it closes at
+	// once, as though the way to it were cut (refuseClient).
+	refused map[netip.Addr]bool
 }
 
 type proxiedConn struct {
@@ -66,6 +70,36 @@ func (p *tcpProxy) setBackends(ready []string, present map[string]bool) {
 	}
 }
 
+// refuseClient closes, when refuse, the connections from addr and those
+// it opens from then on, until it is called again with refuse false.
+func (p *tcpProxy) refuseClient(addr netip.Addr, refuse bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !refuse {
+		delete(p.refused, addr)
+		return
+	}
+	if p.refused == nil {
+		p.refused = map[netip.Addr]bool{}
+	}
+	p.refused[addr] = true
+	for c := range p.conns {
+		if clientAddr(c.client) == addr {
+			c.client.Close()
+			c.server.Close()
+		}
+	}
+}
+
+// clientAddr is the address a connection came from.
+func clientAddr(c net.Conn) netip.Addr {
+	addr, err := netip.ParseAddrPort(c.RemoteAddr().String())
+	if err != nil {
+		return netip.Addr{}
+	}
+	return addr.Addr().Unmap()
+}
+
 // close stops listening, closes every connection and waits for the
 // forwarding to end.
 func (p *tcpProxy) close() {
@@ -101,9 +135,9 @@ func (p *tcpProxy) serve() {
 
 func (p *tcpProxy) forward(client net.Conn) {
 	p.mu.Lock()
-	backends := p.backends
+	backends, refused := p.backends, p.refused[clientAddr(client)]
 	p.mu.Unlock()
-	if len(backends) == 0 {
+	if len(backends) == 0 || refused {
 		client.Close()
 		return
 	}
@@ -115,7 +149,7 @@ func (p *tcpProxy) forward(client net.Conn) {
 	}
 	c := &proxiedConn{backend: backend, client: client, server: server}
 	p.mu.Lock()
-	if p.closed {
+	if p.closed || p.refused[clientAddr(client)] {
 		p.mu.Unlock()
 		client.Close()
 		server.Close()
