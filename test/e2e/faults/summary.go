@@ -25,6 +25,8 @@ type Record struct {
 	// when it has none) to the cluster being back: Healthy, every
 	// instance ready, the writer committing.
 	Recovery Seconds `json:"recovery_s"`
+	// PrimaryAfter is the primary once the cluster was back.
+	PrimaryAfter string `json:"primary_after,omitempty"`
 	// LostAfter counts the acknowledged commits missing from the primary
 	// once the cluster was back, all faults so far together.
 	LostAfter int `json:"lost_after"`
