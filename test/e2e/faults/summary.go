@@ -103,14 +103,14 @@ func Summarize(r Run) Summary {
 	slices.Sort(s.TwoPrimaries)
 	s.TwoPrimaries = slices.Compact(s.TwoPrimaries)
 	if s.Lost > 0 {
-		first := 0
+		when := "found at the final check"
 		for _, rec := range r.Records {
 			if rec.LostAfter > 0 {
-				first = rec.Index
+				when = fmt.Sprintf("first missing after fault #%d %s", rec.Index, rec.Kind)
 				break
 			}
 		}
-		s.Failures = append(s.Failures, fmt.Sprintf("%d of %d acknowledged commits lost (first missing after fault #%d)", s.Lost, s.Acknowledged, first))
+		s.Failures = append(s.Failures, fmt.Sprintf("%d of %d acknowledged commits lost (%s)", s.Lost, s.Acknowledged, when))
 	}
 	if len(s.TwoPrimaries) > 0 {
 		s.Failures = append(s.Failures, fmt.Sprintf("%d moments when two instances accepted writes", len(s.TwoPrimaries)))

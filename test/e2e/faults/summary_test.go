@@ -55,8 +55,15 @@ func TestSummarize(t *testing.T) {
 			run: Run{Planned: 3, Acknowledged: 900, Lost: 17, RecoveryBound: 3 * time.Minute, Records: []Record{
 				ok(1, KillManager, 2*s), func() Record { r := ok(2, DeletePrimaryAndSyncStandby, 30*s); r.LostAfter = 17; return r }(),
 				func() Record { r := ok(3, DeletePrimary, 10*s); r.LostAfter = 17; return r }()}},
-			failures: []string{"17 of 900 acknowledged commits lost (first missing after fault #2)"},
+			failures: []string{"17 of 900 acknowledged commits lost (first missing after fault #2 delete-primary-and-sync-standby)"},
 			p50:      10 * s, p99: 30 * s,
+		},
+		{
+			name: "lost commits found at the end, the last fault not recovered",
+			run: Run{Planned: 2, Acknowledged: 300, Lost: 5, RecoveryBound: time.Minute, Records: []Record{
+				ok(1, KillManager, 2*s), {Index: 2, Kind: DeletePrimaryAndSyncStandby}}},
+			failures: []string{"5 of 300 acknowledged commits lost (found at the final check)", "#2 delete-primary-and-sync-standby: not recovered within 1m0s"},
+			p50:      2 * s, p99: 2 * s,
 		},
 		{
 			name: "two primaries, a slow recovery, one not recovered, one not injected; the rest skipped",
