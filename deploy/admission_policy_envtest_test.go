@@ -390,6 +390,13 @@ func testOperatorsWorkIsAllowed(t *testing.T, e *policyEnv) {
 	for _, budget := range postgrescluster.DesiredBudgets(pg) {
 		g.Expect(apply(budget)).To(Succeed(), "its disruption budget %s", *budget.Name)
 	}
+	// The replicas' budget, which a scale-down below three instances no
+	// longer wants, is deleted.
+	unwanted := &policyv1.PodDisruptionBudget{ObjectMeta: meta(plainNS, "db-replicas", managed(map[string]string{tenantv1.PostgresClusterLabel: "db"})),
+		Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: ptr.To(intstr.FromInt32(1)),
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{tenantv1.PostgresClusterLabel: "db", tenantv1.PostgresRoleLabel: tenantv1.PostgresReplicaRole}}}}
+	g.Expect(e.admin.Create(ctx, unwanted)).To(Succeed())
+	g.Expect(e.operator.Delete(ctx, unwanted, client.DryRunAll)).To(Succeed(), "the deletion of a budget no longer wanted")
 	// The Role of a cluster in its last instances' scale-down, and of one
 	// whose application owner's Secret is the user's.
 	leaving := postgresCluster()

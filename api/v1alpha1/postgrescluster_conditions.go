@@ -32,6 +32,11 @@ const (
 	PostgresReplicasStartingReason = "ReplicasStarting"
 	PostgresReplicasLaggingReason  = "ReplicasNotStreaming"
 	PostgresNoPrimaryReason        = "NoPrimary"
+	// PostgresWaitingForQuorumReason (Degraded=True): the primary failed
+	// and too few synchronous standbys can report for a failover to be
+	// sure of every acknowledged commit; the message names the instances
+	// it waits for.
+	PostgresWaitingForQuorumReason = "WaitingForQuorum"
 	PostgresUpgradingReason        = "Upgrading"
 	PostgresInvalidSpecReason      = "InvalidSpec"
 	PostgresSecretMissingReason    = "SecretMissing"

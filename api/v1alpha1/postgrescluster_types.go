@@ -41,6 +41,14 @@ const (
 	// PostgresCluster delete its claims.
 	PostgresConfirmDeleteAnnotation = "example.com/confirm-delete"
 
+	// PostgresFailoverWithoutQuorumAnnotation, on a PostgresCluster, set to
+	// the name of the primary that failed (status.currentPrimary), lets a
+	// failover that waits for a quorum of synchronous standbys promote the
+	// most advanced of those that report: commits that only the lost
+	// instances held are lost. A person's decision, never the operator's;
+	// it applies to that primary's failure only.
+	PostgresFailoverWithoutQuorumAnnotation = "example.com/failover-without-quorum"
+
 	// PostgresFinalizer is put on a PostgresCluster whose deletionPolicy is
 	// Delete, so that its deletion deletes its claims first.
 	PostgresFinalizer = "example.com/postgrescluster-claims"
@@ -464,6 +472,12 @@ type PostgresClusterStatus struct {
 	// replicas' reports; unset while targetPrimary names an instance.
 	// +optional
 	ElectionStartedAt *metav1.Time `json:"electionStartedAt,omitempty"`
+
+	// switchoverStartedAt is when the switchover to targetPrimary began; a
+	// switchover whose target has not promoted within 60 s is abandoned,
+	// and the former primary starts again.
+	// +optional
+	SwitchoverStartedAt *metav1.Time `json:"switchoverStartedAt,omitempty"`
 
 	// systemID is the database system identifier of the cluster's data,
 	// from its first primary: an instance reporting another is not of this

@@ -530,6 +530,10 @@ func (in *PostgresClusterStatus) DeepCopyInto(out *PostgresClusterStatus) {
 		in, out := &in.ElectionStartedAt, &out.ElectionStartedAt
 		*out = (*in).DeepCopy()
 	}
+	if in.SwitchoverStartedAt != nil {
+		in, out := &in.SwitchoverStartedAt, &out.SwitchoverStartedAt
+		*out = (*in).DeepCopy()
+	}
 	if in.Instances != nil {
 		in, out := &in.Instances, &out.Instances
 		*out = make([]PostgresInstanceStatus, len(*in))

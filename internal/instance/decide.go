@@ -28,6 +28,9 @@ type local struct {
 	holdsLease bool
 	// following: the host the standby's primary_conninfo names.
 	following string
+	// detachedUnder: the promotion epoch under which the standby detached
+	// from its primary for an election (DetachStandby); 0 for none.
+	detachedUnder int64
 }
 
 // view is what the instance manager knows of its cluster, through the API
@@ -37,8 +40,9 @@ type view struct {
 	// only to keep the data safe.
 	fresh bool
 	// target and current are the cluster's status.targetPrimary and
-	// currentPrimary.
+	// currentPrimary; epoch its status.promotionEpoch.
 	target, current string
+	epoch           int64
 	// fencedBySpec: spec.fencedInstances names this instance.
 	fencedBySpec bool
 	// primaryReady: the current primary is the target and the operator
@@ -55,6 +59,21 @@ type view struct {
 	// 0 when none was reported.
 	handoverLSN postgres.LSN
 }
+
+// election tells whether the operator is electing a new primary: the
+// cluster had one and names no target. Standbys then detach from the
+// former primary (stepDetach) before they report under the election's
+// epoch: what they report is where their WAL ends, and a former primary
+// that ran on because every standby streamed from it (the API server out
+// of its reach alone) can then neither have a commit confirmed nor keep
+// its exemption from fencing.
+func (v view) election() bool { return v.target == "" && v.current != "" }
+
+// fenceGrace is how long an elected standby whose WAL receiver stopped
+// waits before it promotes, when the former primary did not hand over
+// cleanly: time for a former primary that ran on, exempt from fencing while
+// every standby streamed from it, to see that they stopped and fence.
+const fenceGrace = 2 * time.Second
 
 // step is what the instance manager does next.
 type step int
@@ -77,6 +96,9 @@ const (
 	// stepRestore starts, as the new cluster's first primary, data restored
 	// from a backup of another cluster (a replica's, stopped cleanly).
 	stepRestore
+	// stepDetach stops a standby's WAL receiver for an election: see
+	// view.election.
+	stepDetach
 	stepRun
 )
 
@@ -84,7 +106,7 @@ var stepNames = map[step]string{
 	stepWait: "wait", stepInitDB: "initdb", stepClone: "clone", stepAcquireLease: "acquire the lease",
 	stepStartPrimary: "start as primary", stepStartStandby: "start as standby", stepPromote: "promote",
 	stepStepDown: "step down", stepReleaseLease: "release the lease", stepFence: "fence",
-	stepRewind: "rewind", stepFollow: "follow the primary", stepRestore: "start from the restored backup", stepRun: "run",
+	stepRewind: "rewind", stepFollow: "follow the primary", stepRestore: "start from the restored backup", stepDetach: "detach from the primary", stepRun: "run",
 }
 
 func (s step) String() string { return stepNames[s] }
@@ -132,14 +154,14 @@ func next(me string, l local, v view, now time.Time) (step, string) {
 	}
 
 	if v.target == me {
-		return nextAsTarget(l, v)
+		return nextAsTarget(l, v, now)
 	}
 	return nextAsFollower(me, l, v, now)
 }
 
 // nextAsTarget is the next step of the instance the operator wants as
 // primary.
-func nextAsTarget(l local, v view) (step, string) {
+func nextAsTarget(l local, v view, now time.Time) (step, string) {
 	if !l.holdsLease {
 		if !v.leaseAvailable {
 			if l.running && l.primaryData {
@@ -178,6 +200,10 @@ func nextAsTarget(l local, v view) (step, string) {
 		// must not promote beside it; it steps down (it is no longer the
 		// target) or fences itself as its lease lapses.
 		return stepWait, "waiting for the former primary to stop"
+	case v.handoverLSN == 0 && !l.notStreamingSince.IsZero() && now.Sub(l.notStreamingSince) < fenceGrace:
+		// Not a clean hand-over: a former primary that ran on because
+		// every standby streamed from it fences itself once they stopped.
+		return stepWait, "giving the former primary time to fence itself"
 	}
 	return stepPromote, "promoting"
 }
@@ -190,8 +216,18 @@ func nextAsFollower(me string, l local, v view, now time.Time) (step, string) {
 	case l.holdsLease:
 		return stepReleaseLease, "no longer the primary"
 	case !v.primaryReady:
-		if l.running && !l.primaryData {
+		switch {
+		case l.running && !l.primaryData && v.election() && l.detachedUnder != v.epoch:
+			// A standby that still takes WAL from the failed primary could
+			// confirm commits after it reported where its WAL ends.
+			return stepDetach, "an election: no more WAL from the former primary " + v.current
+		case l.running && !l.primaryData:
 			return stepRun, "standby, waiting for a primary"
+		case !l.primaryData && v.election():
+			// An election counts only the standbys that report how far
+			// their WAL goes, which stopped data cannot tell: started as a
+			// standby it replays what it holds and reports that.
+			return stepStartStandby, "starting as standby, so that the election sees its WAL position"
 		}
 		return stepWait, "waiting for a primary"
 	case l.primaryData:

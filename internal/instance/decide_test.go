@@ -3,6 +3,9 @@ package instance
 import (
 	"testing"
 	"time"
+
+	"example.com/platform-operator/api/v1alpha1"
+	"example.com/platform-operator/internal/instance/postgres"
 )
 
 var t0 = time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
@@ -47,6 +50,24 @@ func TestNext(t *testing.T) {
 		{"a former primary is rewound, never started as a second primary", "db-1", local{initialized: true, primaryData: true},
 			view{fresh: true, target: "db-2", current: "db-2", primaryReady: true}, 0, stepRewind},
 		{"... and waits while there is no primary", "db-1", local{initialized: true, primaryData: true}, view{fresh: true, target: "db-2", current: "db-1"}, 0, stepWait},
+		{"a standby detaches from the former primary during an election", "db-3", standby,
+			view{fresh: true, current: "db-1", epoch: 2}, 0, stepDetach},
+		{"... once: detached under the election's epoch, it runs", "db-3", local{initialized: true, running: true, ready: true, detachedUnder: 2},
+			view{fresh: true, current: "db-1", epoch: 2}, 0, stepRun},
+		{"... and again in a later election", "db-3", local{initialized: true, running: true, ready: true, detachedUnder: 2},
+			view{fresh: true, current: "db-2", epoch: 3}, 0, stepDetach},
+		{"the elected standby whose WAL receiver stopped a moment ago gives the former primary time to fence", "db-2",
+			local{initialized: true, running: true, holdsLease: true, notStreamingSince: t0}, view{fresh: true, target: "db-2", current: "db-1"},
+			time.Second, stepWait},
+		{"... and promotes after it", "db-2", local{initialized: true, running: true, holdsLease: true, notStreamingSince: t0},
+			view{fresh: true, target: "db-2", current: "db-1"}, fenceGrace, stepPromote},
+		{"... at once after a clean hand-over", "db-2", local{initialized: true, running: true, holdsLease: true, notStreamingSince: t0},
+			view{fresh: true, target: "db-2", current: "db-1", handoverLSN: 200}, time.Second, stepPromote},
+		{"a stopped standby starts during an election, so that its WAL position counts", "db-3", local{initialized: true, following: "db-1"},
+			view{fresh: true, current: "db-1"}, 0, stepStartStandby},
+		{"... not while the primary keeps its place (waking from hibernation)", "db-3", local{initialized: true, following: "db-1"},
+			view{fresh: true, target: "db-1", current: "db-1"}, 0, stepWait},
+		{"... nor a stopped former primary", "db-1", local{initialized: true, primaryData: true}, view{fresh: true, current: "db-1"}, 0, stepWait},
 		{"a standby follows a new primary", "db-3", standby, view{fresh: true, target: "db-2", current: "db-2", primaryReady: true}, 0, stepFollow},
 		{"a standby that cannot stream is rewound after a while", "db-3", local{initialized: true, running: true, following: "db-1", notStreamingSince: t0},
 			healthy, rewindAfter + time.Second, stepRewind},
@@ -80,6 +101,85 @@ func TestMustFence(t *testing.T) {
 	} {
 		if got := mustFence(t0.Add(tc.now), renewed, 10*time.Second, 2*time.Second, tc.allStreaming); got != tc.want {
 			t.Errorf("%s: mustFence = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestEveryStandbyStreams: the split-brain guard's "every replica still
+// streams from me" counts the cluster's own standbys, by application name,
+// never another WAL sender's peer in place of one that stopped.
+func TestEveryStandbyStreams(t *testing.T) {
+	streaming := func(name string) postgres.Standby { return postgres.Standby{ApplicationName: name, State: "streaming"} }
+	want := []string{"db-2", "db-3"}
+	for _, tc := range []struct {
+		name  string
+		peers []postgres.Standby
+		want  bool
+	}{
+		{"both standbys stream", []postgres.Standby{streaming("db-2"), streaming("db-3")}, true},
+		{"one standby stopped; a pg_receivewal streams in its place", []postgres.Standby{streaming("db-2"), streaming("pg_receivewal")}, false},
+		{"one standby stopped; a base backup runs in its place", []postgres.Standby{streaming("db-2"), {ApplicationName: "pg_basebackup", State: "backup"}}, false},
+		{"one standby still catches up", []postgres.Standby{streaming("db-2"), {ApplicationName: "db-3", State: "catchup"}}, false},
+		{"nothing streams", nil, false},
+	} {
+		if got := everyStandbyStreams(want, tc.peers); got != tc.want {
+			t.Errorf("%s: everyStandbyStreams = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	if everyStandbyStreams(nil, []postgres.Standby{streaming("pg_receivewal")}) {
+		t.Error("a cluster of one instance has no standby that could vouch for the primary")
+	}
+}
+
+// TestLastReadStands: a running PostgreSQL whose state cannot be read keeps
+// its last reading for unreadyAfter, then counts as not ready; with no
+// reading yet (it just started) it is not ready at once.
+func TestLastReadStands(t *testing.T) {
+	reading := &postgres.State{}
+	for _, tc := range []struct {
+		name string
+		r    lastRead
+		now  time.Duration
+		want bool
+	}{
+		{"the first read fails", lastRead{state: reading, failingSince: t0}, 0, true},
+		{"reads failed for 2 s", lastRead{state: reading, failingSince: t0}, 2 * time.Second, true},
+		{"reads failed for as long as unreadyAfter", lastRead{state: reading, failingSince: t0}, unreadyAfter, false},
+		{"never read since it started", lastRead{failingSince: t0}, 0, false},
+	} {
+		if got := tc.r.stands(t0.Add(tc.now)); got != tc.want {
+			t.Errorf("%s: stands = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestReportEpoch: during an election a running standby reports under the
+// election's epoch only once it detached from the former primary and its
+// WAL receiver stopped: until then the WAL positions it reports may still
+// move, and the election must not count them.
+func TestReportEpoch(t *testing.T) {
+	election := v1alpha1.PostgresClusterStatus{CurrentPrimary: "db-1", PromotionEpoch: 3}
+	healthy := v1alpha1.PostgresClusterStatus{CurrentPrimary: "db-1", TargetPrimary: "db-1", PromotionEpoch: 3}
+	standby := instanceState{initialized: true, running: true, ready: true, state: postgres.State{InRecovery: true}}
+	receiving := standby
+	receiving.receiving = true
+	for _, tc := range []struct {
+		name     string
+		st       v1alpha1.PostgresClusterStatus
+		s        instanceState
+		detached int64
+		want     int64
+	}{
+		{"no election", healthy, receiving, 0, 3},
+		{"an election, the standby not detached yet", election, standby, 0, 2},
+		{"an election, detached under an earlier one", election, standby, 2, 2},
+		{"an election, detached, its WAL receiver still running", election, receiving, 3, 2},
+		{"an election, detached, its WAL receiver stopped", election, standby, 3, 3},
+		{"an election, the standby still starting", election, instanceState{initialized: true, running: true}, 0, 2},
+		{"an election, stopped data", election, instanceState{initialized: true}, 0, 3},
+	} {
+		if got := reportEpoch(tc.st, "db-2", tc.s, tc.detached); got != tc.want {
+			t.Errorf("%s: reportEpoch = %d, want %d", tc.name, got, tc.want)
 		}
 	}
 }

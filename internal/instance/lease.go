@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -50,6 +51,10 @@ func (k *leaseKeeper) drop() {
 
 // errLeaseTaken is returned when another instance holds the lease.
 var errLeaseTaken = errors.New("another instance holds the primary's lease")
+
+// errRenewalTooLate stands for a renewal not tried: the time to fence by
+// came before it could be.
+var errRenewalTooLate = errors.New("the lease was not renewed before the time to fence by")
 
 // held tells whether this manager holds the lease at now, by its own last
 // renewal.
@@ -133,7 +138,9 @@ func (k *leaseKeeper) release(ctx context.Context) error {
 // waiting for a synchronous standby) can delay a renewal or a fencing.
 // When it cannot renew, it fences the primary before the lease lapses,
 // unless every other instance still streams from it (the API server is
-// down, not the network: nobody can take the lease either).
+// down, not the network: nobody can take the lease either). After each
+// look it arms the watchdog, which fences in its stead should this
+// goroutine stop.
 func (m *Manager) keepLease(ctx context.Context) {
 	ticker := m.clock.NewTicker(m.opts.RenewInterval / 4)
 	defer ticker.Stop()
@@ -143,37 +150,99 @@ func (m *Manager) keepLease(ctx context.Context) {
 			return
 		case <-ticker.C():
 		}
-		renewed := m.lease.lastRenewal()
-		now := m.clock.Now()
-		if renewed.IsZero() || now.Sub(renewed) < m.opts.RenewInterval {
-			continue
-		}
-		renewCtx, cancel := context.WithTimeout(ctx, m.opts.RenewInterval)
-		err := m.lease.acquire(renewCtx)
+		m.renewOrFence(ctx)
+		m.syncWatchdog()
+	}
+}
+
+// renewOrFence renews the lease when it is due, and fences the primary when
+// it could not and must.
+func (m *Manager) renewOrFence(ctx context.Context) {
+	renewed := m.lease.lastRenewal()
+	now := m.clock.Now()
+	if renewed.IsZero() || now.Sub(renewed) < m.opts.RenewInterval {
+		return
+	}
+	// A renewal that hangs must not carry the primary past the time it
+	// must fence by: the call ends by then, and what follows is judged by
+	// the time after it. Past that time a renewal is tried only while
+	// every standby still streams from this primary (see mustFence): the
+	// API server is down, and a renewal is how the primary learns that it
+	// is back.
+	fenceBy := renewed.Add(m.opts.LeaseDuration - fenceMargin)
+	timeout := min(m.opts.RenewInterval, fenceBy.Sub(now))
+	if timeout <= 0 {
+		timeout = m.opts.RenewInterval
+	}
+	err := errRenewalTooLate
+	if now.Before(fenceBy) || m.allStreaming(ctx) {
+		renewCtx, cancel := context.WithTimeout(ctx, timeout)
+		err = m.lease.acquire(renewCtx)
 		cancel()
-		switch {
-		case err == nil:
-			m.markAPI()
-			continue
-		case errors.Is(err, errLeaseTaken):
-			m.log.Info("The primary's lease was taken by another instance: fencing")
-			m.lease.drop()
-			m.fence()
-			continue
-		}
-		if mustFence(now, renewed, m.opts.LeaseDuration, fenceMargin, m.allStreaming(ctx)) {
-			m.log.Info("Fencing: the primary's lease cannot be renewed and not every replica streams from it", "error", err.Error())
-			m.lease.drop()
-			m.fence()
+	}
+	switch {
+	case err == nil:
+		m.markAPI()
+		return
+	case errors.Is(err, errLeaseTaken):
+		m.log.Info("The primary's lease was taken by another instance: fencing")
+		m.lease.drop()
+		m.fence()
+		return
+	}
+	vouched := m.allStreaming(ctx) // read before the clock: it may take a second
+	now = m.clock.Now()
+	if mustFence(now, renewed, m.opts.LeaseDuration, fenceMargin, vouched) {
+		m.log.Info("Fencing: the primary's lease cannot be renewed and not every replica streams from it", "error", err.Error())
+		m.lease.drop()
+		m.fence()
+		return
+	}
+	if vouched && !now.Before(fenceBy) {
+		// Running on past the time to fence by, on the standbys' word:
+		// the watchdog gives it until the next look, and a little more.
+		m.exemptUntil = now.Add(m.opts.RenewInterval + watchdogSlack)
+	}
+}
+
+// syncWatchdog arms the watchdog for the PostgreSQL of a manager that
+// holds the lease, until the time it must fence by (or, running on past it
+// on its standbys' word, until the next look) and watchdogSlack more, so
+// that the manager fences first when it can; it disarms it otherwise.
+func (m *Manager) syncWatchdog() {
+	if m.watchdog == nil {
+		return
+	}
+	renewed := m.lease.lastRenewal()
+	pid := int(m.pid.Load())
+	var want watchdogArming
+	if !renewed.IsZero() && pid > 0 {
+		want = watchdogArming{until: renewed.Add(m.opts.LeaseDuration - fenceMargin + watchdogSlack), pid: pid}
+		if m.exemptUntil.After(want.until) {
+			want.until = m.exemptUntil
 		}
 	}
+	if want == m.armedFor {
+		return
+	}
+	var err error
+	if want.pid == 0 {
+		err = m.watchdog.disarm()
+	} else {
+		err = m.watchdog.arm(want.until.Sub(m.clock.Now()), want.pid)
+	}
+	if err != nil {
+		m.log.Error(err, "Watchdog not armed")
+		return
+	}
+	m.armedFor = want
 }
 
 // allStreaming tells whether every other instance of the cluster, as last
 // seen, streams from this primary, asking PostgreSQL now.
 func (m *Manager) allStreaming(ctx context.Context) bool {
-	want := int(m.expectedStandbys.Load())
-	if want <= 0 {
+	want := m.expectedStandbys.Load()
+	if want == nil {
 		return false
 	}
 	readCtx, cancel := context.WithTimeout(ctx, time.Second)
@@ -182,13 +251,23 @@ func (m *Manager) allStreaming(ctx context.Context) bool {
 	if err != nil || state.InRecovery {
 		return false
 	}
-	streaming := 0
-	for _, st := range state.Standbys {
-		if st.State == "streaming" {
-			streaming++
+	return everyStandbyStreams(*want, state.Standbys)
+}
+
+// everyStandbyStreams tells whether each of the cluster's standbys (by
+// application name) streams from the primary. Other WAL senders' peers,
+// a pg_basebackup or a pg_receivewal, are no instance of the cluster: that
+// they still reach the primary says nothing of whether the standbys do.
+func everyStandbyStreams(want []string, peers []postgres.Standby) bool {
+	if len(want) == 0 {
+		return false
+	}
+	for _, name := range want {
+		if !slices.ContainsFunc(peers, func(p postgres.Standby) bool { return p.ApplicationName == name && p.State == "streaming" }) {
+			return false
 		}
 	}
-	return streaming >= want
+	return true
 }
 
 // fence stops a running primary at once with a fast shutdown (clients are

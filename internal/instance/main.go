@@ -25,6 +25,24 @@ func Main(args []string, getenv func(string) string, stderr io.Writer) int {
 		return 2
 	}
 	switch args[0] {
+	case "watchdog":
+		// Internal: started by `instance run`, see RunWatchdog.
+		if len(args) != 2 {
+			fmt.Fprintln(stderr, "usage: platform-operator instance watchdog FILE (started by instance run)")
+			return 2
+		}
+		zl, err := zap.NewProduction()
+		if err != nil {
+			fmt.Fprintln(stderr, "instance watchdog:", err)
+			return 1
+		}
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		if err := RunWatchdog(ctx, args[1], zapr.NewLogger(zl).WithName("watchdog")); err != nil {
+			fmt.Fprintln(stderr, "instance watchdog:", err)
+			return 1
+		}
+		return 0
 	case "install":
 		if len(args) != 2 {
 			fmt.Fprintln(stderr, "usage: platform-operator instance install DEST")

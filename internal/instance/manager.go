@@ -64,12 +64,26 @@ type Manager struct {
 	// the lease; pid is postgres's, for the fencing.
 	selfFenced atomic.Bool
 	pid        atomic.Int64
-	// expectedStandbys is how many standbys a primary should have.
-	expectedStandbys atomic.Int32
+	// watchdog fences PostgreSQL should the manager stop without dying;
+	// nil when Options.WatchdogCommand is. armedFor and exemptUntil are
+	// keepLease's alone: what the watchdog was last armed with, and until
+	// when the primary may run on past its time to fence by, on its
+	// standbys' word.
+	watchdog    *watchdog
+	armedFor    watchdogArming
+	exemptUntil time.Time
+	// expectedStandbys are the instances that should stream from this
+	// instance while it is the primary, by application name.
+	expectedStandbys atomic.Pointer[[]string]
 	// following is the primary the standby configuration names.
 	following string
+	// detachedUnder is the promotion epoch under which the standby
+	// detached from its primary for an election; 0 for none.
+	detachedUnder int64
 	// notStreamingSince is since when a running standby has not streamed.
 	notStreamingSince time.Time
+	// lastRead is the last good reading of the running PostgreSQL.
+	lastRead lastRead
 	// handedOver is the shutdown position of this instance when it stepped
 	// down for a switchover, reported for its successor.
 	handedOver postgres.LSN
@@ -94,6 +108,11 @@ func Run(ctx context.Context, opts Options, log logr.Logger) error {
 	}
 	if opts.StatusAddress != "" {
 		go serveStatus(ctx, opts.StatusAddress, &m.ready, log)
+	}
+	if len(opts.WatchdogCommand) > 0 {
+		if m.watchdog, err = startWatchdog(ctx, opts.WatchdogCommand, opts.SocketDir); err != nil {
+			return err
+		}
 	}
 	go m.keepLease(ctx)
 	return m.loop(ctx)
@@ -212,7 +231,8 @@ func (m *Manager) tick(ctx context.Context) {
 	pg := m.cluster(ctx)
 	if pg != nil {
 		m.applySettings(pg)
-		m.expectedStandbys.Store(pg.Spec.Instances - 1)
+		standbys := standbyNames(pg, m.opts.PodName)
+		m.expectedStandbys.Store(&standbys)
 	}
 	state := m.observe(ctx, now)
 	v := m.view(ctx, pg, now)

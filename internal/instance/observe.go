@@ -18,8 +18,9 @@ type instanceState struct {
 	ready        bool
 	// state is PostgreSQL's own account, while it answers.
 	state postgres.State
-	// streaming: a standby's WAL receiver streams.
-	streaming bool
+	// streaming: a standby's WAL receiver streams; receiving: it runs at
+	// all (streaming, or connecting, or waiting to).
+	streaming, receiving bool
 }
 
 // observe reads the state of the instance: whether postgres runs (a crash
@@ -48,18 +49,32 @@ func (m *Manager) observe(ctx context.Context, now time.Time) instanceState {
 			s.ranAsPrimary = err == nil && primary
 		}
 		m.notStreamingSince = time.Time{}
+		m.lastRead = lastRead{}
 		return s
 	}
 	readCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	state, err := m.pg.State(readCtx)
 	if err != nil {
+		if m.lastRead.failingSince.IsZero() {
+			m.lastRead.failingSince = now
+		}
+		if !m.lastRead.stands(now) {
+			return s
+		}
+		// One slow or failed read is no failure: the last reading stands
+		// for a while, so that a moment's stall does not fail over a
+		// healthy primary.
+		s.ready, s.state, s.streaming, s.receiving = true, *m.lastRead.state, m.lastRead.streaming, m.lastRead.receiving
 		return s
 	}
 	s.ready = true
 	s.state = state
+	m.lastRead = lastRead{state: &state}
 	if state.InRecovery {
-		s.streaming = m.walReceiverStreaming(readCtx)
+		status := m.walReceiverStatus(readCtx)
+		s.streaming, s.receiving = status == "streaming", status != ""
+		m.lastRead.streaming, m.lastRead.receiving = s.streaming, s.receiving
 		switch {
 		case s.streaming:
 			m.notStreamingSince = time.Time{}
@@ -70,19 +85,39 @@ func (m *Manager) observe(ctx context.Context, now time.Time) instanceState {
 	return s
 }
 
-// walReceiverStreaming tells whether the standby's WAL receiver streams
-// from its primary.
-func (m *Manager) walReceiverStreaming(ctx context.Context) bool {
+// unreadyAfter is how long PostgreSQL's state must fail to be read, in a
+// row, before a running instance counts as not ready: the instance's role,
+// and for a primary its place, does not hang on one slow query.
+const unreadyAfter = 5 * time.Second
+
+// lastRead is the manager's last good reading of a running PostgreSQL.
+type lastRead struct {
+	state                *postgres.State
+	streaming, receiving bool
+	// failingSince is when reads began to fail, zero while they succeed.
+	failingSince time.Time
+}
+
+// stands tells whether the last good reading still stands at now, reads
+// having failed since failingSince.
+func (r lastRead) stands(now time.Time) bool {
+	return r.state != nil && now.Sub(r.failingSince) < unreadyAfter
+}
+
+// walReceiverStatus is the status of the standby's WAL receiver
+// (streaming, starting, ...), "" when none runs; "unknown" when it
+// cannot be read, which a standby's report must take for one that runs.
+func (m *Manager) walReceiverStatus(ctx context.Context) string {
 	conn, err := m.pg.Connect(ctx, "postgres")
 	if err != nil {
-		return false
+		return "unknown"
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
 	var status string
 	if err := conn.QueryRow(ctx, "SELECT coalesce((SELECT status FROM pg_stat_wal_receiver), '')").Scan(&status); err != nil {
-		return false
+		return "unknown"
 	}
-	return status == "streaming"
+	return status
 }
 
 // local is the instance's side of next.
@@ -94,6 +129,7 @@ func (m *Manager) local(s instanceState) local {
 		ready:             s.ready,
 		streaming:         s.streaming,
 		notStreamingSince: m.notStreamingSince,
+		detachedUnder:     m.detachedUnder,
 		received:          s.state.ReceivedLSN,
 		replayed:          s.state.ReplayedLSN,
 		holdsLease:        m.lease.held(m.clock.Now()),
@@ -117,6 +153,7 @@ func (m *Manager) view(ctx context.Context, pg *v1alpha1.PostgresCluster, now ti
 		fresh:   true,
 		target:  pg.Status.TargetPrimary,
 		current: pg.Status.CurrentPrimary,
+		epoch:   pg.Status.PromotionEpoch,
 		fencedBySpec: slices.Contains(pg.Spec.FencedInstances, m.opts.PodName) ||
 			pg.Annotations[v1alpha1.PostgresBackupFenceAnnotation] == m.opts.PodName,
 		restore: pg.Spec.Bootstrap != nil && pg.Spec.Bootstrap.FromBackup != nil,

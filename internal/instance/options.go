@@ -13,6 +13,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"syscall"
 	"time"
@@ -51,6 +52,11 @@ type Options struct {
 	Config     *rest.Config
 	Credential *syscall.Credential
 	AddressOf  func(instance string) (host string, port int)
+
+	// WatchdogCommand runs the fencing watchdog (the binary and its
+	// `instance watchdog`, to which the path of its file is added); none
+	// when empty, as in the tests that run managers in their own process.
+	WatchdogCommand []string
 }
 
 const (
@@ -89,6 +95,11 @@ func ParseOptions(args []string, getenv func(string) string, usage io.Writer) (O
 	if !strings.HasPrefix(opts.PodName, opts.ClusterName+"-") {
 		return opts, errors.New("POD_NAME must be CLUSTER_NAME-N")
 	}
+	self, err := os.Executable()
+	if err != nil {
+		return opts, fmt.Errorf("the path of this program, for its fencing watchdog: %w", err)
+	}
+	opts.WatchdogCommand = []string{self, "instance", "watchdog"}
 	return opts, nil
 }
 

@@ -42,7 +42,7 @@ func (m *Manager) report(ctx context.Context, pg *v1alpha1.PostgresCluster, s in
 		Message: message,
 	}
 	if pg != nil {
-		r.Epoch = pg.Status.PromotionEpoch
+		r.Epoch = reportEpoch(pg.Status, m.opts.PodName, s, m.detachedUnder)
 		if err := m.parametersRefused(pg); err != nil {
 			r.ParametersRefused = err.Error()
 		}
@@ -97,6 +97,20 @@ func (m *Manager) report(ctx context.Context, pg *v1alpha1.PostgresCluster, s in
 		return
 	}
 	m.markAPI()
+}
+
+// reportEpoch is the promotion epoch a report is made under: the
+// cluster's, except during an election while this instance, a running
+// standby, may still take WAL from the former primary (it has not detached
+// under the election's epoch, or its WAL receiver still runs): the
+// positions it would report are not yet where its WAL ends, and the
+// election must not count them.
+func reportEpoch(st v1alpha1.PostgresClusterStatus, me string, s instanceState, detachedUnder int64) int64 {
+	election := st.TargetPrimary == "" && st.CurrentPrimary != "" && st.CurrentPrimary != me
+	if election && s.running && (!s.ready || s.state.InRecovery) && (detachedUnder != st.PromotionEpoch || s.receiving) {
+		return st.PromotionEpoch - 1
+	}
+	return st.PromotionEpoch
 }
 
 // send writes r when it differs from the last report written: at once

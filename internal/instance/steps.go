@@ -38,13 +38,22 @@ func (m *Manager) settingsOf(pg *v1alpha1.PostgresCluster) postgres.Settings {
 	s := postgres.Settings{SuperuserAccess: pg.Spec.SuperuserAccess, Parameters: params}
 	if n := int(pg.Spec.Synchronous); n > 0 {
 		s.Synchronous.Number = n
-		for i := 1; i <= int(pg.Spec.Instances); i++ {
-			if name := fmt.Sprintf("%s-%d", pg.Name, i); name != m.opts.PodName {
-				s.Synchronous.Standbys = append(s.Synchronous.Standbys, name)
-			}
-		}
+		s.Synchronous.Standbys = standbyNames(pg, m.opts.PodName)
 	}
 	return s
+}
+
+// standbyNames are the instances that stream from primary when it is the
+// primary: every other instance of 1..spec.instances, by the application
+// name each gives its replication connection.
+func standbyNames(pg *v1alpha1.PostgresCluster, primary string) []string {
+	var names []string
+	for i := 1; i <= int(pg.Spec.Instances); i++ {
+		if name := fmt.Sprintf("%s-%d", pg.Name, i); name != primary {
+			names = append(names, name)
+		}
+	}
+	return names
 }
 
 // setsParameter tells whether params sets name. A parameter's name has no
@@ -222,13 +231,29 @@ func (m *Manager) doStep(ctx context.Context, s step, pg *v1alpha1.PostgresClust
 		m.following = ""
 		return m.start(ctx)
 	case stepStartStandby:
-		if v.primaryReady && m.following != v.current {
+		switch {
+		case v.election():
+			// Started for the election to see where its WAL ends: it
+			// takes none from the former primary meanwhile.
+			if _, err := m.pg.DetachStandby(); err != nil {
+				return err
+			}
+			m.following, m.detachedUnder = "", v.epoch
+		case v.primaryReady && m.following != v.current:
 			if _, err := m.configureStandby(ctx, pg, v.current); err != nil {
 				return err
 			}
 			m.following = v.current
 		}
 		return m.start(ctx)
+	case stepDetach:
+		change, err := m.pg.DetachStandby()
+		if err != nil {
+			return err
+		}
+		m.following, m.detachedUnder = "", v.epoch
+		m.applyChange(change)
+		return nil
 	case stepPromote:
 		if err := m.pg.Promote(ctx); err != nil {
 			return err
@@ -275,7 +300,7 @@ func (m *Manager) doStep(ctx context.Context, s step, pg *v1alpha1.PostgresClust
 		if err != nil {
 			return err
 		}
-		m.following = v.current
+		m.following, m.detachedUnder = v.current, 0
 		m.applyChange(change)
 		return nil
 	}

@@ -63,7 +63,8 @@ func (o *outcome) record(res children.Result) {
 }
 
 // ensureShared ensures what the instances share: the instance managers'
-// access, the Services, the disruption budgets and the primary's Lease.
+// access, the Services, the disruption budgets (deleting those no longer
+// wanted) and the primary's Lease.
 func (r *Reconciler) ensureShared(ctx context.Context, pg *v1alpha1.PostgresCluster, out *outcome) {
 	out.record(r.Children.Ensure(ctx, pg, DesiredAccount(pg), &corev1.ServiceAccount{}, children.WithoutCreateEvent()))
 	out.record(r.Children.Ensure(ctx, pg, DesiredRole(pg), &rbacv1.Role{}, children.WithoutCreateEvent()))
@@ -73,6 +74,14 @@ func (r *Reconciler) ensureShared(ctx context.Context, pg *v1alpha1.PostgresClus
 	out.record(r.Children.Ensure(ctx, pg, desiredRoleService(pg, readService(pg), v1alpha1.PostgresReplicaRole), &corev1.Service{}, children.WithoutCreateEvent()))
 	for _, budget := range DesiredBudgets(pg) {
 		out.record(r.Children.Ensure(ctx, pg, budget, &policyv1.PodDisruptionBudget{}, children.WithoutCreateEvent()))
+	}
+	for _, name := range unwantedBudgets(pg) {
+		// A budget kept after a scale-down could only block drains: see
+		// replicasMinAvailable.
+		key := types.NamespacedName{Namespace: pg.Namespace, Name: name}
+		if _, err := r.Children.Delete(ctx, pg, key, &policyv1.PodDisruptionBudget{}); err != nil {
+			out.record(children.Result{Action: children.Failed, Err: err, Message: err.Error()})
+		}
 	}
 	out.record(r.Children.Ensure(ctx, pg, DesiredLease(pg), &coordinationv1.Lease{}, children.WithoutCreateEvent()))
 }

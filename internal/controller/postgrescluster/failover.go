@@ -16,6 +16,11 @@ import (
 // report under its new epoch before it chooses among those that did.
 const electionTimeout = 5 * time.Second
 
+// switchoverTimeout bounds a switchover: a target that has not promoted by
+// then (it never received the former primary's last WAL, it cannot reach
+// the API server) is given up, and the former primary starts again.
+const switchoverTimeout = time.Minute
+
 // member is what the operator knows of one instance when it decides.
 type member struct {
 	name string
@@ -73,6 +78,9 @@ type election struct {
 	epoch           int64
 	failingSince    *time.Time
 	electionStarted *time.Time
+	// switchoverStarted is when the switchover under way began; while the
+	// former primary starts again after one was given up, too.
+	switchoverStarted *time.Time
 	// primary is the pod that gets role=primary (CLUSTER-rw routes to it),
 	// "" for none; replicas get role=replica.
 	primary  string
@@ -103,6 +111,10 @@ type decideInput struct {
 	// keptBeyond are the claims beyond spec.instances kept from an
 	// earlier PostgresCluster of the name, read at the first start only.
 	keptBeyond []string
+	// withoutQuorum: a person accepted, for the failure of the current
+	// primary, a failover without a quorum of synchronous standbys
+	// (PostgresFailoverWithoutQuorumAnnotation).
+	withoutQuorum bool
 }
 
 // decide chooses which instance is primary, from what the instances report
@@ -119,6 +131,9 @@ func decide(in decideInput) election {
 	}
 	if t := in.status.ElectionStartedAt; t != nil {
 		e.electionStarted = &t.Time
+	}
+	if t := in.status.SwitchoverStartedAt; t != nil {
+		e.switchoverStarted = &t.Time
 	}
 	byName := map[string]member{}
 	for _, m := range in.members {
@@ -147,7 +162,9 @@ func decide(in decideInput) election {
 	switch {
 	case e.target == "":
 		decideElection(in, byName, &e)
-	case e.current != e.target:
+	case e.current != e.target, e.electionStarted != nil, e.switchoverStarted != nil:
+		// A promotion, or the former primary taking its place again after
+		// an election it came back in or a switchover given up.
 		awaitPromotion(in, byName, &e)
 	default:
 		watchPrimary(in, byName, &e)
@@ -165,7 +182,7 @@ func awaitPromotion(in decideInput, byName map[string]member, e *election) {
 			e.event = &transition{reason: "Promoted", message: fmt.Sprintf("Instance %s is the primary, on timeline %d", target.name, target.report.Timeline)}
 		}
 		e.current = target.name
-		e.failingSince, e.electionStarted = nil, nil
+		e.failingSince, e.electionStarted, e.switchoverStarted = nil, nil, nil
 		watchPrimary(in, byName, e)
 		return
 	}
@@ -176,12 +193,35 @@ func awaitPromotion(in decideInput, byName map[string]member, e *election) {
 	case e.current == "":
 		e.phase, e.reason = v1alpha1.PostgresInitializing, v1alpha1.PostgresInitializingReason
 		e.message = fmt.Sprintf("Instance %s initializes the database", e.target)
+	case e.current == e.target && e.electionStarted == nil:
+		e.phase, e.reason = v1alpha1.PostgresSwitchingOver, v1alpha1.PostgresSwitchingOverReason
+		e.message = fmt.Sprintf("The switchover was given up: %s starts again as the primary", e.current)
+	case e.current == e.target:
+		e.phase, e.reason = v1alpha1.PostgresDegraded, v1alpha1.PostgresWaitingForQuorumReason
+		e.message = fmt.Sprintf("The primary %s failed and is back before a quorum of standbys: it starts again on its own data", e.current)
 	case e.electionStarted != nil || e.failingSince != nil:
 		e.phase, e.reason = v1alpha1.PostgresFailingOver, v1alpha1.PostgresFailingOverReason
 		e.message = fmt.Sprintf("Promoting %s in place of %s", e.target, e.current)
 	default:
 		e.phase, e.reason = v1alpha1.PostgresSwitchingOver, v1alpha1.PostgresSwitchingOverReason
 		e.message = fmt.Sprintf("Switching the primary over from %s to %s", e.current, e.target)
+		if e.switchoverStarted != nil && !in.now.Before(e.switchoverStarted.Add(switchoverTimeout)) && !in.lease.heldBy(e.target, in.now) {
+			// The target has not taken the lease, so it has not promoted
+			// and will not without it: the former primary, which handed
+			// over cleanly and holds all it wrote, starts again.
+			e.event = &transition{reason: "SwitchoverAbandoned", message: fmt.Sprintf(
+				"Instance %s did not promote within %s (%s): %s starts again as the primary", e.target, switchoverTimeout, describe(target), e.current)}
+			e.target = e.current
+			e.epoch++
+			e.message = fmt.Sprintf("The switchover was given up: %s starts again as the primary", e.current)
+			e.after = time.Second
+			return
+		}
+		if e.switchoverStarted == nil {
+			// A switchover begun before switchoverStartedAt was kept.
+			now := in.now
+			e.switchoverStarted = &now
+		}
 	}
 	// A target that is gone, fenced or of another database cannot promote:
 	// elect another (a failover), unless the cluster never had a primary.
@@ -215,6 +255,8 @@ func watchPrimary(in decideInput, byName map[string]member, e *election) {
 			e.event = &transition{reason: "SwitchoverStarted", message: fmt.Sprintf("Switching the primary over from %s to %s", e.current, next)}
 			e.target = next
 			e.epoch++
+			now := in.now
+			e.switchoverStarted = &now
 			e.phase, e.reason = v1alpha1.PostgresSwitchingOver, v1alpha1.PostgresSwitchingOverReason
 			e.message = fmt.Sprintf("Switching the primary over from %s to %s", e.current, next)
 			e.after = time.Second
@@ -249,9 +291,94 @@ func watchPrimary(in decideInput, byName map[string]member, e *election) {
 		e.after = wait
 		return
 	}
+	if short := quorumShortOf(in, e, func(m member) bool { return m.report.Epoch >= e.epoch && holdsData(m) }); short != "" {
+		// Without a quorum an election could promote a standby that lacks
+		// acknowledged commits: the cluster waits, and says for whom.
+		e.phase, e.reason = v1alpha1.PostgresDegraded, v1alpha1.PostgresWaitingForQuorumReason
+		e.message = fmt.Sprintf("The primary %s failed (%s); no failover: %s", e.current, describe(primary), short)
+		e.after = time.Second
+		return
+	}
 	e.event = &transition{reason: "FailoverStarted", message: fmt.Sprintf("The primary %s failed (%s): electing another", e.current, describe(primary))}
+	if in.withoutQuorum && failoverQuorum(in.spec) > 0 {
+		e.event.message += ", without a quorum of synchronous standbys, as annotation " + v1alpha1.PostgresFailoverWithoutQuorumAnnotation + " accepts: commits may be lost"
+	}
 	startElection(in, e)
 	decideElection(in, byName, e)
+}
+
+// failoverQuorum is how many of the synchronous standbys a failover must
+// hear from to be sure that one of them holds every commit the primary
+// acknowledged: with synchronous_standby_names ANY n over S standbys, each
+// acknowledged commit is on n of them, so any S - n + 1 of them include one
+// that has it (Patroni's quorum commit, CloudNativePG's failover quorum).
+// 0 without synchronous replication, which promises nothing of the kind.
+func failoverQuorum(spec v1alpha1.PostgresClusterSpec) int {
+	if spec.Synchronous <= 0 {
+		return 0
+	}
+	return int(spec.Instances) - int(spec.Synchronous)
+}
+
+// synchronousStandby tells whether m is one of the standbys the primary's
+// synchronous_standby_names lists: every other instance of
+// 1..spec.instances, as the instance manager writes it.
+func synchronousStandby(in decideInput, primary string, m member) bool {
+	n := ordinalOf(in.clusterID, m.name)
+	return m.name != primary && n >= 1 && n <= int(in.spec.Instances)
+}
+
+// holdsData tells whether m's report shows standby data that can report
+// its WAL position: running as a replica, or stopped standby data, which
+// its manager starts during an election.
+func holdsData(m member) bool {
+	return m.report.Role == v1alpha1.PostgresReplicaRole ||
+		(m.report.Role == "" && m.report.StoppedData == v1alpha1.PostgresReplicaRole)
+}
+
+// stoppedOnPurpose tells whether m is a standby fenced on purpose (by
+// spec, or by a backup's run) whose PostgreSQL stopped cleanly while the
+// primary ran on. It counts toward the quorum without running: every
+// commit acknowledged after it stopped is on the other standbys, which
+// streamed on, and so is all the WAL it had once one such commit was.
+// (The one case it misses, docs/postgres-design.md's known limits: no
+// commit since the fence, and every other standby behind it throughout.)
+func stoppedOnPurpose(m member) bool {
+	return m.fenced() && m.report.CleanShutdown && m.report.StoppedData == v1alpha1.PostgresReplicaRole
+}
+
+// quorumShortOf says, when fewer synchronous standbys than the failover
+// quorum are in (live, unfenced, of this database, and counted by in),
+// how many are and whom the failover waits for; "" when the quorum is
+// there or none is needed.
+func quorumShortOf(in decideInput, e *election, counted func(member) bool) string {
+	quorum := failoverQuorum(in.spec)
+	if quorum == 0 || in.withoutQuorum {
+		return ""
+	}
+	var have, missing []string
+	for _, m := range in.members {
+		if !synchronousStandby(in, e.current, m) {
+			continue
+		}
+		if m.exists && m.report != nil && sameSystem(in.status.SystemID, m) && (stoppedOnPurpose(m) || (!m.fenced() && counted(m))) {
+			have = append(have, m.name)
+		} else {
+			missing = append(missing, m.name)
+		}
+	}
+	if len(have) >= quorum {
+		return ""
+	}
+	reporting := "none"
+	if len(have) > 0 {
+		reporting = strings.Join(have, ", ")
+	}
+	return fmt.Sprintf("with synchronous %d over %d standbys, a failover needs %d of them to report to be sure of every acknowledged commit, "+
+		"and %d can (%s): waiting for %s to report, or for %s to start again "+
+		"(annotation %s=%s accepts a failover that may lose commits)",
+		in.spec.Synchronous, int(in.spec.Instances)-1, quorum, len(have), reporting, strings.Join(missing, " or "), e.current,
+		v1alpha1.PostgresFailoverWithoutQuorumAnnotation, e.current)
 }
 
 // chooseFirstPrimary sets the target of a cluster that never had a primary
@@ -335,7 +462,7 @@ func moreAdvancedData(a, b member) int {
 
 // startElection begins a failover: no target, a new epoch for the reports.
 func startElection(in decideInput, e *election) {
-	e.target = ""
+	e.target, e.switchoverStarted = "", nil
 	e.epoch++
 	now := in.now
 	e.electionStarted = &now
@@ -375,7 +502,29 @@ func decideElection(in decideInput, byName map[string]member, e *election) {
 		e.after = time.Second
 		return
 	}
-	if len(fresh) == 0 || (waiting > 0 && !timedOut) {
+	short := quorumShortOf(in, e, func(m member) bool {
+		return slices.ContainsFunc(fresh, func(f member) bool { return f.name == m.name })
+	})
+	if short != "" && returning(in, byName[e.current], e.epoch) {
+		// The former primary is back on its data, which holds every commit
+		// it acknowledged: it takes its place again (awaitPromotion, the
+		// election still open until it runs).
+		e.target = e.current
+		e.phase, e.reason = v1alpha1.PostgresDegraded, v1alpha1.PostgresWaitingForQuorumReason
+		e.message = fmt.Sprintf("The primary %s failed and is back before a quorum of standbys: it starts again on its own data", e.current)
+		e.after = time.Second
+		return
+	}
+	if short != "" && timedOut {
+		// The election stays open, under its epoch, until the quorum
+		// reports or the former primary is back: never a new one that
+		// would wait for the same.
+		e.phase, e.reason = v1alpha1.PostgresDegraded, v1alpha1.PostgresWaitingForQuorumReason
+		e.message = fmt.Sprintf("The primary %s failed; no failover: %s", e.current, short)
+		e.after = time.Second
+		return
+	}
+	if len(fresh) == 0 || (waiting > 0 && !timedOut) || short != "" {
 		e.message = fmt.Sprintf("The primary %s failed: waiting for the replicas' reports (%d of %d in)", e.current, len(fresh), len(fresh)+waiting)
 		e.after = 500 * time.Millisecond
 		if waiting > 0 && !timedOut {
@@ -387,6 +536,13 @@ func decideElection(in decideInput, byName map[string]member, e *election) {
 	e.target = fresh[0].name
 	e.message = fmt.Sprintf("Promoting %s in place of %s", e.target, e.current)
 	e.after = time.Second
+}
+
+// returning tells whether m, a primary that failed, is back under the
+// election's epoch with its data, a primary's: stopped, or running again.
+func returning(in decideInput, m member, epoch int64) bool {
+	return m.name != "" && m.exists && !m.fenced() && m.report != nil && m.report.Epoch >= epoch && sameSystem(in.status.SystemID, m) &&
+		(m.report.StoppedData == v1alpha1.PostgresPrimaryRole || m.report.Role == v1alpha1.PostgresPrimaryRole)
 }
 
 // anyReplica tells whether an instance other than primary runs as a
@@ -466,22 +622,24 @@ func streamsFrom(in decideInput, primary member) func(member) bool {
 	}
 }
 
-// moreAdvanced orders replicas for promotion: ready before not, then by
-// timeline, received LSN and replayed LSN, highest first, then by name.
+// moreAdvanced orders replicas for promotion: by timeline, then by the
+// furthest WAL each holds (received or, after a restart, which forgets
+// what was received, replayed), highest first, then by name. Whether a
+// replica streams does not count: in a failover the one that still
+// streams does so from a primary that failed.
 func moreAdvanced(a, b member) int {
-	if c := cmp.Compare(boolRank(b.report.Ready), boolRank(a.report.Ready)); c != 0 {
-		return c
-	}
 	if c := cmp.Compare(b.report.Timeline, a.report.Timeline); c != 0 {
 		return c
 	}
-	if c := cmp.Compare(parseLSN(b.report.ReceivedLSN), parseLSN(a.report.ReceivedLSN)); c != 0 {
-		return c
-	}
-	if c := cmp.Compare(parseLSN(b.report.ReplayedLSN), parseLSN(a.report.ReplayedLSN)); c != 0 {
+	if c := cmp.Compare(furthestWAL(b), furthestWAL(a)); c != 0 {
 		return c
 	}
 	return cmp.Compare(a.name, b.name)
+}
+
+// furthestWAL is the furthest WAL position a replica reported holding.
+func furthestWAL(m member) uint64 {
+	return max(parseLSN(m.report.ReceivedLSN), parseLSN(m.report.ReplayedLSN))
 }
 
 func boolRank(b bool) int {

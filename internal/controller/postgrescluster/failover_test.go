@@ -80,14 +80,19 @@ func TestDecide(t *testing.T) {
 		now    time.Duration // after t0
 		// keptBeyond are kept claims beyond spec.instances.
 		keptBeyond []string
+		// withoutQuorum: a failover without a quorum was accepted.
+		withoutQuorum bool
 
-		wantPhase            v1alpha1.PostgresClusterPhase
-		wantCurrent, wantTgt string
-		wantEpoch            int64
-		wantPrimary          string
-		wantReplicas         []string
-		wantEvent            string
-		wantElection         bool
+		wantPhase v1alpha1.PostgresClusterPhase
+		// wantReason, when set, is the election's reason; wantMessage a
+		// part of its message.
+		wantReason, wantMessage string
+		wantCurrent, wantTgt    string
+		wantEpoch               int64
+		wantPrimary             string
+		wantReplicas            []string
+		wantEvent               string
+		wantElection            bool
 	}{
 		{
 			name:      "a new cluster: the first instance initializes",
@@ -207,6 +212,152 @@ func TestDecide(t *testing.T) {
 			wantReplicas: []string{"db-2", "db-3"},
 		},
 		{
+			name:      "synchronous 1 over two standbys, the primary and one standby lost together: no failover on the lagging standby's word alone",
+			spec:      &v1alpha1.PostgresClusterSpec{Instances: 3, Synchronous: 1},
+			status:    healthyStatus(),
+			member:    []member{{name: "db-1"}, {name: "db-2"}, up("db-3", replicaReport(1, 1, "0/3000100"))},
+			lease:     held("db-1"),
+			now:       11 * time.Second,
+			wantPhase: v1alpha1.PostgresDegraded, wantReason: v1alpha1.PostgresWaitingForQuorumReason, wantMessage: "db-2",
+			wantCurrent: "db-1", wantTgt: "db-1", wantEpoch: 1, wantReplicas: []string{"db-3"},
+		},
+		{
+			name:      "... nor when a standby's pod exists but it has not reported under the current epoch",
+			spec:      &v1alpha1.PostgresClusterSpec{Instances: 3, Synchronous: 1},
+			status:    healthyStatus(),
+			member:    []member{{name: "db-1"}, up("db-2", replicaReport(0, 1, "0/3000900")), up("db-3", replicaReport(1, 1, "0/3000100"))},
+			lease:     held("db-1"),
+			now:       11 * time.Second,
+			wantPhase: v1alpha1.PostgresDegraded, wantReason: v1alpha1.PostgresWaitingForQuorumReason,
+			wantCurrent: "db-1", wantTgt: "db-1", wantEpoch: 1, wantReplicas: []string{"db-2", "db-3"},
+		},
+		{
+			name:      "... and an election that times out short of the quorum promotes nobody: it stays open, under its epoch",
+			spec:      &v1alpha1.PostgresClusterSpec{Instances: 3, Synchronous: 1},
+			status:    v1alpha1.PostgresClusterStatus{CurrentPrimary: "db-1", PromotionEpoch: 2, ElectionStartedAt: at(0), SystemID: "42"},
+			member:    []member{{name: "db-1"}, up("db-2", replicaReport(1, 1, "0/3000900")), up("db-3", replicaReport(2, 1, "0/3000100"))},
+			now:       electionTimeout,
+			wantPhase: v1alpha1.PostgresDegraded, wantReason: v1alpha1.PostgresWaitingForQuorumReason, wantMessage: "db-2",
+			wantCurrent: "db-1", wantEpoch: 2, wantElection: true, wantReplicas: []string{"db-2", "db-3"},
+		},
+		{
+			name:      "the former primary back on its data before a quorum takes its place again",
+			spec:      &v1alpha1.PostgresClusterSpec{Instances: 3, Synchronous: 1},
+			status:    v1alpha1.PostgresClusterStatus{CurrentPrimary: "db-1", PromotionEpoch: 2, ElectionStartedAt: at(0), SystemID: "42"},
+			member:    []member{up("db-1", stopped(2, 1, "primary", "0/3000000")), {name: "db-2"}, up("db-3", replicaReport(2, 1, "0/3000100"))},
+			now:       time.Second,
+			wantPhase: v1alpha1.PostgresDegraded, wantReason: v1alpha1.PostgresWaitingForQuorumReason,
+			wantCurrent: "db-1", wantTgt: "db-1", wantEpoch: 2, wantElection: true, wantReplicas: []string{"db-3"},
+		},
+		{
+			name:      "... waits for it to run, the election open, whatever the time",
+			spec:      &v1alpha1.PostgresClusterSpec{Instances: 3, Synchronous: 1},
+			status:    v1alpha1.PostgresClusterStatus{CurrentPrimary: "db-1", TargetPrimary: "db-1", PromotionEpoch: 2, ElectionStartedAt: at(0), SystemID: "42"},
+			member:    []member{up("db-1", &v1alpha1.PostgresInstanceReport{SystemID: "42", Epoch: 2, Message: "starting as primary"}), {name: "db-2"}, up("db-3", replicaReport(2, 1, "0/3000100"))},
+			lease:     held("db-1"),
+			now:       time.Minute,
+			wantPhase: v1alpha1.PostgresDegraded, wantReason: v1alpha1.PostgresWaitingForQuorumReason,
+			wantCurrent: "db-1", wantTgt: "db-1", wantEpoch: 2, wantElection: true, wantReplicas: []string{"db-3"},
+		},
+		{
+			name:      "... and is the primary once it runs with the lease",
+			spec:      &v1alpha1.PostgresClusterSpec{Instances: 3, Synchronous: 1},
+			status:    v1alpha1.PostgresClusterStatus{CurrentPrimary: "db-1", TargetPrimary: "db-1", PromotionEpoch: 2, ElectionStartedAt: at(0), SystemID: "42"},
+			member:    []member{up("db-1", primaryReport("0/3000200", "db-3")), {name: "db-2"}, up("db-3", replicaReport(2, 1, "0/3000100"))},
+			lease:     lease{holder: "db-1", renewed: t0.Add(time.Minute), duration: 10 * time.Second},
+			now:       time.Minute,
+			wantPhase: v1alpha1.PostgresHealthy, wantCurrent: "db-1", wantTgt: "db-1", wantEpoch: 2, wantPrimary: "db-1", wantReplicas: []string{"db-3"},
+			wantEvent: "Promoted",
+		},
+		{
+			name:   "a standby fenced for a backup, stopped cleanly, counts toward the quorum; it is never promoted",
+			spec:   &v1alpha1.PostgresClusterSpec{Instances: 3, Synchronous: 1},
+			status: v1alpha1.PostgresClusterStatus{CurrentPrimary: "db-1", PromotionEpoch: 2, ElectionStartedAt: at(0), SystemID: "42"},
+			member: []member{{name: "db-1"}, up("db-2", replicaReport(2, 1, "0/3000100")),
+				{name: "db-3", exists: true, fencedBySpec: true, report: &v1alpha1.PostgresInstanceReport{Fenced: true, StoppedData: "replica", CleanShutdown: true,
+					Timeline: 1, CheckpointLSN: "0/3000000", SystemID: "42", Epoch: 2}}},
+			now:       electionTimeout,
+			wantPhase: v1alpha1.PostgresFailingOver, wantCurrent: "db-1", wantTgt: "db-2", wantEpoch: 2, wantElection: true,
+			wantReplicas: []string{"db-2"},
+		},
+		{
+			name:   "... not while it is still stopping",
+			spec:   &v1alpha1.PostgresClusterSpec{Instances: 3, Synchronous: 1},
+			status: v1alpha1.PostgresClusterStatus{CurrentPrimary: "db-1", PromotionEpoch: 2, ElectionStartedAt: at(0), SystemID: "42"},
+			member: []member{{name: "db-1"}, up("db-2", replicaReport(2, 1, "0/3000100")),
+				{name: "db-3", exists: true, fencedBySpec: true, report: replicaReport(2, 1, "0/3000200")}},
+			now:       electionTimeout,
+			wantPhase: v1alpha1.PostgresDegraded, wantReason: v1alpha1.PostgresWaitingForQuorumReason, wantCurrent: "db-1", wantEpoch: 2, wantElection: true,
+			wantReplicas: []string{"db-2", "db-3"},
+		},
+		{
+			name:   "... unless a person accepted a failover without a quorum for this primary's failure",
+			spec:   &v1alpha1.PostgresClusterSpec{Instances: 3, Synchronous: 1},
+			status: healthyStatus(),
+			member: []member{{name: "db-1"}, {name: "db-2"}, up("db-3", replicaReport(1, 1, "0/3000100"))},
+			lease:  held("db-1"),
+			now:    11 * time.Second, withoutQuorum: true,
+			wantPhase: v1alpha1.PostgresFailingOver, wantCurrent: "db-1", wantEpoch: 2, wantEvent: "FailoverStarted", wantElection: true,
+			wantReplicas: []string{"db-3"},
+		},
+		{
+			name:   "... and its election promotes the most advanced of those that report",
+			spec:   &v1alpha1.PostgresClusterSpec{Instances: 3, Synchronous: 1},
+			status: v1alpha1.PostgresClusterStatus{CurrentPrimary: "db-1", PromotionEpoch: 2, ElectionStartedAt: at(0), SystemID: "42"},
+			member: []member{{name: "db-1"}, {name: "db-2"}, up("db-3", replicaReport(2, 1, "0/3000100"))},
+			now:    electionTimeout, withoutQuorum: true,
+			wantPhase: v1alpha1.PostgresFailingOver, wantCurrent: "db-1", wantTgt: "db-3", wantEpoch: 2, wantElection: true,
+			wantReplicas: []string{"db-3"},
+		},
+		{
+			name:      "... while with the quorum in, the most advanced of them is promoted",
+			spec:      &v1alpha1.PostgresClusterSpec{Instances: 3, Synchronous: 1},
+			status:    v1alpha1.PostgresClusterStatus{CurrentPrimary: "db-1", PromotionEpoch: 2, ElectionStartedAt: at(0), SystemID: "42"},
+			member:    []member{{name: "db-1"}, up("db-2", replicaReport(2, 1, "0/3000900")), up("db-3", replicaReport(2, 1, "0/3000100"))},
+			now:       time.Second,
+			wantPhase: v1alpha1.PostgresFailingOver, wantCurrent: "db-1", wantTgt: "db-2", wantEpoch: 2, wantElection: true,
+			wantReplicas: []string{"db-2", "db-3"},
+		},
+		{
+			name:   "synchronous 2 over four standbys: three reports are a quorum",
+			spec:   &v1alpha1.PostgresClusterSpec{Instances: 5, Synchronous: 2},
+			status: v1alpha1.PostgresClusterStatus{CurrentPrimary: "db-1", PromotionEpoch: 2, ElectionStartedAt: at(0), SystemID: "42"},
+			member: []member{{name: "db-1"}, {name: "db-2"}, up("db-3", replicaReport(2, 1, "0/3000100")),
+				up("db-4", replicaReport(2, 1, "0/3000300")), up("db-5", replicaReport(2, 1, "0/3000200"))},
+			now:       electionTimeout,
+			wantPhase: v1alpha1.PostgresFailingOver, wantCurrent: "db-1", wantTgt: "db-4", wantEpoch: 2, wantElection: true,
+			wantReplicas: []string{"db-3", "db-4", "db-5"},
+		},
+		{
+			name:   "... and two are not",
+			spec:   &v1alpha1.PostgresClusterSpec{Instances: 5, Synchronous: 2},
+			status: v1alpha1.PostgresClusterStatus{CurrentPrimary: "db-1", PromotionEpoch: 2, ElectionStartedAt: at(0), SystemID: "42"},
+			member: []member{{name: "db-1"}, {name: "db-2"}, {name: "db-3"},
+				up("db-4", replicaReport(2, 1, "0/3000300")), up("db-5", replicaReport(2, 1, "0/3000200"))},
+			now:       electionTimeout,
+			wantPhase: v1alpha1.PostgresDegraded, wantReason: v1alpha1.PostgresWaitingForQuorumReason,
+			wantCurrent: "db-1", wantEpoch: 2, wantElection: true, wantReplicas: []string{"db-4", "db-5"},
+		},
+		{
+			name:      "a standby beyond spec.instances is no synchronous standby: it does not count toward the quorum",
+			spec:      &v1alpha1.PostgresClusterSpec{Instances: 3, Synchronous: 1},
+			status:    v1alpha1.PostgresClusterStatus{CurrentPrimary: "db-1", PromotionEpoch: 2, ElectionStartedAt: at(0), SystemID: "42"},
+			member:    []member{{name: "db-1"}, {name: "db-2"}, up("db-3", replicaReport(2, 1, "0/3000100")), up("db-4", replicaReport(2, 1, "0/3000100"))},
+			now:       electionTimeout,
+			wantPhase: v1alpha1.PostgresDegraded, wantReason: v1alpha1.PostgresWaitingForQuorumReason,
+			wantCurrent: "db-1", wantEpoch: 2, wantElection: true, wantReplicas: []string{"db-3", "db-4"},
+		},
+		{
+			name:   "a standby started again during the election is ranked by the furthest WAL it holds, not by whether it streams",
+			status: v1alpha1.PostgresClusterStatus{CurrentPrimary: "db-1", PromotionEpoch: 2, ElectionStartedAt: at(0), SystemID: "42"},
+			member: []member{{name: "db-1"},
+				up("db-2", &v1alpha1.PostgresInstanceReport{Role: "replica", Timeline: 1, ReplayedLSN: "0/3000900", SystemID: "42", Epoch: 2}),
+				up("db-3", replicaReport(2, 1, "0/3000100"))},
+			now:       time.Second,
+			wantPhase: v1alpha1.PostgresFailingOver, wantCurrent: "db-1", wantTgt: "db-2", wantEpoch: 2, wantElection: true,
+			wantReplicas: []string{"db-3"},
+		},
+		{
 			name:   "the elected replica promoted: it is the primary",
 			status: v1alpha1.PostgresClusterStatus{CurrentPrimary: "db-1", TargetPrimary: "db-2", PromotionEpoch: 2, ElectionStartedAt: at(0), SystemID: "42"},
 			member: []member{{name: "db-1"}, up("db-2", &v1alpha1.PostgresInstanceReport{Role: "primary", Ready: true, Timeline: 2, SystemID: "42", Epoch: 2, Standbys: []string{"db-3"}}),
@@ -286,6 +437,44 @@ func TestDecide(t *testing.T) {
 			wantReplicas: []string{"db-2", "db-3"},
 		},
 		{
+			name:   "a switchover whose target has not promoted within switchoverTimeout is given up: the former primary starts again",
+			spec:   &v1alpha1.PostgresClusterSpec{Instances: 2, Primary: "db-2"},
+			status: v1alpha1.PostgresClusterStatus{CurrentPrimary: "db-1", TargetPrimary: "db-2", PromotionEpoch: 2, SwitchoverStartedAt: at(0), SystemID: "42"},
+			member: []member{up("db-1", stopped(2, 1, "primary", "0/3000000")),
+				up("db-2", &v1alpha1.PostgresInstanceReport{Role: "replica", Timeline: 1, ReceivedLSN: "0/2000000", SystemID: "42", Epoch: 2})},
+			now:       switchoverTimeout,
+			wantPhase: v1alpha1.PostgresSwitchingOver, wantCurrent: "db-1", wantTgt: "db-1", wantEpoch: 3, wantEvent: "SwitchoverAbandoned",
+		},
+		{
+			name:   "... not while the target holds the lease: it may be promoting",
+			spec:   &v1alpha1.PostgresClusterSpec{Instances: 2, Primary: "db-2"},
+			status: v1alpha1.PostgresClusterStatus{CurrentPrimary: "db-1", TargetPrimary: "db-2", PromotionEpoch: 2, SwitchoverStartedAt: at(0), SystemID: "42"},
+			member: []member{up("db-1", stopped(2, 1, "primary", "0/3000000")),
+				up("db-2", &v1alpha1.PostgresInstanceReport{Role: "replica", Timeline: 1, ReceivedLSN: "0/3000000", SystemID: "42", Epoch: 2})},
+			lease:     lease{holder: "db-2", renewed: t0.Add(switchoverTimeout), duration: 10 * time.Second},
+			now:       switchoverTimeout,
+			wantPhase: v1alpha1.PostgresSwitchingOver, wantCurrent: "db-1", wantTgt: "db-2", wantEpoch: 2,
+		},
+		{
+			name:   "... nor before its time",
+			spec:   &v1alpha1.PostgresClusterSpec{Instances: 2, Primary: "db-2"},
+			status: v1alpha1.PostgresClusterStatus{CurrentPrimary: "db-1", TargetPrimary: "db-2", PromotionEpoch: 2, SwitchoverStartedAt: at(0), SystemID: "42"},
+			member: []member{up("db-1", stopped(2, 1, "primary", "0/3000000")),
+				up("db-2", &v1alpha1.PostgresInstanceReport{Role: "replica", Timeline: 1, ReceivedLSN: "0/2000000", SystemID: "42", Epoch: 2})},
+			now:       switchoverTimeout - time.Second,
+			wantPhase: v1alpha1.PostgresSwitchingOver, wantCurrent: "db-1", wantTgt: "db-2", wantEpoch: 2,
+		},
+		{
+			name:   "... and the former primary, given its place back, is awaited like a promotion, with no failover while it starts",
+			spec:   &v1alpha1.PostgresClusterSpec{Instances: 2, Primary: "db-2"},
+			status: v1alpha1.PostgresClusterStatus{CurrentPrimary: "db-1", TargetPrimary: "db-1", PromotionEpoch: 3, SwitchoverStartedAt: at(0), SystemID: "42"},
+			member: []member{up("db-1", &v1alpha1.PostgresInstanceReport{SystemID: "42", Epoch: 3, Message: "starting as primary"}),
+				up("db-2", &v1alpha1.PostgresInstanceReport{Role: "replica", Timeline: 1, ReceivedLSN: "0/2000000", SystemID: "42", Epoch: 3})},
+			lease:     held("db-1"),
+			now:       2 * switchoverTimeout,
+			wantPhase: v1alpha1.PostgresSwitchingOver, wantCurrent: "db-1", wantTgt: "db-1", wantEpoch: 3,
+		},
+		{
 			name:      "the switchover's target died: an election",
 			status:    v1alpha1.PostgresClusterStatus{CurrentPrimary: "db-1", TargetPrimary: "db-2", PromotionEpoch: 2, SystemID: "42"},
 			member:    []member{up("db-1", &v1alpha1.PostgresInstanceReport{Role: "replica", SystemID: "42"}), {name: "db-2"}, up("db-3", replicaReport(3, 1, "0/3000000"))},
@@ -343,8 +532,12 @@ func TestDecide(t *testing.T) {
 			if tc.spec != nil {
 				s = *tc.spec
 			}
-			e := decide(decideInput{spec: s, status: tc.status, clusterID: "db", members: tc.member, lease: tc.lease, now: t0.Add(tc.now), keptBeyond: tc.keptBeyond})
+			e := decide(decideInput{spec: s, status: tc.status, clusterID: "db", members: tc.member, lease: tc.lease, now: t0.Add(tc.now), keptBeyond: tc.keptBeyond, withoutQuorum: tc.withoutQuorum})
 			g.Expect(e.phase).To(Equal(tc.wantPhase), e.message)
+			if tc.wantReason != "" {
+				g.Expect(e.reason).To(Equal(tc.wantReason), e.message)
+			}
+			g.Expect(e.message).To(ContainSubstring(tc.wantMessage))
 			g.Expect(e.current).To(Equal(tc.wantCurrent))
 			g.Expect(e.target).To(Equal(tc.wantTgt))
 			g.Expect(e.epoch).To(Equal(tc.wantEpoch))

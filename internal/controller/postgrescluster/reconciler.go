@@ -90,7 +90,7 @@ func NewReconciler(mgr ctrl.Manager, c client.Client, opts controller.SetupOptio
 // +kubebuilder:rbac:groups="",resources=serviceaccounts,verbs=get;list;watch;create;update;patch
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles;rolebindings,verbs=get;list;watch;create;update;patch
-// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch
 // +kubebuilder:rbac:groups=snapshot.storage.k8s.io,resources=volumesnapshots,verbs=get;list
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
@@ -139,7 +139,8 @@ func (r *Reconciler) Sync(ctx context.Context, pg *v1alpha1.PostgresCluster) kit
 		return kit.Outcome[v1alpha1.PostgresClusterStatus]{Err: err}
 	}
 	now := r.Clock.Now()
-	e := decide(decideInput{spec: pg.Spec, status: pg.Status, clusterID: pg.Name, members: obs.members, lease: obs.lease, now: now, keptBeyond: keptBeyond})
+	e := decide(decideInput{spec: pg.Spec, status: pg.Status, clusterID: pg.Name, members: obs.members, lease: obs.lease, now: now, keptBeyond: keptBeyond,
+		withoutQuorum: pg.Status.CurrentPrimary != "" && pg.Annotations[v1alpha1.PostgresFailoverWithoutQuorumAnnotation] == pg.Status.CurrentPrimary})
 	r.ensurePods(ctx, pg, obs, e, opts, &out)
 	if errors.Is(out.err, platform.ErrNotLeader) {
 		return kit.Outcome[v1alpha1.PostgresClusterStatus]{Err: out.err}

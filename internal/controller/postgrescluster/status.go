@@ -39,6 +39,10 @@ func computeStatus(pg *v1alpha1.PostgresCluster, obs *observation, e election, c
 		t := metav1.NewTime(*e.electionStarted)
 		status.ElectionStartedAt = &t
 	}
+	if e.switchoverStarted != nil {
+		t := metav1.NewTime(*e.switchoverStarted)
+		status.SwitchoverStartedAt = &t
+	}
 
 	var primaryLSN uint64
 	for _, m := range obs.members {

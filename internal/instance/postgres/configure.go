@@ -75,9 +75,33 @@ func (i *Instance) ConfigureStandby(primary ConnInfo) (Change, error) {
 	return change, nil
 }
 
+// DetachStandby writes the configuration of a standby that follows no
+// primary: standby.signal, and operator.conf without primary_conninfo.
+// Reloaded, a running standby's WAL receiver stops and does not start
+// again: it receives and confirms nothing more, and keeps replaying what
+// it has, until ConfigureStandby names a primary again.
+func (i *Instance) DetachStandby() (Change, error) {
+	if err := i.validate(); err != nil {
+		return NoChange, err
+	}
+	change, err := i.configureRole(i.DataDir, true, nil)
+	if err != nil {
+		return NoChange, fmt.Errorf("detach the standby %s from its primary: %w", i.Name, err)
+	}
+	i.Log.V(1).Info("Detached from its primary", "change", change.String())
+	return change, nil
+}
+
 // configure writes the owned files of dataDir for the given role (nil
 // primary: a primary) and says what applying them needs.
 func (i *Instance) configure(dataDir string, primary *ConnInfo) (Change, error) {
+	return i.configureRole(dataDir, primary != nil, primary)
+}
+
+// configureRole writes the owned files of dataDir for a primary, or for a
+// standby of primary (of none, when primary is nil), and says what
+// applying them needs.
+func (i *Instance) configureRole(dataDir string, standby bool, primary *ConnInfo) (Change, error) {
 	cfg := Config{ListenAddresses: i.ListenAddress, Port: i.Port, SocketDir: i.SocketDir, Settings: i.Settings}
 	if primary != nil {
 		p := *primary
@@ -128,18 +152,18 @@ func (i *Instance) configure(dataDir string, primary *ConnInfo) (Change, error) 
 		}
 	}
 	switch {
-	case primary != nil && !wasStandby:
+	case standby && !wasStandby:
 		// An empty standby.signal: the settings live in operator.conf.
 		if err := i.writeFile(signalPath, nil, 0o600); err != nil {
 			return NoChange, err
 		}
-	case primary == nil && wasStandby:
+	case !standby && wasStandby:
 		if err := os.Remove(signalPath); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return NoChange, fmt.Errorf("remove %s: %w", signalPath, err)
 		}
 	}
 
-	if included || wasStandby != (primary != nil) {
+	if included || wasStandby != standby {
 		return RestartNeeded, nil
 	}
 	changed := changedParameters(parseOwnedConf(oldConf), parseOwnedConf(conf))
