@@ -109,7 +109,7 @@ bench-scale: kube-binaries postgres build ## Run the PostgresCluster (issue 29) 
 	KUBE_BIN_DIR=$(KUBE_BIN_DIR) POSTGRES_BIN_DIR=$(POSTGRES_BIN_DIR) go run ./test/bench -operator bin/platform-operator -out test/bench/results -scenarios postgres,scale $(BENCH_FLAGS)
 
 # The long fault-injection run (issue 49; make test runs a short one):
-# FAULTS faults of FAULT_KINDS (default: the default kinds of test/e2e/faults)
+# FAULTS faults of FAULT_KINDS (default: every kind, test/e2e/faults)
 # drawn from SEED (default: drawn and printed), none injected after
 # FAULTS_BUDGET. docs/fault-injection.md says what it checks.
 FAULTS ?= 300

@@ -18,7 +18,7 @@ import (
 // of make test, make faults sets them for a long one.
 var (
 	faultSeed   = flag.Uint64("faults.seed", 0, "seed of the fault schedule; 0 draws one, printed at the start")
-	faultCount  = flag.Int("faults.count", 12, "number of faults to inject")
+	faultCount  = flag.Int("faults.count", 13, "number of faults to inject")
 	faultKinds  = flag.String("faults.kinds", "default", "comma-separated fault kinds; default, all, or names of test/e2e/faults")
 	faultBudget = flag.Duration("faults.budget", 5*time.Minute+30*time.Second, "no fault is injected once this long has passed since the test began")
 	faultOut    = flag.String("faults.out", "", "file to write the run's summary to, as JSON")

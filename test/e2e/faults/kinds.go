@@ -109,11 +109,8 @@ var AllKinds = []Kind{
 	RestartOperator, StopAPIServer, StopAPIServerMidFailover,
 }
 
-// DefaultKinds are the kinds of a run that names none: all but
-// CutAPIServer, a known limit of the design (docs/postgres-design.md, "A
-// primary cut off from the API server alone") that a run must not fail on
-// until it is closed.
-var DefaultKinds = slices.DeleteFunc(slices.Clone(AllKinds), func(k Kind) bool { return k == CutAPIServer })
+// DefaultKinds are the kinds of a run that names none: every kind.
+var DefaultKinds = AllKinds
 
 // ParseKinds reads a comma-separated list of kinds; "default" and "all"
 // stand for DefaultKinds and AllKinds. A kind named twice counts once.
