@@ -38,9 +38,10 @@ type recovery struct {
 }
 
 // await waits, until bound after ended, for the cluster to be back:
-// phase Healthy, the primary its target, every instance routed (ready),
-// every pod there and none being deleted, the operator running, and the
-// writer committing, all of it for recoverySettle in a row. It returns
+// phase Healthy, the primary its target, every instance routed (ready, in
+// the status and by its pod's role label), every pod there and none being
+// deleted, the operator running, and the writer committing, all of it for
+// recoverySettle in a row. It returns
 // how long after ended that began, and false when it did not within
 // bound.
 func (r recovery) await(ended time.Time, bound time.Duration) (time.Duration, bool) {
@@ -89,11 +90,14 @@ func (r recovery) looksBack() bool {
 	if err := r.env.Client.List(ctx, pods, client.InNamespace(r.ns), client.MatchingLabels{v1alpha1.PostgresClusterLabel: r.cluster}); err != nil {
 		return false
 	}
-	live := 0
+	// Every pod routed, by the role label the operator sets once the
+	// instance reports ready: a pod made again after a fault carries none
+	// until then, whatever a status not yet updated says.
+	routed := 0
 	for _, p := range pods.Items {
-		if p.DeletionTimestamp == nil {
-			live++
+		if p.DeletionTimestamp == nil && p.Labels[v1alpha1.PostgresRoleLabel] != "" {
+			routed++
 		}
 	}
-	return live == r.instances && len(pods.Items) == r.instances
+	return routed == r.instances && len(pods.Items) == r.instances
 }
