@@ -108,6 +108,19 @@ bench: kube-binaries build ## Run the benchmarks (N = 100, 1000) on the local cl
 bench-scale: kube-binaries postgres build ## Run the PostgresCluster (issue 29) and platform-scale (Tenants, BackupJobs; issue 31) benchmarks; writes test/bench/results/{postgres,scale}/.
 	KUBE_BIN_DIR=$(KUBE_BIN_DIR) POSTGRES_BIN_DIR=$(POSTGRES_BIN_DIR) go run ./test/bench -operator bin/platform-operator -out test/bench/results -scenarios postgres,scale $(BENCH_FLAGS)
 
+# The long fault-injection run (issue 49; make test runs a short one):
+# FAULTS faults of FAULT_KINDS (default: every kind, test/e2e/faults)
+# drawn from SEED (default: drawn and printed), none injected after
+# FAULTS_BUDGET. docs/fault-injection.md says what it checks.
+FAULTS ?= 300
+FAULTS_BUDGET ?= 4h
+.PHONY: faults
+faults: kube-binaries postgres ## Run the long fault-injection run (FAULTS=300 SEED=... FAULT_KINDS=...); writes test/bench/results/faults/.
+	KUBE_BIN_DIR=$(KUBE_BIN_DIR) POSTGRES_BIN_DIR=$(POSTGRES_BIN_DIR) \
+		go test -timeout 5h -count=1 -v -run '^TestPostgresFaultInjection$$' ./test/e2e/ \
+		-faults.count=$(FAULTS) -faults.seed=$(or $(SEED),0) -faults.kinds=$(or $(FAULT_KINDS),default) \
+		-faults.budget=$(FAULTS_BUDGET) -faults.out=$(CURDIR)/test/bench/results/faults/$(if $(SEED),seed-$(SEED),latest)-n$(FAULTS).json
+
 .PHONY: fuzz
 fuzz: ## Fuzz the child builders and the BackupJob templates' checks for FUZZTIME each (default 2m).
 	go test ./internal/controller/website -run '^$$' -fuzz FuzzChildren -fuzztime $${FUZZTIME:-2m}

@@ -267,6 +267,14 @@ func (w *pgWriter) halt() []int64 {
 	return append([]int64(nil), w.ids...)
 }
 
+// acknowledged are the rows whose commit returned so far, while the writer
+// goes on.
+func (w *pgWriter) acknowledged() []int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]int64(nil), w.ids...)
+}
+
 // resumes waits until the writer commits n more rows.
 func (w *pgWriter) resumes(g Gomega, n int64, within time.Duration) {
 	before := w.committed.Load()
