@@ -118,7 +118,7 @@ FAULTS_BUDGET ?= 4h
 faults: kube-binaries postgres ## Run the long fault-injection run (FAULTS=300 SEED=... FAULT_KINDS=...); writes test/bench/results/faults/.
 	KUBE_BIN_DIR=$(KUBE_BIN_DIR) POSTGRES_BIN_DIR=$(POSTGRES_BIN_DIR) \
 		go test -timeout 5h -count=1 -v -run '^TestPostgresFaultInjection$$' ./test/e2e/ \
-		-faults.count=$(FAULTS) -faults.seed=$(or $(SEED),0) -faults.kinds=$(or $(FAULT_KINDS),default) \
+		-faults.count=$(FAULTS) -faults.seed=$(or $(SEED),0) -faults.kinds=$(or $(FAULT_KINDS),all) \
 		-faults.budget=$(FAULTS_BUDGET) -faults.out=$(CURDIR)/test/bench/results/faults/$(if $(SEED),seed-$(SEED),latest)-n$(FAULTS).json
 
 .PHONY: fuzz
