@@ -18,17 +18,8 @@ func TestDetachedStandbyConfirmsNothing(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
-	p := newPair(ctx, t, postgres.Synchronous{Number: 1, Standbys: []string{"pg-b"}})
+	p, bProc := startSynchronousPair(ctx, t)
 	a, b := p.a, p.b
-	postgrestest.Start(ctx, t, a)
-	if err := b.CloneFrom(ctx, source(a, p.bPass)); err != nil {
-		t.Fatal(err)
-	}
-	bProc := postgrestest.Start(ctx, t, b)
-	waitStreaming(ctx, t, a, "pg-b", "quorum")
-	execOn(ctx, t, a, "CREATE TABLE rows (id int PRIMARY KEY, timeline int)")
-	execOn(ctx, t, a, "INSERT INTO rows VALUES (1, 1)")
-	waitRow(ctx, t, b, 1)
 
 	change, err := b.DetachStandby()
 	if err != nil {

@@ -14,6 +14,26 @@ import (
 // synchronous standby runs, for the test to call it waiting.
 const commitBlockedFor = 2 * time.Second
 
+// startSynchronousPair starts pg-a as a primary with ANY 1 ("pg-b") and
+// pg-b as its standby, streaming, with row 1 committed on both.
+func startSynchronousPair(ctx context.Context, t *testing.T) (*pair, *postgres.Process) {
+	t.Helper()
+	p := newPair(ctx, t, postgres.Synchronous{Number: 1, Standbys: []string{"pg-b"}})
+	postgrestest.Start(ctx, t, p.a)
+	if err := p.b.CloneFrom(ctx, source(p.a, p.bPass)); err != nil {
+		t.Fatal(err)
+	}
+	bProc := postgrestest.Start(ctx, t, p.b)
+	// ANY n is quorum commit.
+	waitStreaming(ctx, t, p.a, "pg-b", "quorum")
+	execOn(ctx, t, p.a, "CREATE TABLE rows (id int PRIMARY KEY, timeline int)")
+	execOn(ctx, t, p.a, "INSERT INTO rows VALUES (1, 1)")
+	// Synchronous: visible on the standby as soon as the commit returns
+	// (remote_apply is not asked for, so only eventually).
+	waitRow(ctx, t, p.b, 1)
+	return p, bProc
+}
+
 // TestSynchronousReplication runs ANY 1 ("pg-b"): a commit on the primary
 // waits while the standby is stopped (the backend waits on SyncRep) and
 // completes once the standby is back.
@@ -21,20 +41,8 @@ func TestSynchronousReplication(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
-	p := newPair(ctx, t, postgres.Synchronous{Number: 1, Standbys: []string{"pg-b"}})
+	p, bProc := startSynchronousPair(ctx, t)
 	a, b := p.a, p.b
-	postgrestest.Start(ctx, t, a)
-	if err := b.CloneFrom(ctx, source(a, p.bPass)); err != nil {
-		t.Fatal(err)
-	}
-	bProc := postgrestest.Start(ctx, t, b)
-	// ANY n is quorum commit.
-	waitStreaming(ctx, t, a, "pg-b", "quorum")
-	execOn(ctx, t, a, "CREATE TABLE rows (id int PRIMARY KEY, timeline int)")
-	execOn(ctx, t, a, "INSERT INTO rows VALUES (1, 1)")
-	// Synchronous: visible on the standby as soon as the commit returns
-	// (remote_apply is not asked for, so only eventually).
-	waitRow(ctx, t, b, 1)
 
 	if err := bProc.Stop(ctx, postgres.StopFast); err != nil {
 		t.Fatal(err)
