@@ -41,6 +41,11 @@ const (
 	// failed and every replica is further behind its last position than
 	// spec.maxLagOnFailover.
 	PostgresReplicasTooFarBehindReason = "ReplicasTooFarBehind"
+	// PostgresSwitchoverAbandonedReason (Degraded=True): a switchover was
+	// given up, its target not promoted in time, and spec.primary (or a
+	// drain) still asks for that target, which is not tried again before
+	// status.abandonedSwitchover.retryAfter.
+	PostgresSwitchoverAbandonedReason = "SwitchoverAbandoned"
 	PostgresUpgradingReason            = "Upgrading"
 	PostgresInvalidSpecReason          = "InvalidSpec"
 	PostgresSecretMissingReason        = "SecretMissing"

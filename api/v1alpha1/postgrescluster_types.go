@@ -420,6 +420,19 @@ type PostgresInstanceStatus struct {
 	Message string `json:"message,omitempty"`
 }
 
+// PostgresAbandonedSwitchover is a switchover the operator gave up.
+type PostgresAbandonedSwitchover struct {
+	// target is the instance that did not promote in time.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Target string `json:"target"`
+
+	// retryAfter is when a switchover to target may be tried again.
+	// +required
+	RetryAfter metav1.Time `json:"retryAfter"`
+}
+
 // PostgresClusterPhase is what the cluster as a whole is doing.
 type PostgresClusterPhase string
 
@@ -515,6 +528,12 @@ type PostgresClusterStatus struct {
 	// and the former primary starts again.
 	// +optional
 	SwitchoverStartedAt *metav1.Time `json:"switchoverStartedAt,omitempty"`
+
+	// abandonedSwitchover is the last switchover given up. Its target is
+	// not chosen again (by spec.primary or for a drain) before retryAfter:
+	// each try stops writes for up to a minute.
+	// +optional
+	AbandonedSwitchover *PostgresAbandonedSwitchover `json:"abandonedSwitchover,omitempty"`
 
 	// lastPrimaryLSN is the WAL position the primary last reported, kept
 	// once it stops reporting: a failover measures the replicas' lag with

@@ -499,11 +499,17 @@ func runTimes(g Gomega, ctx context.Context, e *environment, ns string) []time.T
 
 // backupJobEvents are the notes of the events about bj, by reason.
 func backupJobEvents(g Gomega, ctx context.Context, e *environment, bj *v1alpha1.BackupJob) map[string][]string {
+	return eventsAbout(g, ctx, e, "BackupJob", bj.Namespace, bj.Name)
+}
+
+// eventsAbout are the notes of the events about the object kind ns/name,
+// by reason.
+func eventsAbout(g Gomega, ctx context.Context, e *environment, kind, ns, name string) map[string][]string {
 	list := &eventsv1.EventList{}
-	g.Expect(e.Client.List(ctx, list, client.InNamespace(bj.Namespace))).To(Succeed())
+	g.Expect(e.Client.List(ctx, list, client.InNamespace(ns))).To(Succeed())
 	out := map[string][]string{}
 	for _, ev := range list.Items {
-		if ev.Regarding.Kind == "BackupJob" && ev.Regarding.Name == bj.Name {
+		if ev.Regarding.Kind == kind && ev.Regarding.Name == name {
 			out[ev.Reason] = append(out[ev.Reason], ev.Note)
 		}
 	}

@@ -21,6 +21,11 @@ const electionTimeout = 5 * time.Second
 // the API server) is given up, and the former primary starts again.
 const switchoverTimeout = time.Minute
 
+// switchoverRetryDelay is how long a target that did not promote in time
+// is not chosen again for a switchover: spec.primary that still names it
+// would otherwise stop writes for switchoverTimeout, again and again.
+const switchoverRetryDelay = 5 * time.Minute
+
 // member is what the operator knows of one instance when it decides.
 type member struct {
 	name string
@@ -81,6 +86,9 @@ type election struct {
 	// switchoverStarted is when the switchover under way began; while the
 	// former primary starts again after one was given up, too.
 	switchoverStarted *time.Time
+	// abandoned is the last switchover given up, while its target is not
+	// to be chosen again.
+	abandoned *abandonedSwitchover
 	// primary is the pod that gets role=primary (CLUSTER-rw routes to it),
 	// "" for none; replicas get role=replica.
 	primary  string
@@ -93,6 +101,12 @@ type election struct {
 	event *transition
 	// after is when to decide again without a watch event.
 	after time.Duration
+}
+
+// abandonedSwitchover is status.abandonedSwitchover.
+type abandonedSwitchover struct {
+	target     string
+	retryAfter time.Time
 }
 
 // transition is a change of the primary worth an event.
@@ -134,6 +148,9 @@ func decide(in decideInput) election {
 	}
 	if t := in.status.SwitchoverStartedAt; t != nil {
 		e.switchoverStarted = &t.Time
+	}
+	if a := in.status.AbandonedSwitchover; a != nil && in.now.Before(a.RetryAfter.Time) {
+		e.abandoned = &abandonedSwitchover{target: a.Target, retryAfter: a.RetryAfter.Time}
 	}
 	byName := map[string]member{}
 	for _, m := range in.members {
@@ -211,6 +228,7 @@ func awaitPromotion(in decideInput, byName map[string]member, e *election) {
 			// over cleanly and holds all it wrote, starts again.
 			e.event = &transition{reason: "SwitchoverAbandoned", message: fmt.Sprintf(
 				"Instance %s did not promote within %s (%s): %s starts again as the primary", e.target, switchoverTimeout, describe(target), e.current)}
+			e.abandoned = &abandonedSwitchover{target: e.target, retryAfter: in.now.Add(switchoverRetryDelay)}
 			e.target = e.current
 			e.epoch++
 			e.message = fmt.Sprintf("The switchover was given up: %s starts again as the primary", e.current)
@@ -251,7 +269,14 @@ func watchPrimary(in decideInput, byName map[string]member, e *election) {
 	}
 	if healthy {
 		e.failingSince = nil
-		if next := switchoverTarget(in, byName, primary); next != "" {
+		next, held := switchoverTarget(in, byName, primary, e.abandoned)
+		if held {
+			e.phase, e.reason = v1alpha1.PostgresDegraded, v1alpha1.PostgresSwitchoverAbandonedReason
+			e.message = fmt.Sprintf("Instance %s is the primary; a switchover to %s was given up (it did not promote within %s) and is not tried again before %s",
+				e.current, e.abandoned.target, switchoverTimeout, e.abandoned.retryAfter.UTC().Format(time.RFC3339))
+			e.after = e.abandoned.retryAfter.Sub(in.now)
+		}
+		if next != "" {
 			e.event = &transition{reason: "SwitchoverStarted", message: fmt.Sprintf("Switching the primary over from %s to %s", e.current, next)}
 			e.target = next
 			e.epoch++
@@ -594,32 +619,41 @@ func anyReplica(in decideInput, primary string) bool {
 // one spec.primary names; when the primary's node is being drained (or the
 // instance is beyond spec.instances), the most advanced ready replica
 // elsewhere; when the primary runs an older spec (an update, once its
-// replicas are done), the most advanced updated replica; "" for none.
-func switchoverTarget(in decideInput, byName map[string]member, primary member) string {
+// replicas are done), the most advanced updated replica; "" for none. The
+// target of a switchover given up lately is not chosen: held says that a
+// switchover is asked for and that alone keeps it back.
+func switchoverTarget(in decideInput, byName map[string]member, primary member, abandoned *abandonedSwitchover) (target string, held bool) {
 	streams := streamsFrom(in, primary)
 	eligible := func(m member) bool {
 		return m.exists && streams(m) && !m.fenced() && !m.nodeDraining && sameSystem(in.status.SystemID, m)
 	}
+	notAbandoned := func(m member) bool { return abandoned == nil || m.name != abandoned.target }
 	if want := in.spec.Primary; want != "" && want != primary.name {
-		if m, ok := byName[want]; ok && eligible(m) {
-			return want
+		m, ok := byName[want]
+		if ok && eligible(m) && notAbandoned(m) {
+			return want, false
 		}
-		return ""
+		return "", ok && eligible(m)
 	}
 	if !primary.nodeDraining && primary.current {
-		return ""
+		return "", false
 	}
 	var candidates []member
+	heldBack := false
 	for _, m := range in.members {
 		if m.name != primary.name && eligible(m) && (primary.nodeDraining || m.current) {
+			if !notAbandoned(m) {
+				heldBack = true
+				continue
+			}
 			candidates = append(candidates, m)
 		}
 	}
 	if len(candidates) == 0 {
-		return ""
+		return "", heldBack
 	}
 	slices.SortFunc(candidates, moreAdvanced)
-	return candidates[0].name
+	return candidates[0].name, false
 }
 
 // routes decides the role labels: role=primary only on the current primary

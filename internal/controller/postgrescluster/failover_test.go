@@ -95,6 +95,9 @@ func TestDecide(t *testing.T) {
 		wantReplicas            []string
 		wantEvent               string
 		wantElection            bool
+		// wantAbandoned is the target of a switchover given up that is
+		// remembered, not to be chosen again yet.
+		wantAbandoned string
 	}{
 		{
 			name:      "a new cluster: the first instance initializes",
@@ -471,6 +474,7 @@ func TestDecide(t *testing.T) {
 				up("db-2", &v1alpha1.PostgresInstanceReport{Role: "replica", Timeline: 1, ReceivedLSN: "0/2000000", SystemID: "42", Epoch: 2})},
 			now:       switchoverTimeout,
 			wantPhase: v1alpha1.PostgresSwitchingOver, wantCurrent: "db-1", wantTgt: "db-1", wantEpoch: 3, wantEvent: "SwitchoverAbandoned",
+			wantAbandoned: "db-2",
 		},
 		{
 			name:   "... not while the target holds the lease: it may be promoting",
@@ -500,6 +504,38 @@ func TestDecide(t *testing.T) {
 			lease:     held("db-1"),
 			now:       2 * switchoverTimeout,
 			wantPhase: v1alpha1.PostgresSwitchingOver, wantCurrent: "db-1", wantTgt: "db-1", wantEpoch: 3,
+		},
+		{
+			name: "while spec.primary still names a target given up, the switchover is not tried again before its retry time",
+			spec: &v1alpha1.PostgresClusterSpec{Instances: 2, Primary: "db-2"},
+			status: v1alpha1.PostgresClusterStatus{CurrentPrimary: "db-1", TargetPrimary: "db-1", PromotionEpoch: 3, SystemID: "42",
+				AbandonedSwitchover: &v1alpha1.PostgresAbandonedSwitchover{Target: "db-2", RetryAfter: *at(switchoverRetryDelay)}},
+			member:    []member{up("db-1", primaryReport("0/3000000", "db-2")), up("db-2", replicaReport(3, 1, "0/3000000"))},
+			lease:     lease{holder: "db-1", renewed: t0.Add(time.Minute), duration: 10 * time.Second},
+			now:       time.Minute,
+			wantPhase: v1alpha1.PostgresDegraded, wantReason: v1alpha1.PostgresSwitchoverAbandonedReason, wantMessage: "a switchover to db-2 was given up",
+			wantCurrent: "db-1", wantTgt: "db-1", wantEpoch: 3, wantPrimary: "db-1", wantReplicas: []string{"db-2"}, wantAbandoned: "db-2",
+		},
+		{
+			name: "... and is tried again from then",
+			spec: &v1alpha1.PostgresClusterSpec{Instances: 2, Primary: "db-2"},
+			status: v1alpha1.PostgresClusterStatus{CurrentPrimary: "db-1", TargetPrimary: "db-1", PromotionEpoch: 3, SystemID: "42",
+				AbandonedSwitchover: &v1alpha1.PostgresAbandonedSwitchover{Target: "db-2", RetryAfter: *at(switchoverRetryDelay)}},
+			member:    []member{up("db-1", primaryReport("0/3000000", "db-2")), up("db-2", replicaReport(3, 1, "0/3000000"))},
+			lease:     lease{holder: "db-1", renewed: t0.Add(switchoverRetryDelay), duration: 10 * time.Second},
+			now:       switchoverRetryDelay,
+			wantPhase: v1alpha1.PostgresSwitchingOver, wantCurrent: "db-1", wantTgt: "db-2", wantEpoch: 4, wantEvent: "SwitchoverStarted",
+			wantReplicas: []string{"db-2"},
+		},
+		{
+			name: "a drain switches over to another replica than the target given up",
+			status: v1alpha1.PostgresClusterStatus{CurrentPrimary: "db-1", TargetPrimary: "db-1", PromotionEpoch: 3, SystemID: "42",
+				AbandonedSwitchover: &v1alpha1.PostgresAbandonedSwitchover{Target: "db-2", RetryAfter: *at(switchoverRetryDelay)}},
+			member: []member{{name: "db-1", exists: true, nodeDraining: true, report: primaryReport("0/3000000", "db-2", "db-3")},
+				up("db-2", replicaReport(3, 1, "0/3000000")), up("db-3", replicaReport(3, 1, "0/2000000"))},
+			lease:     held("db-1"),
+			wantPhase: v1alpha1.PostgresSwitchingOver, wantCurrent: "db-1", wantTgt: "db-3", wantEpoch: 4, wantEvent: "SwitchoverStarted",
+			wantReplicas: []string{"db-2", "db-3"}, wantAbandoned: "db-2",
 		},
 		{
 			name:      "the switchover's target died: an election",
@@ -571,6 +607,11 @@ func TestDecide(t *testing.T) {
 			g.Expect(e.primary).To(Equal(tc.wantPrimary))
 			g.Expect(e.replicas).To(Equal(tc.wantReplicas))
 			g.Expect(e.electionStarted != nil).To(Equal(tc.wantElection), "election started")
+			abandoned := ""
+			if e.abandoned != nil {
+				abandoned = e.abandoned.target
+			}
+			g.Expect(abandoned).To(Equal(tc.wantAbandoned), "the switchover given up that is remembered")
 			if tc.wantEvent == "" {
 				g.Expect(e.event).To(BeNil())
 			} else {

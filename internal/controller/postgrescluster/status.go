@@ -44,6 +44,9 @@ func computeStatus(pg *v1alpha1.PostgresCluster, obs *observation, e election, c
 		t := metav1.NewTime(*e.switchoverStarted)
 		status.SwitchoverStartedAt = &t
 	}
+	if a := e.abandoned; a != nil {
+		status.AbandonedSwitchover = &v1alpha1.PostgresAbandonedSwitchover{Target: a.target, RetryAfter: metav1.NewTime(a.retryAfter)}
+	}
 
 	var primaryLSN uint64
 	for _, m := range obs.members {
