@@ -370,6 +370,24 @@ func (c *Cluster) StartComponent(name string) error {
 	return p.Start()
 }
 
+// RestartControllers stops and starts kube-scheduler and
+// kube-controller-manager. After kube-apiserver restarted, their informers
+// can stay behind it for good (the scheduler binds no new pod, the
+// EndpointSlice controller reports its cache out of date), where in a real
+// cluster both would have lost their leader lease in the outage and been
+// restarted by the kubelet. SIMULATION: what the kubelet would do.
+func (c *Cluster) RestartControllers() error {
+	for _, name := range []string{Scheduler, ControllerManager} {
+		if err := c.StopComponent(name); err != nil {
+			return fmt.Errorf("stop %s: %w", name, err)
+		}
+		if err := c.StartComponent(name); err != nil {
+			return fmt.Errorf("start %s again: %w", name, err)
+		}
+	}
+	return nil
+}
+
 func (c *Cluster) component(name string) (*Process, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
