@@ -45,13 +45,9 @@ func computeStatus(bj *v1alpha1.BackupJob, obs *observation, sched scheduleResul
 
 	last := lastFinishedRun(obs, status.LastFailure)
 	problem := degradedCause(bj, obs, sched, ret, runProblem, last)
-	conditions := []metav1.Condition{
-		readyCondition(bj, obs, sched, problem, last),
-		lastRunCondition(last),
-		retentionCondition(ret),
-		verifiedCondition(bj, obs),
-		degradedCondition(problem),
-	}
+	ready, degraded := readyCondition(bj, obs, sched, problem, last), degradedCondition(problem)
+	reconciling, stalled := kit.KStatusConditions(ready, degraded, kstatusReasons)
+	conditions := []metav1.Condition{ready, lastRunCondition(last), retentionCondition(ret), verifiedCondition(bj, obs), degraded, reconciling, stalled}
 	status.Conditions = kit.MergeConditions(bj.Status.Conditions, bj.Generation, metav1.NewTime(now), conditions...)
 	return status
 }
@@ -236,6 +232,17 @@ func blockedMessage(blocked []string) string {
 
 // blocksReady tells whether a cause stops the BackupJob from doing its job
 // (Ready=False), or only needs attention (Degraded=True alone).
+// kstatusReasons: a spec or a source that keeps every run from starting,
+// runs missed beyond the bound and backups whose deletion someone else
+// blocks wait for a person. A BackupJob whose last run failed is in
+// progress until a run succeeds.
+var kstatusReasons = kit.KStatusReasons{Stalled: []string{
+	v1alpha1.BackupJobInvalidScheduleReason, v1alpha1.BackupJobUnknownTimeZoneReason, v1alpha1.BackupJobSourceNotFoundReason,
+	v1alpha1.BackupJobSnapshotAPIMissingReason, v1alpha1.BackupJobInvalidSpecReason, v1alpha1.BackupJobPrimaryFencingRefusedReason,
+	v1alpha1.BackupJobSourceIsPostgresClusterReason, v1alpha1.BackupJobSourceNotMountableReason,
+	v1alpha1.BackupJobTooManyMissedRunsReason, v1alpha1.BackupJobDeletionBlockedReason,
+}}
+
 func blocksReady(c *cause) bool {
 	switch c.reason {
 	case v1alpha1.BackupJobInvalidScheduleReason, v1alpha1.BackupJobUnknownTimeZoneReason, v1alpha1.BackupJobSourceNotFoundReason,

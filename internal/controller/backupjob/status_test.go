@@ -9,8 +9,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 
 	"example.com/platform-operator/api/v1alpha1"
+	"example.com/platform-operator/internal/controller/kit/kstatustest"
 )
 
 func statusBackup(name string, scheduled time.Time, result v1alpha1.BackupResult) *backup {
@@ -31,48 +33,59 @@ func TestComputeStatusConditions(t *testing.T) {
 		ret       retentionResult
 		suspended bool
 		want      map[string]string // condition type -> status/reason
+		// kstatus is what Flux, Argo CD and kubectl wait make of it.
+		kstatus status.Status
 	}{
 		"nothing ran yet": {
-			obs:  &observation{source: source},
-			want: map[string]string{"Ready": "True/Scheduled", "LastRunSucceeded": "Unknown/NoRunYet", "RetentionApplied": "True/Applied", "Verified": "Unknown/NotConfigured", "Degraded": "False/AsExpected"},
+			kstatus: status.CurrentStatus,
+			obs:     &observation{source: source},
+			want:    map[string]string{"Ready": "True/Scheduled", "LastRunSucceeded": "Unknown/NoRunYet", "RetentionApplied": "True/Applied", "Verified": "Unknown/NotConfigured", "Degraded": "False/AsExpected"},
 		},
 		"the newest finished run failed, an older one succeeded": {
+			kstatus: status.InProgressStatus,
 			obs: &observation{source: source, backups: []*backup{
 				statusBackup("nightly-2", t0.Add(2*time.Hour), v1alpha1.BackupFailed), statusBackup("nightly-1", t0.Add(time.Hour), v1alpha1.BackupSucceeded)}},
 			want: map[string]string{"Ready": "False/LastRunFailed", "LastRunSucceeded": "False/JobFailed"},
 		},
 		"a failed run whose backup retention deleted still shows through its Job": {
+			kstatus: status.InProgressStatus,
 			obs: &observation{source: source, backups: []*backup{statusBackup("nightly-1", t0.Add(time.Hour), v1alpha1.BackupSucceeded)},
 				runJobs: map[string]*batchv1.Job{"nightly-3": failedJob}},
 			want: map[string]string{"LastRunSucceeded": "False/JobFailed"},
 		},
 		"running": {
-			obs:  &observation{source: source, backups: []*backup{statusBackup("nightly-4", t0, v1alpha1.BackupRunning)}},
-			want: map[string]string{"Ready": "True/Running", "LastRunSucceeded": "Unknown/NoRunYet"},
+			kstatus: status.CurrentStatus,
+			obs:     &observation{source: source, backups: []*backup{statusBackup("nightly-4", t0, v1alpha1.BackupRunning)}},
+			want:    map[string]string{"Ready": "True/Running", "LastRunSucceeded": "Unknown/NoRunYet"},
 		},
 		"suspended": {
-			obs: &observation{source: source}, suspended: true,
+			kstatus: status.CurrentStatus,
+			obs:     &observation{source: source}, suspended: true,
 			want: map[string]string{"Ready": "True/Suspended"},
 		},
 		"source missing": {
-			obs:  &observation{},
-			want: map[string]string{"Ready": "False/SourceNotFound", "Degraded": "True/SourceNotFound"},
+			kstatus: status.FailedStatus,
+			obs:     &observation{},
+			want:    map[string]string{"Ready": "False/SourceNotFound", "Degraded": "True/SourceNotFound"},
 		},
 		"unknown time zone": {
-			obs:   &observation{source: source},
-			sched: scheduleResult{problem: &cause{reason: v1alpha1.BackupJobUnknownTimeZoneReason, message: "spec.timeZone: ..."}},
-			ret:   retentionResult{skipped: &cause{reason: v1alpha1.BackupJobUnknownTimeZoneReason}},
-			want:  map[string]string{"Ready": "False/UnknownTimeZone", "RetentionApplied": "Unknown/UnknownTimeZone"},
+			kstatus: status.FailedStatus,
+			obs:     &observation{source: source},
+			sched:   scheduleResult{problem: &cause{reason: v1alpha1.BackupJobUnknownTimeZoneReason, message: "spec.timeZone: ..."}},
+			ret:     retentionResult{skipped: &cause{reason: v1alpha1.BackupJobUnknownTimeZoneReason}},
+			want:    map[string]string{"Ready": "False/UnknownTimeZone", "RetentionApplied": "Unknown/UnknownTimeZone"},
 		},
 		"deletion blocked degrades but leaves Ready": {
-			obs:  &observation{source: source},
-			ret:  retentionResult{blocked: []string{"nightly-0 (held by example.com/x)"}},
-			want: map[string]string{"Ready": "True/Scheduled", "RetentionApplied": "False/DeletionBlocked", "Degraded": "True/DeletionBlocked"},
+			kstatus: status.FailedStatus,
+			obs:     &observation{source: source},
+			ret:     retentionResult{blocked: []string{"nightly-0 (held by example.com/x)"}},
+			want:    map[string]string{"Ready": "True/Scheduled", "RetentionApplied": "False/DeletionBlocked", "Degraded": "True/DeletionBlocked"},
 		},
 		"too many missed runs": {
-			obs:   &observation{source: source},
-			sched: scheduleResult{tooMany: true},
-			want:  map[string]string{"Degraded": "True/TooManyMissedRuns"},
+			kstatus: status.FailedStatus,
+			obs:     &observation{source: source},
+			sched:   scheduleResult{tooMany: true},
+			want:    map[string]string{"Degraded": "True/TooManyMissedRuns"},
 		},
 	}
 	for name, tt := range tests {
@@ -82,11 +95,15 @@ func TestComputeStatusConditions(t *testing.T) {
 			if tt.obs.runJobs == nil {
 				tt.obs.runJobs = map[string]*batchv1.Job{}
 			}
-			status := computeStatus(bj, tt.obs, tt.sched, tt.ret, nil, t0)
-			if len(status.Conditions) != 5 {
-				t.Fatalf("%d conditions, want all 5", len(status.Conditions))
+			st := computeStatus(bj, tt.obs, tt.sched, tt.ret, nil, t0)
+			if len(st.Conditions) != 7 {
+				t.Fatalf("%d conditions, want all 7", len(st.Conditions))
 			}
-			for _, c := range status.Conditions {
+			bj.Status = st
+			if got, message := kstatustest.Of(t, bj); got != tt.kstatus {
+				t.Errorf("kstatus %s (%s), want %s", got, message, tt.kstatus)
+			}
+			for _, c := range st.Conditions {
 				want, ok := tt.want[c.Type]
 				if !ok {
 					continue

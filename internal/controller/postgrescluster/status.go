@@ -78,9 +78,23 @@ func computeStatus(pg *v1alpha1.PostgresCluster, obs *observation, e election, c
 	status.ReadyInstances = fmt.Sprintf("%d/%d", ready, desired)
 
 	conditions := conditionsFor(pg, obs, e, problem, ready, desired)
+	reconciling, stalled := kit.KStatusConditions(*meta.FindStatusCondition(conditions, v1alpha1.PostgresReadyCondition),
+		*meta.FindStatusCondition(conditions, v1alpha1.PostgresDegradedCondition), kstatusReasons)
+	conditions = append(conditions, reconciling, stalled)
 	status.Conditions = kit.MergeConditions(pg.Status.Conditions, pg.Generation, metav1.NewTime(now), conditions...)
 	return status
 }
+
+// kstatusReasons: the Degraded causes that wait for a person are a spec or
+// an object to fix, and a failover that cannot be sure of the data without
+// the failed primary's return or a person's consent. A write that failed,
+// a failover delay and a switchover given up (tried again later) pass by
+// themselves.
+var kstatusReasons = kit.KStatusReasons{Stalled: []string{
+	v1alpha1.PostgresInvalidSpecReason, v1alpha1.PostgresSecretMissingReason, v1alpha1.PostgresConflictReason,
+	v1alpha1.PostgresStorageShrinkReason, v1alpha1.PostgresBackupNotFoundReason,
+	v1alpha1.PostgresWaitingForQuorumReason, v1alpha1.PostgresReplicasTooFarBehindReason,
+}}
 
 // instanceStatus is what the status says of one instance.
 func instanceStatus(m member, primaryLSN uint64) v1alpha1.PostgresInstanceStatus {

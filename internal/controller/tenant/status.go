@@ -33,10 +33,20 @@ func computeStatus(t *tenantv1.Tenant, obs observation, now time.Time) tenantv1.
 	access := accessCondition(t, obs)
 	credentials := credentialsCondition(t, obs, now)
 	ready, degraded := summary(t, obs, namespaces, access, credentials)
+	reconciling, stalled := kit.KStatusConditions(ready, degraded, kstatusReasons)
 	status.Conditions = kit.MergeConditions(t.Status.Conditions, t.Generation, metav1.NewTime(now),
-		ready, namespaces.condition, access.condition, credentials.condition, degraded)
+		ready, namespaces.condition, access.condition, credentials.condition, degraded, reconciling, stalled)
 	return status
 }
+
+// kstatusReasons: an object of someone else's in the way, a role or a
+// ServiceAccount the creator may not hand out, and a spec refused wait for a
+// person; a write that failed is retried.
+var kstatusReasons = kit.KStatusReasons{Stalled: []string{
+	tenantv1.NamespaceConflictReason, tenantv1.OwnerRoleNotAllowedReason, tenantv1.AccessConflictReason,
+	tenantv1.ServiceAccountNotAllowedReason, tenantv1.ServiceAccountConflictReason, tenantv1.CredentialsConflictReason,
+	tenantv1.TenantInvalidSpecReason,
+}}
 
 // judged is a condition and, when it is False for a cause that needs a
 // person, that cause.

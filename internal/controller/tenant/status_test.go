@@ -10,8 +10,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 
 	tenantv1 "example.com/platform-operator/api/v1alpha1"
+	"example.com/platform-operator/internal/controller/kit/kstatustest"
 )
 
 var statusNow = issued.Add(time.Hour)
@@ -42,10 +44,14 @@ func TestComputeStatusConditions(t *testing.T) {
 		tenant *tenantv1.Tenant
 		obs    func(*observation)
 		want   map[string]conditionWant
+		// kstatus, when set, is what Flux, Argo CD and kubectl wait make
+		// of it.
+		kstatus status.Status
 	}{
 		{
-			name:   "everything in place",
-			tenant: testTenant(withCredentials),
+			name:    "everything in place",
+			kstatus: status.CurrentStatus,
+			tenant:  testTenant(withCredentials),
 			want: map[string]conditionWant{
 				tenantv1.TenantReadyCondition:            {"True", tenantv1.TenantActiveReason},
 				tenantv1.TenantNamespacesReadyCondition:  {"True", tenantv1.NamespacesActiveReason},
@@ -55,8 +61,9 @@ func TestComputeStatusConditions(t *testing.T) {
 			},
 		},
 		{
-			name:   "a namespace removed from the spec could not be released",
-			tenant: testTenant(withCredentials),
+			name:    "a namespace removed from the spec could not be released",
+			kstatus: status.InProgressStatus,
+			tenant:  testTenant(withCredentials),
 			obs: func(o *observation) {
 				o.notReleased = problem(tenantv1.TenantApplyFailedReason, "release namespace team-a-old: admission webhook denied the request")
 			},
@@ -67,8 +74,9 @@ func TestComputeStatusConditions(t *testing.T) {
 			},
 		},
 		{
-			name:   "a namespace held by someone else",
-			tenant: testTenant(withCredentials),
+			name:    "a namespace held by someone else",
+			kstatus: status.FailedStatus,
+			tenant:  testTenant(withCredentials),
 			obs: func(o *observation) {
 				o.namespaces[1] = namespaceObservation{name: "team-a-dev", phase: tenantv1.NamespaceConflict, message: "Namespace team-a-dev is held by Tenant team-b"}
 			},
@@ -80,8 +88,9 @@ func TestComputeStatusConditions(t *testing.T) {
 			},
 		},
 		{
-			name:   "a namespace terminating is no degradation",
-			tenant: testTenant(),
+			name:    "a namespace terminating is no degradation",
+			kstatus: status.InProgressStatus,
+			tenant:  testTenant(),
 			obs: func(o *observation) {
 				o.namespaces[1] = namespaceObservation{name: "team-a-dev", phase: tenantv1.NamespaceTerminating, message: "terminating"}
 			},
@@ -109,9 +118,10 @@ func TestComputeStatusConditions(t *testing.T) {
 			},
 		},
 		{
-			name:   "owner role not allowed",
-			tenant: testTenant(func(t *tenantv1.Tenant) { t.Spec.OwnerRole = "cluster-admin" }),
-			obs:    func(o *observation) { o.roleNotAllowed = true },
+			name:    "owner role not allowed",
+			kstatus: status.FailedStatus,
+			tenant:  testTenant(func(t *tenantv1.Tenant) { t.Spec.OwnerRole = "cluster-admin" }),
+			obs:     func(o *observation) { o.roleNotAllowed = true },
 			want: map[string]conditionWant{
 				tenantv1.TenantReadyCondition:       {"False", tenantv1.OwnerRoleNotAllowedReason},
 				tenantv1.TenantAccessReadyCondition: {"False", tenantv1.OwnerRoleNotAllowedReason},
@@ -217,7 +227,7 @@ func TestComputeStatusConditions(t *testing.T) {
 				tt.obs(&obs)
 			}
 			status := computeStatus(tt.tenant, obs, statusNow)
-			g.Expect(status.Conditions).To(HaveLen(5), "always all five")
+			g.Expect(status.Conditions).To(HaveLen(7), "always all seven")
 			for _, c := range status.Conditions {
 				g.Expect(c.ObservedGeneration).To(Equal(int64(3)))
 				g.Expect(c.Message).NotTo(BeEmpty(), c.Type)
@@ -226,6 +236,12 @@ func TestComputeStatusConditions(t *testing.T) {
 				c := meta.FindStatusCondition(status.Conditions, typ)
 				g.Expect(c).NotTo(BeNil(), typ)
 				g.Expect(conditionWant{c.Status, c.Reason}).To(Equal(want), "%s: %s", typ, c.Message)
+			}
+			if tt.kstatus != "" {
+				tn := tt.tenant.DeepCopy()
+				tn.Status = status
+				got, message := kstatustest.Of(t, tn)
+				g.Expect(got).To(Equal(tt.kstatus), message)
 			}
 		})
 	}
@@ -299,7 +315,7 @@ func TestOffboardingStatusNamesWhatANamespaceWaitsFor(t *testing.T) {
 	g.Expect(ready.Message).To(ContainSubstring("team-a (Some resources are remaining: pods. has 2 resource instances)"))
 	g.Expect(status.Namespaces).To(HaveLen(1))
 	g.Expect(status.Namespaces[0].Conditions).To(ConsistOf(HaveField("Reason", "SomeResourcesRemain")))
-	g.Expect(status.Conditions).To(HaveLen(5))
+	g.Expect(status.Conditions).To(HaveLen(7))
 }
 
 func keyOf(namespace, name string) types.NamespacedName {

@@ -47,6 +47,16 @@ type observation struct {
 	retry bool
 }
 
+// kstatusReasons: every Degraded cause but ApplyFailed, which the operator
+// retries, waits for a person to change the spec, the image, or what is in
+// the way.
+var kstatusReasons = kit.KStatusReasons{Stalled: []string{
+	websitev1.DeploymentConflictReason, websitev1.ServiceConflictReason, websitev1.IngressConflictReason,
+	websitev1.HostConflictReason, websitev1.InvalidSpecReason, websitev1.ImagePullFailedReason,
+	websitev1.CrashLoopingReason, websitev1.ContainerConfigErrorReason, websitev1.PodsRejectedReason,
+	websitev1.ProgressDeadlineExceededReason, websitev1.DeletionBlockedReason,
+}}
+
 // cause is a reason and a message for a condition.
 type cause struct {
 	reason  string
@@ -77,7 +87,8 @@ func computeStatus(w *websitev1.Website, obs observation, clusterDomain string, 
 	status.Ready = fmt.Sprintf("%d/%d", status.ReadyReplicas, desired)
 
 	ready, progressing, degraded := conditionsFor(w, obs, desired)
-	status.Conditions = kit.MergeConditions(w.Status.Conditions, w.Generation, now, ready, progressing, degraded)
+	reconciling, stalled := kit.KStatusConditions(ready, degraded, kstatusReasons)
+	status.Conditions = kit.MergeConditions(w.Status.Conditions, w.Generation, now, ready, progressing, degraded, reconciling, stalled)
 	return status
 }
 

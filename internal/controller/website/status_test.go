@@ -10,8 +10,10 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 
 	websitev1 "example.com/platform-operator/api/v1"
+	"example.com/platform-operator/internal/controller/kit/kstatustest"
 	"example.com/platform-operator/internal/controller/website/websitetest"
 )
 
@@ -57,6 +59,8 @@ func TestComputeStatus(t *testing.T) {
 		degraded    wantCondition
 		readyText   string
 		message     string // a part of the Ready condition's message
+		// kstatus is what Flux, Argo CD and kubectl wait make of it.
+		kstatus status.Status
 	}{
 		{
 			name:        "rolled out and routed",
@@ -65,6 +69,7 @@ func TestComputeStatus(t *testing.T) {
 			ready:       wantCondition{metav1.ConditionTrue, websitev1.AvailableReason},
 			progressing: wantCondition{metav1.ConditionFalse, websitev1.RolloutCompleteReason},
 			degraded:    wantCondition{metav1.ConditionFalse, websitev1.AsExpectedReason},
+			kstatus:     status.CurrentStatus,
 			readyText:   "3/3",
 		},
 		{
@@ -74,6 +79,7 @@ func TestComputeStatus(t *testing.T) {
 			ready:       wantCondition{metav1.ConditionFalse, websitev1.RollingOutReason},
 			progressing: wantCondition{metav1.ConditionTrue, websitev1.RollingOutReason},
 			degraded:    wantCondition{metav1.ConditionFalse, websitev1.AsExpectedReason},
+			kstatus:     status.InProgressStatus,
 			readyText:   "0/1",
 		},
 		{
@@ -83,6 +89,7 @@ func TestComputeStatus(t *testing.T) {
 			ready:       wantCondition{metav1.ConditionFalse, websitev1.RollingOutReason},
 			progressing: wantCondition{metav1.ConditionTrue, websitev1.RollingOutReason},
 			degraded:    wantCondition{metav1.ConditionFalse, websitev1.AsExpectedReason},
+			kstatus:     status.InProgressStatus,
 			readyText:   "3/3",
 			message:     "1 of 3 replicas run the current spec",
 		},
@@ -93,6 +100,7 @@ func TestComputeStatus(t *testing.T) {
 			ready:       wantCondition{metav1.ConditionFalse, websitev1.RollingOutReason},
 			progressing: wantCondition{metav1.ConditionTrue, websitev1.RollingOutReason},
 			degraded:    wantCondition{metav1.ConditionFalse, websitev1.AsExpectedReason},
+			kstatus:     status.InProgressStatus,
 			readyText:   "2/2",
 			message:     "1 old replicas are being replaced",
 		},
@@ -103,6 +111,7 @@ func TestComputeStatus(t *testing.T) {
 			ready:       wantCondition{metav1.ConditionFalse, websitev1.RollingOutReason},
 			progressing: wantCondition{metav1.ConditionTrue, websitev1.RollingOutReason},
 			degraded:    wantCondition{metav1.ConditionFalse, websitev1.AsExpectedReason},
+			kstatus:     status.InProgressStatus,
 			readyText:   "1/1",
 		},
 		{
@@ -112,6 +121,7 @@ func TestComputeStatus(t *testing.T) {
 			ready:       wantCondition{metav1.ConditionTrue, websitev1.ScaledToZeroReason},
 			progressing: wantCondition{metav1.ConditionFalse, websitev1.RolloutCompleteReason},
 			degraded:    wantCondition{metav1.ConditionFalse, websitev1.AsExpectedReason},
+			kstatus:     status.CurrentStatus,
 			readyText:   "0/0",
 		},
 		{
@@ -121,6 +131,7 @@ func TestComputeStatus(t *testing.T) {
 			ready:       wantCondition{metav1.ConditionFalse, websitev1.EndpointsNotReadyReason},
 			progressing: wantCondition{metav1.ConditionFalse, websitev1.RolloutCompleteReason},
 			degraded:    wantCondition{metav1.ConditionFalse, websitev1.AsExpectedReason},
+			kstatus:     status.InProgressStatus,
 			readyText:   "3/3",
 			message:     "Service site routes to 0 of 3 available pods",
 		},
@@ -131,6 +142,7 @@ func TestComputeStatus(t *testing.T) {
 			ready:       wantCondition{metav1.ConditionFalse, websitev1.EndpointsNotReadyReason},
 			progressing: wantCondition{metav1.ConditionFalse, websitev1.RolloutCompleteReason},
 			degraded:    wantCondition{metav1.ConditionFalse, websitev1.AsExpectedReason},
+			kstatus:     status.InProgressStatus,
 			readyText:   "1/1",
 			message:     "Waiting for Service site to be created",
 		},
@@ -144,6 +156,7 @@ func TestComputeStatus(t *testing.T) {
 			ready:       wantCondition{metav1.ConditionFalse, websitev1.ImagePullFailedReason},
 			progressing: wantCondition{metav1.ConditionTrue, websitev1.RollingOutReason},
 			degraded:    wantCondition{metav1.ConditionTrue, websitev1.ImagePullFailedReason},
+			kstatus:     status.FailedStatus,
 			readyText:   "0/1",
 			message:     `Pod site-abc: ImagePullBackOff: Back-off pulling image "nginx:nope"`,
 		},
@@ -157,6 +170,7 @@ func TestComputeStatus(t *testing.T) {
 			ready:       wantCondition{metav1.ConditionFalse, websitev1.CrashLoopingReason},
 			progressing: wantCondition{metav1.ConditionTrue, websitev1.RollingOutReason},
 			degraded:    wantCondition{metav1.ConditionTrue, websitev1.CrashLoopingReason},
+			kstatus:     status.FailedStatus,
 			readyText:   "0/1",
 		},
 		{
@@ -169,6 +183,7 @@ func TestComputeStatus(t *testing.T) {
 			ready:       wantCondition{metav1.ConditionFalse, websitev1.ContainerConfigErrorReason},
 			progressing: wantCondition{metav1.ConditionTrue, websitev1.RollingOutReason},
 			degraded:    wantCondition{metav1.ConditionTrue, websitev1.ContainerConfigErrorReason},
+			kstatus:     status.FailedStatus,
 			readyText:   "0/1",
 			message:     `configmap "settings" not found`,
 		},
@@ -182,6 +197,7 @@ func TestComputeStatus(t *testing.T) {
 			ready:       wantCondition{metav1.ConditionFalse, websitev1.RollingOutReason},
 			progressing: wantCondition{metav1.ConditionTrue, websitev1.RollingOutReason},
 			degraded:    wantCondition{metav1.ConditionFalse, websitev1.AsExpectedReason},
+			kstatus:     status.InProgressStatus,
 			readyText:   "0/1",
 		},
 		{
@@ -194,6 +210,7 @@ func TestComputeStatus(t *testing.T) {
 			ready:       wantCondition{metav1.ConditionFalse, websitev1.PodsRejectedReason},
 			progressing: wantCondition{metav1.ConditionTrue, websitev1.RollingOutReason},
 			degraded:    wantCondition{metav1.ConditionTrue, websitev1.PodsRejectedReason},
+			kstatus:     status.FailedStatus,
 			readyText:   "0/1",
 			message:     "exceeded quota",
 		},
@@ -207,6 +224,7 @@ func TestComputeStatus(t *testing.T) {
 			ready:       wantCondition{metav1.ConditionFalse, websitev1.ProgressDeadlineExceededReason},
 			progressing: wantCondition{metav1.ConditionFalse, websitev1.ProgressDeadlineExceededReason},
 			degraded:    wantCondition{metav1.ConditionTrue, websitev1.ProgressDeadlineExceededReason},
+			kstatus:     status.FailedStatus,
 			readyText:   "0/1",
 		},
 		{
@@ -217,6 +235,7 @@ func TestComputeStatus(t *testing.T) {
 			ready:       wantCondition{metav1.ConditionFalse, websitev1.DeploymentConflictReason},
 			progressing: wantCondition{metav1.ConditionFalse, websitev1.RolloutBlockedReason},
 			degraded:    wantCondition{metav1.ConditionTrue, websitev1.DeploymentConflictReason},
+			kstatus:     status.FailedStatus,
 			readyText:   "0/1",
 			message:     "not owned by this Website",
 		},
@@ -228,6 +247,18 @@ func TestComputeStatus(t *testing.T) {
 			ready:       wantCondition{metav1.ConditionFalse, websitev1.ServiceConflictReason},
 			progressing: wantCondition{metav1.ConditionFalse, websitev1.RolloutBlockedReason},
 			degraded:    wantCondition{metav1.ConditionTrue, websitev1.ServiceConflictReason},
+			kstatus:     status.FailedStatus,
+			readyText:   "1/1",
+		},
+		{
+			name:     "a write that failed is retried: in progress, not stalled",
+			replicas: 1,
+			obs: observation{deployment: deployment(1, 1, 1, 1), deploymentCurrent: true, retry: true,
+				blocker: &cause{websitev1.ApplyFailedReason, "create Service site: the admission webhook is down"}},
+			ready:       wantCondition{metav1.ConditionFalse, websitev1.ApplyFailedReason},
+			progressing: wantCondition{metav1.ConditionFalse, websitev1.RolloutBlockedReason},
+			degraded:    wantCondition{metav1.ConditionTrue, websitev1.ApplyFailedReason},
+			kstatus:     status.InProgressStatus,
 			readyText:   "1/1",
 		},
 	}
@@ -242,7 +273,7 @@ func TestComputeStatus(t *testing.T) {
 			g.Expect(status.Ready).To(Equal(tt.readyText))
 			g.Expect(status.URL).To(Equal("http://site.default.svc.cluster.local"))
 			g.Expect(status.Selector).To(Equal("app.kubernetes.io/instance=site,app.kubernetes.io/name=website"))
-			g.Expect(status.Conditions).To(HaveLen(3))
+			g.Expect(status.Conditions).To(HaveLen(5))
 			for _, want := range []struct {
 				conditionType string
 				want          wantCondition
@@ -259,6 +290,9 @@ func TestComputeStatus(t *testing.T) {
 				g.Expect(c.Message).NotTo(BeEmpty(), want.conditionType)
 			}
 			g.Expect(meta.FindStatusCondition(status.Conditions, websitev1.ReadyCondition).Message).To(ContainSubstring(tt.message))
+			w.Status = status
+			got, message := kstatustest.Of(t, w)
+			g.Expect(got).To(Equal(tt.kstatus), message)
 		})
 	}
 }
