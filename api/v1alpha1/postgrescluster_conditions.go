@@ -46,16 +46,16 @@ const (
 	// drain) still asks for that target, which is not tried again before
 	// status.abandonedSwitchover.retryAfter.
 	PostgresSwitchoverAbandonedReason = "SwitchoverAbandoned"
-	PostgresUpgradingReason            = "Upgrading"
-	PostgresInvalidSpecReason          = "InvalidSpec"
-	PostgresSecretMissingReason        = "SecretMissing"
-	PostgresConflictReason             = "Conflict"
-	PostgresApplyFailedReason          = "ApplyFailed"
-	PostgresStorageShrinkReason        = "StorageCannotShrink"
-	PostgresDeletingReason             = "Deleting"
-	PostgresAsExpectedReason           = "AsExpected"
-	PostgresNoReplicasReason           = "NoReplicas"
-	PostgresBackupNotFoundReason       = "BackupNotFound"
+	PostgresUpgradingReason           = "Upgrading"
+	PostgresInvalidSpecReason         = "InvalidSpec"
+	PostgresSecretMissingReason       = "SecretMissing"
+	PostgresConflictReason            = "Conflict"
+	PostgresApplyFailedReason         = "ApplyFailed"
+	PostgresStorageShrinkReason       = "StorageCannotShrink"
+	PostgresDeletingReason            = "Deleting"
+	PostgresAsExpectedReason          = "AsExpected"
+	PostgresNoReplicasReason          = "NoReplicas"
+	PostgresBackupNotFoundReason      = "BackupNotFound"
 	// PostgresBackupFencedReason (ReplicasReady=False): a BackupJob's run
 	// fenced an instance for a cold snapshot (annotation
 	// example.com/backup-fence; status.instances[].fenced): it catches up
