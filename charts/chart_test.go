@@ -153,6 +153,16 @@ func TestChartRendersWhatDeployRenders(t *testing.T) {
 	}
 }
 
+// helm lint finds nothing to warn about.
+func TestChartLints(t *testing.T) {
+	helm := helmtest.Binary(t)
+	cmd := exec.Command(helm, "lint", "--strict", chart)
+	cmd.Env = helmEnv(t)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("helm lint --strict: %v\n%s", err, out)
+	}
+}
+
 // Values the schema refuses, or the chart's checks, fail helm template.
 func TestChartRefusesBadValues(t *testing.T) {
 	helm := helmtest.Binary(t)

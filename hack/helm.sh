@@ -28,18 +28,26 @@ die() {
   exit 1
 }
 
-if [[ ! -x $dir/helm ]]; then
+# built says whether $dir/helm is there and says it is $version: the
+# version is stamped at build time, as helm's own Makefile does.
+built() {
+  [[ -x $dir/helm && $("$dir/helm" version --template '{{.Version}}' 2>/dev/null) == "$version" ]]
+}
+
+if ! built; then
   command -v go >/dev/null || die "the go command is not on PATH: install Go (https://go.dev/dl/)"
   mkdir -p "$dir"
   # One builder at a time per cache: a second caller waits, then finds helm built.
   exec 9>"$dir/.lock"
   flock 9
-  if [[ ! -x $dir/helm ]]; then
+  if ! built; then
     echo "helm: building helm $version from helm.sh/helm/v4 (a cold build takes a few minutes)" >&2
     start=$SECONDS
     log=$dir/.build.log
     # GOFLAGS cleared: the project's own flags (-mod=...) mean nothing outside it.
-    if ! (cd "$dir" && GOFLAGS= GOBIN="$dir/.tmp" go install -trimpath -ldflags "-s -w" "helm.sh/helm/v4/cmd/helm@$version") >"$log" 2>&1; then
+    if ! (cd "$dir" && GOFLAGS= GOBIN="$dir/.tmp" go install -trimpath \
+      -ldflags "-s -w -X helm.sh/helm/v4/internal/version.version=$version -X helm.sh/helm/v4/internal/version.metadata=" \
+      "helm.sh/helm/v4/cmd/helm@$version") >"$log" 2>&1; then
       tail -n 20 "$log" >&2
       die "building helm $version failed; the whole log is $log"
     fi
