@@ -153,6 +153,35 @@ func TestChartRendersWhatDeployRenders(t *testing.T) {
 	}
 }
 
+// Installed into another namespace, the chart names that one wherever
+// deploy/ names the operator's: metadata, subjects, and the admission
+// policies' expressions that recognise the operator's ServiceAccount.
+func TestChartFollowsTheReleaseNamespace(t *testing.T) {
+	helm := helmtest.Binary(t)
+	cmd := exec.Command(helm, "template", chart, chart, "--namespace", "ops")
+	cmd.Env = helmEnv(t)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("helm template: %v\n%s", err, out)
+	}
+	objs := objects(t, out)
+	for key, obj := range objs {
+		data, err := obj.MarshalJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(data), platform.Namespace) {
+			t.Errorf("%s of the chart installed in ops still names %s", key, platform.Namespace)
+		}
+	}
+	if objs["Deployment/ops/"+platform.Name] == nil {
+		t.Errorf("no operator Deployment in ops")
+	}
+	if !strings.Contains(string(out), "'system:serviceaccount:ops:"+platform.Name+"'") {
+		t.Errorf("the admission policies do not recognise the operator's ServiceAccount in ops")
+	}
+}
+
 // helm lint finds nothing to warn about.
 func TestChartLints(t *testing.T) {
 	helm := helmtest.Binary(t)
