@@ -49,8 +49,10 @@ func TestHelmChartInstallUpgradeUninstall(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred(), out)
 
 	start := time.Now()
-	run("install", platform.Name, chartPath, "--namespace", platform.Namespace, "--wait", "--timeout", "3m")
+	notes := run("install", platform.Name, chartPath, "--namespace", platform.Namespace, "--wait", "--timeout", "3m")
 	t.Logf("helm install --wait took %s", time.Since(start).Round(time.Millisecond))
+	g.Expect(notes).To(ContainSubstring("The platform operator runs in namespace " + platform.Namespace + ". Kinds: backupJob on,"))
+	g.Expect(notes).NotTo(ContainSubstring("does not enforce"), "the namespace was labelled")
 	deployment := &appsv1.Deployment{}
 	key := types.NamespacedName{Namespace: platform.Namespace, Name: platform.Name}
 	g.Expect(e.Client.Get(ctx, key, deployment)).To(Succeed())
@@ -72,8 +74,9 @@ func TestHelmChartInstallUpgradeUninstall(t *testing.T) {
 		g.Expect(readyCondition(e.website(g, ctx, "default", "site")).Status).To(Equal(metav1.ConditionTrue))
 	}).WithTimeout(timeout).Should(Succeed(), "the Website is reconciled with the chart's rights")
 
-	run("upgrade", platform.Name, chartPath, "--namespace", platform.Namespace, "--wait", "--timeout", "3m",
+	notes = run("upgrade", platform.Name, chartPath, "--namespace", platform.Namespace, "--wait", "--timeout", "3m",
 		"--reuse-values", "--set", "replicas=1", "--set", "tenant.enabled=false")
+	g.Expect(notes).To(ContainSubstring("tenant off"))
 	g.Expect(e.Client.Get(ctx, key, deployment)).To(Succeed())
 	g.Expect(*deployment.Spec.Replicas).To(Equal(int32(1)))
 	g.Expect(deployment.Spec.Template.Spec.Containers[0].Args).To(ContainElement("--controllers=*,-tenant"))
