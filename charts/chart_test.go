@@ -66,27 +66,15 @@ type choice struct {
 func TestChartRendersWhatDeployRenders(t *testing.T) {
 	helm := helmtest.Binary(t)
 	all := components(t)
+	namespaced := only(t, "website")
+	namespaced.values["watchNamespace"] = "websites"
+	namespaced.kustomization = types.Kustomization{Resources: []string{"overlays/namespaced"}}
 	choices := []choice{
 		{name: "every kind", kustomization: kustomization(all...)},
-		{
-			name:          "website only",
-			values:        map[string]any{"tenant": off(), "backupJob": off(), "postgresCluster": off()},
-			kustomization: kustomization("website"),
-			off:           []string{"backupjob", "postgrescluster", "tenant"},
-		},
-		{
-			name:          "every kind but website",
-			values:        map[string]any{"website": off()},
-			kustomization: kustomization("backupjob", "postgrescluster", "tenant"),
-			off:           []string{"website"},
-		},
-		{
-			name: "Websites in one namespace",
-			values: map[string]any{"watchNamespace": "websites", "tenant": off(), "backupJob": off(),
-				"postgresCluster": off()},
-			kustomization: types.Kustomization{Resources: []string{"overlays/namespaced"}},
-			off:           []string{"backupjob", "postgrescluster", "tenant"},
-		},
+		named("website only", only(t, "website")),
+		named("tenant and backupjob", only(t, "tenant", "backupjob")),
+		named("every kind but website", only(t, slices.DeleteFunc(slices.Clone(all), func(c string) bool { return c == "website" })...)),
+		named("Websites in one namespace", namespaced),
 		{
 			name: "image replicas and resources",
 			values: map[string]any{
@@ -201,7 +189,7 @@ func TestChartRefusesBadValues(t *testing.T) {
 	}{
 		"a misspelt key":       {map[string]any{"replica": 1}, "replica"},
 		"a namespace's name":   {map[string]any{"watchNamespace": "Not_A_Name"}, "watchNamespace"},
-		"every kind off":       {map[string]any{"website": off(), "tenant": off(), "backupJob": off(), "postgresCluster": off()}, "every kind is switched off"},
+		"every kind off":       {only(t).values, "every kind is switched off"},
 		"namespaced with more": {map[string]any{"watchNamespace": "websites"}, "watchNamespace serves only website"},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -217,6 +205,46 @@ func TestChartRefusesBadValues(t *testing.T) {
 }
 
 func off() map[string]any { return map[string]any{"enabled": false} }
+
+// only is the choice of these components alone: the values switch the
+// others off by their kinds' names.
+func only(t *testing.T, enabled ...string) choice {
+	c := choice{values: map[string]any{}, kustomization: kustomization(enabled...)}
+	for _, name := range components(t) {
+		if slices.Contains(enabled, name) {
+			continue
+		}
+		c.values[valueKey(t, name)] = off()
+		c.off = append(c.off, name)
+	}
+	return c
+}
+
+func named(name string, c choice) choice {
+	c.name = name
+	return c
+}
+
+// valueKey is the switch of a component: its CRD's kind, with a lower-case
+// first letter.
+func valueKey(t *testing.T, component string) string {
+	data, err := os.ReadFile(filepath.Join(repoRoot, "deploy/components", component, "crd.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var crd struct {
+		Spec struct {
+			Names struct {
+				Kind string `json:"kind"`
+			} `json:"names"`
+		} `json:"spec"`
+	}
+	if err := yaml.Unmarshal(data, &crd); err != nil || crd.Spec.Names.Kind == "" {
+		t.Fatalf("read the kind of %s's CRD: %v", component, err)
+	}
+	kind := crd.Spec.Names.Kind
+	return strings.ToLower(kind[:1]) + kind[1:]
+}
 
 func kustomization(components ...string) types.Kustomization {
 	k := types.Kustomization{Resources: []string{"base"}}
