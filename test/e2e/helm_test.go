@@ -33,7 +33,8 @@ const chartPath = repoRoot + "/charts/platform-operator"
 // operator's Deployment becomes available and its ServiceAccount's rights
 // reconcile a Website; an upgrade that switches a kind off takes its rights
 // away and tells the operator; an uninstall removes the operator but keeps
-// the CRDs and the Websites people made.
+// the CRDs and the Websites people made; a second install over those CRDs,
+// for one namespace, grants the Website rights there alone.
 func TestHelmChartInstallUpgradeUninstall(t *testing.T) {
 	helm := helmtest.Binary(t)
 	g := NewWithT(t)
@@ -64,7 +65,7 @@ func TestHelmChartInstallUpgradeUninstall(t *testing.T) {
 	// kwok's pods run no container: the operator runs here as a process,
 	// with the token of the ServiceAccount the chart made, so that it has
 	// exactly the rights the chart grants.
-	if _, err := e.StartOperator(ctx, "--all-namespaces"); err != nil {
+	if _, err := e.StartOperator(ctx, chartOperatorArgs(deployment)...); err != nil {
 		t.Fatalf("start the operator with the chart's ServiceAccount: %v", err)
 	}
 	w := websitetest.Website("site", "default")
@@ -103,6 +104,49 @@ func TestHelmChartInstallUpgradeUninstall(t *testing.T) {
 	}
 	site := e.website(g, ctx, "default", "site")
 	g.Expect(site.DeletionTimestamp).To(BeNil(), "the Website survives the uninstall")
+
+	// Installed again, over the CRDs that survived (Helm leaves them as
+	// they are), for the Websites of one namespace only.
+	const watched = "websites"
+	out, err = e.Kubectl(ctx, "create", "namespace", watched)
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	args := []string{"install", platform.Name, chartPath, "--namespace", platform.Namespace, "--wait", "--timeout", "3m",
+		"--set", "watchNamespace=" + watched}
+	for _, kind := range []string{"tenant", "backupJob", "postgresCluster"} {
+		args = append(args, "--set", kind+".enabled=false")
+	}
+	run(args...)
+	g.Expect(e.Client.Get(ctx, key, deployment)).To(Succeed())
+	if _, err := e.StartOperator(ctx, chartOperatorArgs(deployment)...); err != nil {
+		t.Fatalf("start the operator as the namespaced chart's Deployment would: %v", err)
+	}
+	w = websitetest.Website("site", watched)
+	w.UID, w.Generation = "", 0
+	g.Expect(e.Client.Create(ctx, w)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(readyCondition(e.website(g, ctx, watched, "site")).Status).To(Equal(metav1.ConditionTrue))
+	}).WithTimeout(timeout).Should(Succeed(), "the Website of the watched namespace is reconciled")
+	operator := "--as=system:serviceaccount:" + platform.Namespace + ":" + platform.Name
+	out, _ = e.Kubectl(ctx, "auth", "can-i", operator, "create", "deployments.apps", "-n", watched)
+	g.Expect(answer(out)).To(Equal("yes"))
+	out, _ = e.Kubectl(ctx, "auth", "can-i", operator, "create", "deployments.apps", "-n", "default")
+	g.Expect(answer(out)).To(Equal("no"), "no rights outside the watched namespace")
+}
+
+// chartOperatorArgs are the arguments the chart gives the operator's
+// container but those that devenv sets for a process on this machine
+// (leader election, the metrics and probe addresses): its scope and
+// --controllers, so that the process runs what the chart's pods would.
+func chartOperatorArgs(d *appsv1.Deployment) []string {
+	var args []string
+	for _, arg := range d.Spec.Template.Spec.Containers[0].Args {
+		switch name, _, _ := strings.Cut(arg, "="); name {
+		case "--leader-elect", "--metrics-bind-address", "--health-probe-bind-address":
+			continue
+		}
+		args = append(args, arg)
+	}
+	return args
 }
 
 // helmRunner returns a function that runs helm against kubeconfig, with
