@@ -2,11 +2,11 @@ package main
 
 import (
 	"fmt"
-	"github.com/google/go-cmp/cmp"
 	"path"
 	"sort"
 	"strings"
 
+	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
@@ -244,10 +244,15 @@ func readNamespacedOverlay(tree *deployTree, base []*unstructured.Unstructured, 
 			return o, fmt.Errorf("%s changes %s, which the chart cannot do: teach hack/gen-chart", dir, id(obj))
 		}
 	}
-	for key := range plain {
-		if !seen[key] {
-			o.removed[key] = true
+	for key, obj := range plain {
+		if seen[key] {
+			continue
 		}
+		// Helm installs crds/ whatever the values: no switch can take one away.
+		if obj.GetKind() == "CustomResourceDefinition" {
+			return o, fmt.Errorf("%s leaves out %s, which the chart cannot do: its CRDs are in crds/", dir, key)
+		}
+		o.removed[key] = true
 	}
 	if o.watched == "" || o.watched != scope {
 		return o, fmt.Errorf("%s makes Namespace %q but its operator watches %q", dir, o.watched, scope)
