@@ -40,9 +40,9 @@ type component struct {
 	// name is its folder's, which is also its controller's name in
 	// --controllers.
 	name string
-	// valueKey is the values' key that switches it: its kind with a
-	// lower-case first letter (backupJob).
-	valueKey string
+	// kind is the kind of its CRD; valueKey, the values' key that switches
+	// it, is the kind with a lower-case first letter (backupJob).
+	kind, valueKey string
 	// crds go to crds/, objects to templates/.
 	crds, objects []*unstructured.Unstructured
 }
@@ -179,7 +179,7 @@ func readComponents(tree *deployTree) ([]component, error) {
 		if kind == "" {
 			return nil, fmt.Errorf("component %s: its CRD names no kind", name)
 		}
-		c.valueKey = strings.ToLower(kind[:1]) + kind[1:]
+		c.kind, c.valueKey = kind, strings.ToLower(kind[:1])+kind[1:]
 		components = append(components, c)
 	}
 	if len(components) == 0 {
