@@ -6,6 +6,8 @@ SHELL := bash
 
 # Where hack/kube-binaries.sh puts the control plane (outside the work tree).
 KUBE_BIN_DIR = $(shell hack/kube-binaries.sh --dir)
+# Where hack/helm.sh puts helm, which the chart's tests run.
+HELM_BIN_DIR = $(shell hack/helm.sh --dir)
 # Where PostgreSQL 15's programs are, once hack/postgres.sh has installed them.
 POSTGRES_BIN_DIR = $(shell hack/postgres.sh --dir 2>/dev/null)
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
@@ -22,17 +24,22 @@ help: ## List the targets.
 kube-binaries: ## Build the local control plane (etcd, kube-apiserver, ..., kwok) once per version.
 	@hack/kube-binaries.sh >/dev/null
 
+.PHONY: helm
+helm: ## Build helm (helm.sh/helm/v4) from the Go module proxy once per version: the chart's tests run it.
+	@hack/helm.sh >/dev/null
+
 .PHONY: postgres
 postgres: ## Install PostgreSQL 15 (apt-get) when missing: the instance manager's tests run it.
 	@hack/postgres.sh >/dev/null
 
 # Where generated files live; verify-generate compares them before and after.
-GENERATED := api deploy docs
+GENERATED := api deploy docs charts
 
 .PHONY: generate
-generate: ## Regenerate deepcopy code, deploy/ (CRDs, RBAC, components, install.yaml) and docs/ (API references).
+generate: ## Regenerate deepcopy code, deploy/ (CRDs, RBAC, components, install.yaml), the Helm chart from it and docs/ (API references).
 	go tool controller-gen object:headerFile=hack/boilerplate.go.txt paths=./api/...
 	go run ./hack/gen-deploy
+	go run ./hack/gen-chart
 	go run ./hack/gen-apidoc -components deploy/components -out docs
 
 .PHONY: verify-generate
@@ -58,8 +65,8 @@ build: ## Build bin/platform-operator.
 	CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)' -o bin/platform-operator ./cmd/platform-operator
 
 .PHONY: test
-test: kube-binaries postgres fmt-check vet verify-generate ## Run the whole test suite: unit, envtest, PostgreSQL, local cluster, end-to-end, reliability.
-	KUBE_BIN_DIR=$(KUBE_BIN_DIR) KUBEBUILDER_ASSETS=$(KUBE_BIN_DIR) POSTGRES_BIN_DIR=$(POSTGRES_BIN_DIR) \
+test: kube-binaries helm postgres fmt-check vet verify-generate ## Run the whole test suite: unit, envtest, PostgreSQL, Helm chart, local cluster, end-to-end, reliability.
+	KUBE_BIN_DIR=$(KUBE_BIN_DIR) KUBEBUILDER_ASSETS=$(KUBE_BIN_DIR) POSTGRES_BIN_DIR=$(POSTGRES_BIN_DIR) HELM_BIN_DIR=$(HELM_BIN_DIR) \
 		go test -timeout $(TEST_TIMEOUT) -count=1 $$(go list ./... | grep -v /test/reliability)
 	@# The reliability scenarios time failovers and outages against lease
 	@# deadlines: they get the machine to themselves, not two cores shared
