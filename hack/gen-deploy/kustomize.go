@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
+	"sigs.k8s.io/kustomize/kyaml/resid"
 	"sigs.k8s.io/yaml"
 
 	"example.com/platform-operator/internal/platform"
@@ -46,14 +47,33 @@ func writeDefaultKustomization(root string, components []component) error {
 	for _, c := range components {
 		k.Components = append(k.Components, "components/"+c.name)
 	}
+	k.Replacements = []types.ReplacementField{{Replacement: OperatorImageReplacement()}}
 	comment := `# kubectl apply -k deploy/ installs the operator cluster-wide with every kind
 # it serves, as kubectl apply -f deploy/install.yaml does. To serve only some
 # kinds, delete the lines of the others under components: the cluster then
 # gets neither their CRDs nor the rights that their controllers need. Set your
 # image here with
 #   images: [{name: example.com/platform-operator, newName: REGISTRY/platform-operator, newTag: TAG}]
-# make generate writes this file back with every component.`
+# The replacement below copies it into OPERATOR_IMAGE, the image PostgreSQL
+# pods take the instance manager from: kustomize applies base's own copy
+# before this file's images: entry. make generate writes this file back with
+# every component.`
 	return writeKustomization(filepath.Join(root, "deploy/kustomization.yaml"), comment, k)
+}
+
+// OperatorImageReplacement copies the operator container's image into its
+// OPERATOR_IMAGE variable. A kustomization that sets the image with an
+// images: entry must carry it too: kustomize runs the replacements of the
+// kustomizations below (deploy/base's) before the images: of the one on top.
+func OperatorImageReplacement() types.Replacement {
+	deployment := resid.ResId{Gvk: resid.Gvk{Group: "apps", Version: "v1", Kind: "Deployment"}, Name: platform.Name}
+	return types.Replacement{
+		Source: &types.SourceSelector{ResId: deployment, FieldPath: "spec.template.spec.containers.[name=operator].image"},
+		Targets: []*types.TargetSelector{{
+			Select:     &types.Selector{ResId: deployment},
+			FieldPaths: []string{"spec.template.spec.containers.[name=operator].env.[name=" + platform.ImageEnv + "].value"},
+		}},
+	}
 }
 
 func writeKustomization(path, comment string, k types.Kustomization) error {

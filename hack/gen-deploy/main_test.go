@@ -16,6 +16,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
 	"example.com/platform-operator/internal/operator"
+	"example.com/platform-operator/internal/platform"
 )
 
 // writeTree writes files (path relative to root: content) under a new
@@ -216,4 +217,27 @@ func TestUserRolesOfTheKinds(t *testing.T) {
 	clusterOnly := userRoles("y", []apiextensionsv1.CustomResourceDefinition{crd("realms", apiextensionsv1.ClusterScoped, nil)})
 	g.Expect(clusterOnly).To(HaveLen(1), "a cluster-scoped kind is not aggregated into edit or admin")
 	g.Expect(userRoles("z", nil)).To(BeEmpty())
+}
+
+// An image set with an images: entry in deploy/kustomization.yaml, as its
+// comment says, reaches OPERATOR_IMAGE too, from which PostgreSQL pods copy
+// the instance manager: base's own replacement runs before that entry.
+func TestImageSetOnTopReachesOperatorImage(t *testing.T) {
+	g := NewWithT(t)
+	dir := t.TempDir()
+	g.Expect(os.CopyFS(dir, os.DirFS("../../deploy"))).To(Succeed())
+	top := filepath.Join(dir, "kustomization.yaml")
+	data, err := os.ReadFile(top)
+	g.Expect(err).NotTo(HaveOccurred())
+	data = append(data, []byte("images: [{name: example.com/platform-operator, newName: registry.example.com/platform-operator, newTag: v9.9.9}]\n")...)
+	g.Expect(os.WriteFile(top, data, 0o644)).To(Succeed())
+
+	rendered, err := render(dir)
+	g.Expect(err).NotTo(HaveOccurred())
+	deployment := byID(parse(t, rendered))["Deployment/platform-operator-system/platform-operator"]
+	g.Expect(deployment).NotTo(BeNil())
+	containers, _, _ := unstructured.NestedSlice(deployment.Object, "spec", "template", "spec", "containers")
+	container := containers[0].(map[string]any)
+	g.Expect(container).To(HaveKeyWithValue("image", "registry.example.com/platform-operator:v9.9.9"))
+	g.Expect(container["env"]).To(ContainElement(map[string]any{"name": platform.ImageEnv, "value": "registry.example.com/platform-operator:v9.9.9"}))
 }
