@@ -180,6 +180,30 @@ func (e *environment) createWritesTable(t *testing.T, ns, cluster, password stri
 	}
 }
 
+// startWrittenCluster creates a PostgresCluster, waits until every
+// instance serves, and starts a writer through CLUSTER-rw, returning once
+// it committed 10 rows: the cluster as it is, the application password
+// and the writer.
+func (e *environment) startWrittenCluster(t *testing.T, ns, name string, instances, synchronous int32, change func(*v1alpha1.PostgresCluster)) (*v1alpha1.PostgresCluster, string, *pgWriter) {
+	t.Helper()
+	g := NewWithT(t)
+	e.newPostgresCluster(t, ns, name, instances, synchronous, change)
+	pg := e.waitPostgresReady(t, ns, name, int(instances))
+	password := e.appSecret(g, ns, name)["password"]
+	e.createWritesTable(t, ns, name, password)
+	w := e.startWriter(t, ns, name, password)
+	w.resumes(g, 10, time.Minute)
+	return pg, password, w
+}
+
+// otherThan is the instance of a two-instance cluster that is not name.
+func otherThan(cluster, name string) string {
+	if name == cluster+"-1" {
+		return cluster + "-2"
+	}
+	return cluster + "-1"
+}
+
 // pgWriter inserts a row every 50 ms through CLUSTER-rw, recording each row
 // whose commit returned, with the timeline it was written on.
 type pgWriter struct {

@@ -17,17 +17,9 @@ import (
 func TestPostgresClusterDataDurability(t *testing.T) {
 	g := NewWithT(t)
 	env, ns := pgNamespace(t)
-	env.newPostgresCluster(t, ns, "dur", 2, 1, nil)
-	pg := env.waitPostgresReady(t, ns, "dur", 2)
+	pg, password, w := env.startWrittenCluster(t, ns, "dur", 2, 1, nil)
 	g.Expect(pg.Spec.DataDurability).To(Equal(v1alpha1.DurabilityRequired), "the default")
-	replica := "dur-2"
-	if pg.Status.CurrentPrimary == replica {
-		replica = "dur-1"
-	}
-	password := env.appSecret(g, ns, "dur")["password"]
-	env.createWritesTable(t, ns, "dur", password)
-	w := env.startWriter(t, ns, "dur", password)
-	w.resumes(g, 10, time.Minute)
+	replica := otherThan("dur", pg.Status.CurrentPrimary)
 
 	env.patchPostgresCluster(t, ns, "dur", func(pg *v1alpha1.PostgresCluster) { pg.Spec.FencedInstances = []string{replica} })
 	g.Eventually(func(g Gomega) {

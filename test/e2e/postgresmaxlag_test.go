@@ -24,18 +24,11 @@ import (
 func TestPostgresClusterMaxLagOnFailover(t *testing.T) {
 	g := NewWithT(t)
 	env, ns := pgNamespace(t)
-	env.newPostgresCluster(t, ns, "lag", 2, 0, func(pg *v1alpha1.PostgresCluster) {
+	pg, password, w := env.startWrittenCluster(t, ns, "lag", 2, 0, func(pg *v1alpha1.PostgresCluster) {
 		pg.Spec.MaxLagOnFailover = ptr.To(resource.MustParse("1Mi"))
 	})
-	pg := env.waitPostgresReady(t, ns, "lag", 2)
-	primary, standby := pg.Status.CurrentPrimary, "lag-2"
-	if primary == standby {
-		standby = "lag-1"
-	}
-	password := env.appSecret(g, ns, "lag")["password"]
-	env.createWritesTable(t, ns, "lag", password)
-	w := env.startWriter(t, ns, "lag", password)
-	w.resumes(g, 10, time.Minute)
+	primary := pg.Status.CurrentPrimary
+	standby := otherThan("lag", primary)
 
 	t.Logf("The standby %s cut off; the primary %s writes on, more than the bound ahead of it", standby, primary)
 	g.Expect(env.Cluster.CutOffPostgres(ns, standby)).To(Succeed())

@@ -14,13 +14,8 @@ import (
 func TestPostgresClusterPrimaryStallIsNoFailover(t *testing.T) {
 	g := NewWithT(t)
 	env, ns := pgNamespace(t)
-	env.newPostgresCluster(t, ns, "stall", 2, 1, nil)
-	pg := env.waitPostgresReady(t, ns, "stall", 2)
+	pg, password, w := env.startWrittenCluster(t, ns, "stall", 2, 1, nil)
 	primary, epoch := pg.Status.CurrentPrimary, pg.Status.PromotionEpoch
-	password := env.appSecret(g, ns, "stall")["password"]
-	env.createWritesTable(t, ns, "stall", password)
-	w := env.startWriter(t, ns, "stall", password)
-	w.resumes(g, 10, time.Minute)
 
 	g.Expect(env.Cluster.PausePostgres(ns, primary)).To(Succeed())
 	t.Cleanup(func() { _ = env.Cluster.ResumePostgres(ns, primary) })

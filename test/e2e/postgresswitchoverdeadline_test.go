@@ -21,16 +21,9 @@ import (
 func TestPostgresClusterSwitchoverDeadline(t *testing.T) {
 	g := NewWithT(t)
 	env, ns := pgNamespace(t)
-	env.newPostgresCluster(t, ns, "so", 2, 1, nil)
-	pg := env.waitPostgresReady(t, ns, "so", 2)
-	primary, target := pg.Status.CurrentPrimary, "so-2"
-	if primary == target {
-		target = "so-1"
-	}
-	password := env.appSecret(g, ns, "so")["password"]
-	env.createWritesTable(t, ns, "so", password)
-	w := env.startWriter(t, ns, "so", password)
-	w.resumes(g, 10, time.Minute)
+	pg, password, w := env.startWrittenCluster(t, ns, "so", 2, 1, nil)
+	primary := pg.Status.CurrentPrimary
+	target := otherThan("so", primary)
 
 	t.Logf("The instance manager of %s hangs; a switchover to it is asked for", target)
 	g.Expect(env.Cluster.PauseInstanceManager(ns, target)).To(Succeed())
