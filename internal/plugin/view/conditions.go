@@ -22,7 +22,7 @@ func Conditions(w io.Writer, conditions []metav1.Condition, generation int64, no
 	for _, c := range conditions {
 		stale := ""
 		if c.ObservedGeneration != 0 && c.ObservedGeneration < generation {
-			stale = fmt.Sprintf("  (of generation %d, not %d)", c.ObservedGeneration, generation)
+			stale = fmt.Sprintf("  (of gen. %d, not %d)", c.ObservedGeneration, generation)
 		}
 		fmt.Fprintf(w, "  %-17s %-7s %-24s %s%s\n", c.Type, c.Status, c.Reason, Age(&c.LastTransitionTime, now), stale)
 		if c.Message != "" {
