@@ -46,7 +46,7 @@ func TestPostgresStatus(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "db-nightly"},
 		Status: v1alpha1.BackupJobStatus{
 			LastSuccessfulTime: at(-2 * time.Hour), NextScheduleTime: at(22 * time.Hour), BackupCount: 3,
-			Backups: []v1alpha1.Backup{{Name: "db-nightly-2", Result: v1alpha1.BackupFailed}},
+			Backups:    []v1alpha1.Backup{{Name: "db-nightly-2", Result: v1alpha1.BackupFailed}},
 			Conditions: []metav1.Condition{{Type: "Verified", Status: "True", Reason: "DrillPassed"}},
 			LastFailure: &v1alpha1.BackupRunFailure{Run: "db-nightly-2", Reason: "JobFailed",
 				ScheduledTime: *at(-time.Hour), Message: "Job db-nightly-2 failed: BackoffLimitExceeded"},
