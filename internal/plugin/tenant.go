@@ -51,7 +51,7 @@ or to standard output. The Tenant must ask for credentials
 			if err := c.Get(cmd.Context(), client.ObjectKey{Namespace: ns, Name: name}, s); err != nil {
 				return fmt.Errorf("read the credentials Secret %s/%s of Tenant %s: %w", ns, name, t.Name, err)
 			}
-			data, ok := s.Data["kubeconfig"]
+			data, ok := s.Data[v1alpha1.TenantKubeconfigKey]
 			if !ok {
 				return fmt.Errorf("the Secret %s/%s of Tenant %s has no key kubeconfig", ns, name, t.Name)
 			}
