@@ -58,6 +58,10 @@ build: ## Build bin/platform-operator and the kubectl plugin bin/kubectl-platfor
 	CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)' -o bin/platform-operator ./cmd/platform-operator
 	CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o bin/kubectl-platform ./cmd/kubectl-platform
 
+.PHONY: krew
+krew: ## Build kubectl-platform's archives and krew manifest into bin/krew/ (VERSION=v… URL=… of the release).
+	hack/krew-manifest.sh
+
 .PHONY: test
 test: kube-binaries postgres fmt-check vet verify-generate ## Run the whole test suite: unit, envtest, PostgreSQL, local cluster, end-to-end, reliability.
 	KUBE_BIN_DIR=$(KUBE_BIN_DIR) KUBEBUILDER_ASSETS=$(KUBE_BIN_DIR) POSTGRES_BIN_DIR=$(POSTGRES_BIN_DIR) \

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"example.com/platform-operator/api/v1alpha1"
 )
@@ -88,7 +89,8 @@ func postgresInstances(w io.Writer, instances []v1alpha1.PostgresInstanceStatus)
 			timeline = fmt.Sprint(i.Timeline)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%t\t%s\t%s\t%s\t%s\n", i.Name, orDash(i.Role), i.Ready, timeline, orDash(lsn), lag, instanceState(i))
-		if i.Message != "" {
+		// A ready instance's message says what its row does already.
+		if i.Message != "" && (!i.Ready || i.Fenced) {
 			messages = append(messages, i.Name+": "+i.Message)
 		}
 	}
@@ -141,16 +143,9 @@ func postgresBackups(w io.Writer, backups []v1alpha1.BackupJob, now time.Time) {
 		if len(bj.Status.Backups) > 0 {
 			newest = string(bj.Status.Backups[0].Result)
 		}
-		verified := "-"
-		if c := meta.FindStatusCondition(bj.Status.Conditions, v1alpha1.BackupJobVerifiedCondition); c != nil {
-			verified = string(c.Status)
-		}
-		next := none
-		if bj.Status.NextScheduleTime != nil {
-			next = "in " + span(bj.Status.NextScheduleTime.Sub(now))
-		}
+		verified := drill(meta.FindStatusCondition(bj.Status.Conditions, v1alpha1.BackupJobVerifiedCondition))
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%s\t%s\n", bj.Name, ago(bj.Status.LastSuccessfulTime, now), newest,
-			bj.Status.BackupCount, verified, next)
+			bj.Status.BackupCount, verified, nextRun(&bj, now))
 	}
 	_ = tw.Flush()
 	for _, bj := range backups {
@@ -159,4 +154,20 @@ func postgresBackups(w io.Writer, backups []v1alpha1.BackupJob, now time.Time) {
 				ago(&f.ScheduledTime, now), f.Message), "  ", Width))
 		}
 	}
+}
+
+// drill is the verdict of a BackupJob's latest restore drill, from its
+// Verified condition.
+func drill(c *metav1.Condition) string {
+	switch {
+	case c == nil:
+		return "-"
+	case c.Status == metav1.ConditionTrue:
+		return "passed"
+	case c.Status == metav1.ConditionFalse:
+		return "FAILED"
+	case c.Reason == v1alpha1.BackupJobVerifyNotConfiguredReason:
+		return "no drills"
+	}
+	return "pending"
 }

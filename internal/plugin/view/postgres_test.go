@@ -26,11 +26,13 @@ func pgWith(change func(*v1alpha1.PostgresCluster)) *v1alpha1.PostgresCluster {
 			CurrentPrimary: "db-1", TargetPrimary: "db-1", WriteService: "db-rw", ReadService: "db-ro",
 			Instances: []v1alpha1.PostgresInstanceStatus{
 				{Name: "db-1", Role: "primary", Ready: true, Timeline: 2, ReceivedLSN: "0/5000060"},
-				{Name: "db-2", Role: "replica", Ready: true, Timeline: 2, ReceivedLSN: "0/5000060", ReplayedLSN: "0/5000060"},
+				{Name: "db-2", Role: "replica", Ready: true, Timeline: 2, ReceivedLSN: "0/5000060", ReplayedLSN: "0/5000060",
+					Message: "standby of db-1"},
 				{Name: "db-3", Role: "replica", Ready: true, Timeline: 2, ReceivedLSN: "0/5000000", ReplayedLSN: "0/4FF0000", LagBytes: 65632},
 			},
 			Conditions: []metav1.Condition{
-				{Type: "Ready", Status: "True", Reason: "Available", ObservedGeneration: 2, LastTransitionTime: *at(-3 * time.Minute)},
+				{Type: "Ready", Status: "True", Reason: "Available", ObservedGeneration: 2, LastTransitionTime: *at(-3 * time.Minute),
+					Message: "3 of 3 instances ready; primary db-1"},
 				{Type: "Degraded", Status: "False", Reason: "AsExpected", ObservedGeneration: 2, LastTransitionTime: *at(-time.Hour)},
 			},
 		},
@@ -52,6 +54,12 @@ func TestPostgresStatus(t *testing.T) {
 				ScheduledTime: *at(-time.Hour), Message: "Job db-nightly-2 failed: BackoffLimitExceeded"},
 		},
 	}
+	adhoc := v1alpha1.BackupJob{
+		ObjectMeta: metav1.ObjectMeta{Name: "db-adhoc"},
+		Spec:       v1alpha1.BackupJobSpec{Suspend: new(true)},
+		Status: v1alpha1.BackupJobStatus{Conditions: []metav1.Condition{
+			{Type: "Verified", Status: "Unknown", Reason: v1alpha1.BackupJobVerifyNotConfiguredReason}}},
+	}
 	tests := []struct {
 		name    string
 		pg      *v1alpha1.PostgresCluster
@@ -71,9 +79,9 @@ func TestPostgresStatus(t *testing.T) {
 				"db-2      replica  true   2   0/5000060  0 B       streaming",
 				"db-3      replica  true   2   0/4FF0000  64.1 KiB  streaming",
 				"Backups: no BackupJob has this cluster as its source",
-				"  Ready             True    Available                3m",
+				"  Ready             True    Available                3m\n      3 of 3 instances ready; primary db-1\n",
 			},
-			notWant: []string{"Not ready", "Fenced:", "not caught up"},
+			notWant: []string{"Not ready", "Fenced:", "not caught up", "db-2: standby of db-1"},
 		},
 		{
 			name: "switching over, one instance fenced, status behind the spec",
@@ -101,10 +109,11 @@ func TestPostgresStatus(t *testing.T) {
 		{
 			name:    "backed up",
 			pg:      pgWith(nil),
-			backups: []v1alpha1.BackupJob{nightly},
+			backups: []v1alpha1.BackupJob{nightly, adhoc},
 			want: []string{
-				"BACKUPJOB   LAST SUCCESS  NEWEST  BACKUPS  VERIFIED  NEXT RUN",
-				"db-nightly  120m ago      Failed  3        True      in 22h",
+				"db-adhoc    never         <none>  0        no drills  none (suspended)",
+				"BACKUPJOB   LAST SUCCESS  NEWEST  BACKUPS  VERIFIED   NEXT RUN",
+				"db-nightly  120m ago      Failed  3        passed     in 22h",
 				"db-nightly: last failure db-nightly-2 (JobFailed) 60m ago: Job db-nightly-2",
 			},
 		},
