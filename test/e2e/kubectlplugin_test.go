@@ -17,6 +17,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"example.com/platform-operator/api/v1alpha1"
 	"example.com/platform-operator/internal/controller/website/websitetest"
@@ -71,7 +72,8 @@ func (e *environment) mustPlatform(t *testing.T, args ...string) string {
 // fence stops a replica and an unfence starts it again, each seen in the
 // status the plugin shows and in the cluster's; fencing the primary is
 // refused; a backup runs now and is listed, pinned and unpinned; the
-// support bundle holds the cluster's objects but no password.
+// support bundle holds the cluster's objects but no password; hibernation
+// deletes every pod, and the cluster comes back with its primary.
 func TestKubectlPluginPostgres(t *testing.T) {
 	g := NewWithT(t)
 	env, ns := pgNamespace(t)
@@ -169,6 +171,17 @@ func TestKubectlPluginPostgres(t *testing.T) {
 	for name, data := range files {
 		g.Expect(data).NotTo(ContainSubstring(password), "%s holds the application's password", name)
 	}
+
+	// Hibernation: every pod goes, the claims stay; back with its primary.
+	env.mustPlatform(t, "pg", "hibernate", "db", "on", "-n", ns, "--wait", "--timeout", "3m")
+	var pods corev1.PodList
+	g.Expect(env.Client.List(t.Context(), &pods, client.InNamespace(ns), client.MatchingLabels{v1alpha1.PostgresClusterLabel: "db"})).To(Succeed())
+	g.Expect(pods.Items).To(BeEmpty(), "no pod of a hibernating cluster")
+	g.Expect(env.mustPlatform(t, "pg", "status", "db", "-n", ns)).To(ContainSubstring("PostgresCluster " + ns + "/db: Hibernated"))
+	env.mustPlatform(t, "pg", "hibernate", "db", "off", "-n", ns, "--wait", "--timeout", "3m")
+	out = env.mustPlatform(t, "pg", "status", "db", "-n", ns)
+	g.Expect(out).To(MatchRegexp(`Primary:\s+db-2\n`))
+	g.Expect(out).To(MatchRegexp(`Ready\s+True\s+Available`))
 }
 
 // The plugin's Website status: what kubectl get shows, then why the
