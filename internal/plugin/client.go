@@ -25,7 +25,11 @@ var scheme = func() *runtime.Scheme {
 
 // client is a client of the cluster the kubeconfig flags name, with the
 // user's own credentials: no cache, every read goes to the API server.
+// Tests give their own.
 func (o *options) client() (client.Client, error) {
+	if o.testClient != nil {
+		return o.testClient, nil
+	}
 	config, err := o.flags.ToRESTConfig()
 	if err != nil {
 		return nil, fmt.Errorf("read the kubeconfig: %w", err)

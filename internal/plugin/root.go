@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // Name is the plugin's binary name; kubectl runs it as `kubectl platform`.
@@ -21,12 +22,17 @@ type options struct {
 	flags   *genericclioptions.ConfigFlags
 	streams genericiooptions.IOStreams
 	now     func() time.Time
+	// testClient, when set, is the client of every command.
+	testClient client.Client
 }
 
 // NewCommand is the root command, `kubectl platform`, with the kubeconfig
 // flags kubectl users know (--kubeconfig, --context, -n, ...).
 func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
-	o := &options{flags: genericclioptions.NewConfigFlags(true), streams: streams, now: time.Now}
+	return newCommand(&options{flags: genericclioptions.NewConfigFlags(true), streams: streams, now: time.Now})
+}
+
+func newCommand(o *options) *cobra.Command {
 	root := &cobra.Command{
 		Use: Name,
 		// kubectl runs the plugin as `kubectl platform`: help says so.
@@ -39,9 +45,9 @@ credentials.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.SetIn(streams.In)
-	root.SetOut(streams.Out)
-	root.SetErr(streams.ErrOut)
+	root.SetIn(o.streams.In)
+	root.SetOut(o.streams.Out)
+	root.SetErr(o.streams.ErrOut)
 	o.flags.AddFlags(root.PersistentFlags())
 	root.AddCommand(newPostgresCommand(o), newBackupJobCommand(o), newTenantCommand(o), newWebsiteCommand(o))
 	setUpCompletion(root)
