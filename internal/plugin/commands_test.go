@@ -30,7 +30,14 @@ func run(t *testing.T, objs []client.Object, args ...string) (string, client.Cli
 		now:        func() time.Time { return time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC) },
 		testClient: c}
 	cmd := newCommand(o)
-	cmd.SetArgs(append(args, "-n", "shop"))
+	if args[0] == "__complete" {
+		// The last argument is the one being completed.
+		last := len(args) - 1
+		args = append(append(args[:last:last], "-n", "shop"), args[last])
+	} else {
+		args = append(args, "-n", "shop")
+	}
+	cmd.SetArgs(args)
 	err := cmd.ExecuteContext(context.Background())
 	return out.String(), c, err
 }
