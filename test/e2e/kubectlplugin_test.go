@@ -71,6 +71,7 @@ func (e *environment) mustPlatform(t *testing.T, args ...string) string {
 // the primary and a streaming replica; a switchover moves the primary; a
 // fence stops a replica and an unfence starts it again, each seen in the
 // status the plugin shows and in the cluster's; fencing the primary is
+// refused; a replica restarts in a new pod, the primary's restart is
 // refused; a backup runs now and is listed, pinned and unpinned; the
 // support bundle holds the cluster's objects but no password; hibernation
 // deletes every pod, and the cluster comes back with its primary.
@@ -128,6 +129,20 @@ func TestKubectlPluginPostgres(t *testing.T) {
 	pg = env.postgresCluster(g, ns, "db")
 	g.Expect(pg.Spec.FencedInstances).To(BeEmpty())
 	g.Expect(instanceStatus(pg, "db-1").Ready).To(BeTrue())
+
+	// A restart of the replica: a new pod, ready again; the primary's is
+	// refused.
+	before := &corev1.Pod{}
+	g.Expect(env.Client.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: "db-1"}, before)).To(Succeed())
+	out = env.mustPlatform(t, "pg", "restart", "db", "db-1", "-n", ns, "--wait", "--timeout", "3m")
+	g.Expect(out).To(ContainSubstring("db-1 is ready again"))
+	after := &corev1.Pod{}
+	g.Expect(env.Client.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: "db-1"}, after)).To(Succeed())
+	g.Expect(after.UID).NotTo(Equal(before.UID), "db-1's pod made again")
+	out, err = env.kubectlPlatform(t, "pg", "restart", "db", "db-2", "-n", ns)
+	g.Expect(err).To(HaveOccurred())
+	g.Expect(out).To(ContainSubstring("db-2 is the primary of db"))
+	env.waitPostgresReady(t, ns, "db", 2)
 
 	// A backup now, by the BackupJob of the cluster: a base backup.
 	env.newPostgresBackupJobTo(t, ns, "db-backup", "db", false, nil, func(bj *v1alpha1.BackupJob) { bj.Spec.RunNow = "" })
