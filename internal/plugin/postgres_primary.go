@@ -42,8 +42,9 @@ func newPromoteCommand(o *options) *cobra.Command {
 		Long: `Make INSTANCE, a ready replica, the primary of a PostgresCluster: sets
 spec.primary, as a switchover does. The operator has no other way to
 promote: a failover needs no command.`,
-		Example: "  kubectl platform pg promote db db-2 --wait",
-		Args:    cobra.ExactArgs(2),
+		Example:           "  kubectl platform pg promote db db-2 --wait",
+		Args:              cobra.ExactArgs(2),
+		ValidArgsFunction: o.completeNames(&v1alpha1.PostgresClusterList{}),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return o.setPrimary(cmd, args[0], args[1], w)
 		},
