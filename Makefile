@@ -61,8 +61,13 @@ vet: ## go vet every package.
 	go vet ./...
 
 .PHONY: build
-build: ## Build bin/platform-operator.
+build: ## Build bin/platform-operator and the kubectl plugin bin/kubectl-platform.
 	CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)' -o bin/platform-operator ./cmd/platform-operator
+	CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o bin/kubectl-platform ./cmd/kubectl-platform
+
+.PHONY: krew
+krew: ## Build kubectl-platform's archives and krew manifest into bin/krew/ (VERSION=v… URL=… of the release).
+	hack/krew-manifest.sh
 
 .PHONY: test
 test: kube-binaries helm postgres fmt-check vet verify-generate ## Run the whole test suite: unit, envtest, PostgreSQL, Helm chart, local cluster, end-to-end, reliability.

@@ -195,6 +195,18 @@ func BuildOperator(repoRoot, dir string) (string, error) {
 	return binary, nil
 }
 
+// BuildPlugin builds the kubectl plugin, kubectl-platform, from repoRoot
+// into dir.
+func BuildPlugin(repoRoot, dir string) (string, error) {
+	binary := filepath.Join(dir, "kubectl-platform")
+	build := exec.Command("go", "build", "-o", binary, "./cmd/kubectl-platform")
+	build.Dir = repoRoot
+	if out, err := build.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("build the kubectl plugin: %w\n%s", err, out)
+	}
+	return binary, nil
+}
+
 // FreePorts finds n distinct free TCP ports on loopback.
 func FreePorts(n int) ([]int, error) {
 	var ports []int
