@@ -69,6 +69,11 @@ type Options struct {
 	// PostgresCluster pod (see simulation_postgres.go). Without it, or
 	// without Simulations, that simulation part is off.
 	InstanceBinary string
+	// ObjectStoreBinDir holds SeaweedFS's weed ($SEAWEEDFS_BIN_DIR in
+	// make test). With it, and with the PostgreSQL simulation running, the
+	// cluster runs an S3 object store on the PostgreSQL network (see
+	// simulation_objectstore.go and ObjectStore); without it, none.
+	ObjectStoreBinDir string
 }
 
 // Component names, for StopComponent and StartComponent.
@@ -93,6 +98,8 @@ type Cluster struct {
 	mu    sync.Mutex
 	procs []*Process // in start order
 	sims  *simulations
+	// objectStore is how to reach the object store, nil when none runs.
+	objectStore *ObjectStore
 	// postgresOff says why the PostgreSQL simulation does not run, if it
 	// does not.
 	postgresOff string

@@ -104,6 +104,18 @@ func (c *Cluster) startSimulations(ctx context.Context) error {
 		}
 		postgres = fmt.Sprintf("instance managers and base backups of %s on network %s (%s)", s.postgres.binary, s.postgres.net.bridge, s.postgres.net.prefix)
 	}
+	objectStore := "off"
+	if s.postgres != nil && c.opts.ObjectStoreBinDir != "" {
+		store, err := c.startObjectStore(ctx, c.opts.ObjectStoreBinDir, s.postgres.net.host.String())
+		if err != nil {
+			s.postgres.stop()
+			return err
+		}
+		c.mu.Lock()
+		c.objectStore = store
+		c.mu.Unlock()
+		objectStore = "S3 at " + store.Endpoint
+	}
 	var volumesDir string
 	if s.postgres != nil {
 		volumesDir = s.postgres.volumes
@@ -123,8 +135,8 @@ func (c *Cluster) startSimulations(ctx context.Context) error {
 	c.mu.Lock()
 	c.sims = s
 	c.mu.Unlock()
-	c.opts.Logf("Simulation parts running: StorageClass %q provisioner, VolumeSnapshot CRDs and simulator, failing pods annotated %s; PostgreSQL pods: %s",
-		SimulationStorageClass, SimulationFailAnnotation, postgres)
+	c.opts.Logf("Simulation parts running: StorageClass %q provisioner, VolumeSnapshot CRDs and simulator, failing pods annotated %s; PostgreSQL pods: %s; object store: %s",
+		SimulationStorageClass, SimulationFailAnnotation, postgres, objectStore)
 	return nil
 }
 
