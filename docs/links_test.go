@@ -1,5 +1,5 @@
 // Package docs holds the operator's documentation. Its test checks that
-// every relative link in README.md, docs/*.md and the benchmark results'
+// every relative link in README.md, CHANGELOG.md, docs/*.md and the benchmark results'
 // Markdown (test/bench/results/**/*.md) leads to a file or folder that
 // exists in the repository and, when it names an anchor (#heading) of a
 // Markdown file, to a heading of that file, with GitHub's anchor rules.
@@ -27,7 +27,7 @@ const repoRoot = ".."
 // repository's root.
 func markdownFiles(t *testing.T) []string {
 	t.Helper()
-	files := []string{"README.md"}
+	files := []string{"README.md", "CHANGELOG.md"}
 	docs, err := filepath.Glob(filepath.Join(repoRoot, "docs", "*.md"))
 	if err != nil {
 		t.Fatal(err)
