@@ -21,7 +21,7 @@ COPY . .
 RUN --mount=type=cache,target=/go/pkg/mod \
     --mount=type=cache,target=/root/.cache/go-build \
     CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH go build -trimpath \
-      -ldflags "-s -w -X example.com/platform-operator/internal/operator.Version=${VERSION}" \
+      -ldflags "-s -w -X example.com/platform-operator/internal/platform.Version=${VERSION}" \
       -o /out/platform-operator ./cmd/platform-operator
 
 # distroless/static: no shell or package manager, just CA certificates, tzdata

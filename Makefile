@@ -11,7 +11,7 @@ HELM_BIN_DIR = $(shell hack/helm.sh --dir)
 # Where PostgreSQL 15's programs are, once hack/postgres.sh has installed them.
 POSTGRES_BIN_DIR = $(shell hack/postgres.sh --dir 2>/dev/null)
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS := -s -w -X example.com/platform-operator/internal/operator.Version=$(VERSION)
+LDFLAGS := -s -w -X example.com/platform-operator/internal/platform.Version=$(VERSION)
 IMAGE ?= example.com/platform-operator:$(VERSION)
 # Test timeout: the suite starts several local clusters.
 TEST_TIMEOUT ?= 45m
@@ -63,7 +63,7 @@ vet: ## go vet every package.
 .PHONY: build
 build: ## Build bin/platform-operator and the kubectl plugin bin/kubectl-platform.
 	CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)' -o bin/platform-operator ./cmd/platform-operator
-	CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o bin/kubectl-platform ./cmd/kubectl-platform
+	CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)' -o bin/kubectl-platform ./cmd/kubectl-platform
 
 .PHONY: krew
 krew: ## Build kubectl-platform's archives and krew manifest into bin/krew/ (VERSION=v… URL=… of the release).

@@ -16,7 +16,7 @@ manifest=$(cat deploy/krew/platform.yaml)
 for platform in linux/amd64 linux/arm64 darwin/amd64 darwin/arm64; do
   os=${platform%/*} arch=${platform#*/}
   dir=$(mktemp -d)
-  CGO_ENABLED=0 GOOS=$os GOARCH=$arch go build -trimpath -ldflags '-s -w' -o "$dir/kubectl-platform" ./cmd/kubectl-platform
+  CGO_ENABLED=0 GOOS=$os GOARCH=$arch go build -trimpath -ldflags "-s -w -X example.com/platform-operator/internal/platform.Version=$VERSION" -o "$dir/kubectl-platform" ./cmd/kubectl-platform
   archive=$out/kubectl-platform_${os}_${arch}.tar.gz
   # Reproducible archives: fixed owner, order and time.
   tar --owner=0 --group=0 --numeric-owner --mtime=@0 --sort=name -C "$dir" -czf "$archive" kubectl-platform

@@ -39,7 +39,7 @@ func run() int {
 		return 2
 	}
 	if opts.ShowVersion {
-		fmt.Println(operator.Version)
+		fmt.Println(platform.Version)
 		return 0
 	}
 

@@ -216,7 +216,7 @@ func TestParseFlags(t *testing.T) {
 	g := NewWithT(t)
 	opts, err := parseFlags([]string{"-version", "v9", "-out", "dist"})
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(opts.LDFlags).To(Equal("-s -w -X example.com/platform-operator/internal/operator.Version=v9"))
+	g.Expect(opts.LDFlags).To(Equal("-s -w -X example.com/platform-operator/internal/platform.Version=v9"))
 	g.Expect(opts.Tag).To(Equal("platform-operator:v9"))
 	g.Expect(opts.OutDir).To(Equal("dist"))
 

@@ -31,7 +31,7 @@
 // and load one platform locally with `docker load -i DIR/platform-operator-linux-amd64.tar`
 // or `kind load image-archive DIR/platform-operator-linux-amd64.tar`.
 //
-// -ldflags defaults to "-s -w -X example.com/platform-operator/internal/operator.Version=V"
+// -ldflags defaults to "-s -w -X example.com/platform-operator/internal/platform.Version=V"
 // and -tag to platform-operator:V.
 package main
 
@@ -64,7 +64,7 @@ import (
 
 const (
 	// versionVar is the variable the operator reports as its version.
-	versionVar = "example.com/platform-operator/internal/operator.Version"
+	versionVar = "example.com/platform-operator/internal/platform.Version"
 	// binaryName is both the go build output and the file in the image.
 	binaryName = platform.Name
 	// nonroot is the uid and gid the operator runs as, as in distroless.

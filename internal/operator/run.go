@@ -20,10 +20,6 @@ import (
 	"example.com/platform-operator/internal/platform"
 )
 
-// Version is the operator's version, set at build time with
-// -ldflags "-X example.com/platform-operator/internal/operator.Version=...".
-var Version = "dev"
-
 // NewLogger returns the operator's structured logger: JSON lines in a
 // cluster, readable text on a terminal; V(1) detail with --verbose.
 func NewLogger(opts Options, out io.Writer) logr.Logger {
@@ -68,7 +64,7 @@ func RESTConfig(opts Options) (*rest.Config, error) {
 	// that does not need saving (kube-apiserver's profiles of a burst show
 	// it compressing watch streams).
 	config.DisableCompression = !opts.KubeAPICompression
-	config.UserAgent = platform.Name + "/" + Version
+	config.UserAgent = platform.Name + "/" + platform.Version
 	return config, nil
 }
 
@@ -134,7 +130,7 @@ func Run(ctx context.Context, opts Options, config *rest.Config, logger logr.Log
 	if len(opts.Namespaces) > 0 {
 		scope = fmt.Sprintf("namespaces %v", opts.Namespaces)
 	}
-	log.Info("Starting platform operator", "version", Version, "controllers", controllerNames(p.run),
+	log.Info("Starting platform operator", "version", platform.Version, "controllers", controllerNames(p.run),
 		"watching", scope, "leaderElection", opts.LeaderElect, "apiServer", config.Host)
 	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("controller manager stopped: %w", err)

@@ -52,3 +52,7 @@ func DefaultImage() string {
 	}
 	return "example.com/" + Name + ":latest"
 }
+
+// Version is the operator's and the kubectl plugin's version, set at build
+// time with -ldflags "-X example.com/platform-operator/internal/platform.Version=...".
+var Version = "dev"

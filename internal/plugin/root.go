@@ -7,6 +7,8 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"example.com/platform-operator/internal/platform"
 )
 
 // Name is the plugin's binary name; kubectl runs it as `kubectl platform`.
@@ -44,6 +46,7 @@ switchover, a fence, a backup now) as ordinary API writes with your own
 credentials.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       platform.Version,
 	}
 	root.SetIn(o.streams.In)
 	root.SetOut(o.streams.Out)
