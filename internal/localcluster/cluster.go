@@ -17,6 +17,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -115,12 +116,31 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		ctx, cancel = context.WithTimeout(ctx, opts.StartTimeout)
 		defer cancel()
 	}
-	c := &Cluster{opts: opts}
-	if err := c.start(ctx); err != nil {
-		stopErr := c.Stop()
-		return nil, errors.Join(err, stopErr)
+	for attempt := 1; ; attempt++ {
+		c := &Cluster{opts: opts}
+		err := c.start(ctx)
+		if err == nil {
+			return c, nil
+		}
+		err = errors.Join(err, c.Stop())
+		// The free ports are chosen before the components bind them: another
+		// process of the machine may take one in between. A cluster in a
+		// folder of its own starts again on other ports; one in a given
+		// folder would find the first attempt's state there.
+		if attempt >= maxStartAttempts || !portTaken(err) || opts.Dir != "" || opts.APIServerPort != 0 || ctx.Err() != nil {
+			return nil, err
+		}
+		opts.Logf("A port was taken before its component bound it; starting the cluster again on other ports (%v)", err)
 	}
-	return c, nil
+}
+
+// maxStartAttempts bounds the starts of a cluster whose ports were taken.
+const maxStartAttempts = 3
+
+// portTaken tells whether a start failed because a component's port was
+// taken, as its log says.
+func portTaken(err error) bool {
+	return strings.Contains(err.Error(), "address already in use")
 }
 
 func withDefaults(opts Options) Options {
