@@ -16,6 +16,7 @@ import (
 	"example.com/platform-operator/api/v1alpha1"
 	"example.com/platform-operator/internal/children"
 	"example.com/platform-operator/internal/controller/kit"
+	"example.com/platform-operator/internal/pgspec"
 	"example.com/platform-operator/internal/platform"
 )
 
@@ -70,8 +71,8 @@ func (r *Reconciler) ensureShared(ctx context.Context, pg *v1alpha1.PostgresClus
 	out.record(r.Children.Ensure(ctx, pg, DesiredRole(pg), &rbacv1.Role{}, children.WithoutCreateEvent()))
 	out.record(r.Children.Ensure(ctx, pg, DesiredRoleBinding(pg), &rbacv1.RoleBinding{}, children.WithoutCreateEvent()))
 	out.record(r.Children.Ensure(ctx, pg, desiredHeadlessService(pg), &corev1.Service{}, children.WithoutCreateEvent()))
-	out.record(r.Children.Ensure(ctx, pg, desiredRoleService(pg, writeService(pg), v1alpha1.PostgresPrimaryRole), &corev1.Service{}, children.WithoutCreateEvent()))
-	out.record(r.Children.Ensure(ctx, pg, desiredRoleService(pg, readService(pg), v1alpha1.PostgresReplicaRole), &corev1.Service{}, children.WithoutCreateEvent()))
+	out.record(r.Children.Ensure(ctx, pg, desiredRoleService(pg, pgspec.WriteService(pg.Name), v1alpha1.PostgresPrimaryRole), &corev1.Service{}, children.WithoutCreateEvent()))
+	out.record(r.Children.Ensure(ctx, pg, desiredRoleService(pg, pgspec.ReadService(pg.Name), v1alpha1.PostgresReplicaRole), &corev1.Service{}, children.WithoutCreateEvent()))
 	for _, budget := range DesiredBudgets(pg) {
 		out.record(r.Children.Ensure(ctx, pg, budget, &policyv1.PodDisruptionBudget{}, children.WithoutCreateEvent()))
 	}
@@ -99,7 +100,7 @@ type credentials struct {
 // (the primary's instance manager sets it in the database). A user's
 // application Secret must exist and hold a username and a password.
 func (r *Reconciler) ensureSecrets(ctx context.Context, pg *v1alpha1.PostgresCluster, out *outcome) credentials {
-	creds := credentials{appSecret: appSecret(pg)}
+	creds := credentials{appSecret: pgspec.AppSecret(pg)}
 	for i := range DesiredGeneratedSecrets(pg, "", r.ClusterDomain) {
 		build := func(p string) *corev1.Secret { return DesiredGeneratedSecrets(pg, p, r.ClusterDomain)[i] }
 		live, err := r.createSecretOnce(ctx, pg, build)
@@ -112,7 +113,7 @@ func (r *Reconciler) ensureSecrets(ctx context.Context, pg *v1alpha1.PostgresClu
 			creds.appVersion = live.ResourceVersion
 		}
 	}
-	if creds.appSecret != generatedAppSecret(pg) {
+	if creds.appSecret != pgspec.GeneratedAppSecret(pg.Name) {
 		r.checkUserSecret(ctx, pg, &creds, out)
 	}
 	return creds

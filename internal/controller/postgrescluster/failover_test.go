@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"example.com/platform-operator/api/v1alpha1"
+	"example.com/platform-operator/internal/pgspec"
 )
 
 var t0 = time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
@@ -650,11 +651,11 @@ func TestMemberOf(t *testing.T) {
 
 func TestParseLSN(t *testing.T) {
 	g := NewWithT(t)
-	g.Expect(parseLSN("0/3000060")).To(Equal(uint64(0x3000060)))
-	g.Expect(parseLSN("16/B374D848")).To(Equal(uint64(0x16)<<32 | 0xB374D848))
-	g.Expect(parseLSN("16/B374D848") > parseLSN("15/FFFFFFFF")).To(BeTrue())
-	g.Expect(parseLSN("")).To(BeZero())
-	g.Expect(parseLSN("x/y")).To(BeZero())
+	g.Expect(pgspec.ParseLSN("0/3000060")).To(Equal(uint64(0x3000060)))
+	g.Expect(pgspec.ParseLSN("16/B374D848")).To(Equal(uint64(0x16)<<32 | 0xB374D848))
+	g.Expect(pgspec.ParseLSN("16/B374D848") > pgspec.ParseLSN("15/FFFFFFFF")).To(BeTrue())
+	g.Expect(pgspec.ParseLSN("")).To(BeZero())
+	g.Expect(pgspec.ParseLSN("x/y")).To(BeZero())
 }
 
 // TestFencedOnPurpose: the instance a BackupJob's run fences by annotation
@@ -681,7 +682,7 @@ func TestFencedOnPurpose(t *testing.T) {
 		"a backup fence of an empty instance": {pg(""), "", false},
 	} {
 		t.Run(name, func(t *testing.T) {
-			NewWithT(t).Expect(fencedOnPurpose(tc.pg, tc.instance)).To(Equal(tc.want))
+			NewWithT(t).Expect(pgspec.FencedOnPurpose(tc.pg, tc.instance)).To(Equal(tc.want))
 		})
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"example.com/platform-operator/api/v1alpha1"
 	"example.com/platform-operator/internal/children"
+	"example.com/platform-operator/internal/pgspec"
 	"example.com/platform-operator/internal/podsecurity"
 )
 
@@ -45,7 +46,7 @@ func (r *Reconciler) ensurePods(ctx context.Context, pg *v1alpha1.PostgresCluste
 		}
 	}
 	for n := 1; n <= int(pg.Spec.Instances); n++ {
-		name := instanceName(pg.Name, n)
+		name := pgspec.InstanceName(pg.Name, n)
 		if obs.pods[name] != nil || obs.claims[name] == nil {
 			continue
 		}
@@ -73,7 +74,7 @@ func (r *Reconciler) ensurePods(ctx context.Context, pg *v1alpha1.PostgresCluste
 
 	holdsPrimary := func(name string) bool { return name == e.current || name == e.target }
 	for name, pod := range obs.pods {
-		if ordinalOf(pg.Name, name) > int(pg.Spec.Instances) && !holdsPrimary(name) && !over[name] {
+		if pgspec.Ordinal(pg.Name, name) > int(pg.Spec.Instances) && !holdsPrimary(name) && !over[name] {
 			r.deletePod(ctx, pg, pod, "spec.instances no longer counts it", out)
 		}
 	}
@@ -93,7 +94,7 @@ func nextOutdated(pg *v1alpha1.PostgresCluster, obs *observation, e election) *c
 	}
 	var outdated []string
 	for _, m := range obs.members {
-		if ordinalOf(pg.Name, m.name) > int(pg.Spec.Instances) {
+		if pgspec.Ordinal(pg.Name, m.name) > int(pg.Spec.Instances) {
 			continue
 		}
 		if !m.exists || (m.name != e.primary && !slices.Contains(e.replicas, m.name)) {

@@ -23,6 +23,7 @@ import (
 	"example.com/platform-operator/internal/controller"
 	"example.com/platform-operator/internal/controller/kit"
 	"example.com/platform-operator/internal/instance/postgres"
+	"example.com/platform-operator/internal/pgspec"
 	"example.com/platform-operator/internal/platform"
 	"example.com/platform-operator/internal/podsecurity"
 )
@@ -119,8 +120,8 @@ func (r *Reconciler) Sync(ctx context.Context, pg *v1alpha1.PostgresCluster) kit
 
 	opts := PodOptions{InstanceImage: r.InstanceImage, ClusterDomain: r.ClusterDomain}
 	hashes := map[string]string{}
-	for n := 1; n <= maxInstances; n++ {
-		hashes[instanceName(pg.Name, n)] = DesiredPod(pg, n, opts).Annotations[SpecHashAnnotation]
+	for n := 1; n <= pgspec.MaxInstances; n++ {
+		hashes[pgspec.InstanceName(pg.Name, n)] = DesiredPod(pg, n, opts).Annotations[SpecHashAnnotation]
 	}
 	obs, err := r.observe(ctx, pg, hashes)
 	if err != nil {
