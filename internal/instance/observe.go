@@ -155,7 +155,7 @@ func (m *Manager) view(ctx context.Context, pg *v1alpha1.PostgresCluster, now ti
 		current:      pg.Status.CurrentPrimary,
 		epoch:        pg.Status.PromotionEpoch,
 		fencedBySpec: pgspec.FencedOnPurpose(pg, m.opts.PodName),
-		restore:      pg.Spec.Bootstrap != nil && pg.Spec.Bootstrap.FromBackup != nil,
+		bootstrap:    pgspec.BootstrapOf(pg),
 	}
 	if v.current != "" && v.current == v.target {
 		for _, i := range pg.Status.Instances {

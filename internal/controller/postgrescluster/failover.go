@@ -41,8 +41,10 @@ type member struct {
 	fencedBySpec bool
 	// nodeDraining is true when the instance's node is cordoned.
 	nodeDraining bool
-	// current is true when the instance runs the current pod spec.
-	current bool
+	// specCurrent is true when the instance runs the pod the spec builds
+	// now (its hash matches); election.current is the primary, a different
+	// thing.
+	specCurrent bool
 	// keptData is true when the instance's claim is older than the
 	// cluster: kept from an earlier PostgresCluster of the name, it may hold
 	// that cluster's data.
@@ -634,13 +636,13 @@ func switchoverTarget(in decideInput, byName map[string]member, primary member, 
 		}
 		return "", ok && eligible(m)
 	}
-	if !primary.nodeDraining && primary.current {
+	if !primary.nodeDraining && primary.specCurrent {
 		return "", false
 	}
 	var candidates []member
 	heldBack := false
 	for _, m := range in.members {
-		if m.name != primary.name && eligible(m) && (primary.nodeDraining || m.current) {
+		if m.name != primary.name && eligible(m) && (primary.nodeDraining || m.specCurrent) {
 			if !notAbandoned(m) {
 				heldBack = true
 				continue

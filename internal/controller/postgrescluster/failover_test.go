@@ -40,7 +40,7 @@ func kept(name string, r *v1alpha1.PostgresInstanceReport) member {
 }
 
 func up(name string, r *v1alpha1.PostgresInstanceReport) member {
-	return member{name: name, exists: true, report: r, current: true}
+	return member{name: name, exists: true, report: r, specCurrent: true}
 }
 
 // podWith is the pod of instance name of the cluster db in phase, with
@@ -634,8 +634,8 @@ func TestMemberOf(t *testing.T) {
 		want member
 	}{
 		"running": {podWith("db-2", corev1.PodRunning, "", replicaReport(1, 1, "0/3000000")),
-			member{name: "db-2", exists: true, current: true, report: replicaReport(1, 1, "0/3000000")}},
-		"pending, not reported yet": {podWith("db-2", corev1.PodPending, "", nil), member{name: "db-2", exists: true, current: true}},
+			member{name: "db-2", exists: true, specCurrent: true, report: replicaReport(1, 1, "0/3000000")}},
+		"pending, not reported yet": {podWith("db-2", corev1.PodPending, "", nil), member{name: "db-2", exists: true, specCurrent: true}},
 		"no pod":                    {nil, member{name: "db-2"}},
 		"being deleted":             {deleting, member{name: "db-2"}},
 		"evicted (phase Failed)": {podWith("db-2", corev1.PodFailed, "Evicted", replicaReport(1, 1, "0/3000000")),

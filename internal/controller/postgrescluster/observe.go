@@ -44,7 +44,7 @@ func (r *Reconciler) observe(ctx context.Context, pg *v1alpha1.PostgresCluster, 
 	highest := int(pg.Spec.Instances)
 	for i := range pods.Items {
 		pod := &pods.Items[i]
-		if !metav1IsControlledBy(pod, pg) {
+		if !controlledBy(pod, pg) {
 			continue
 		}
 		obs.pods[pod.Name] = pod
@@ -95,7 +95,7 @@ func memberOf(pg *v1alpha1.PostgresCluster, name string, pod *corev1.Pod, hash s
 	}
 	m.exists = true
 	m.report = reportOf(pod)
-	m.current = pod.Annotations[SpecHashAnnotation] == hash
+	m.specCurrent = pod.Annotations[SpecHashAnnotation] == hash
 	return m
 }
 
@@ -188,8 +188,8 @@ func leaseOf(l *coordinationv1.Lease) lease {
 	return out
 }
 
-// metav1IsControlledBy tells whether pg is obj's controller.
-func metav1IsControlledBy(obj client.Object, pg *v1alpha1.PostgresCluster) bool {
+// controlledBy tells whether pg is obj's controller.
+func controlledBy(obj client.Object, pg *v1alpha1.PostgresCluster) bool {
 	for _, ref := range obj.GetOwnerReferences() {
 		if ref.Controller != nil && *ref.Controller {
 			return ref.UID == pg.UID

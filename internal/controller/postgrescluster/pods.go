@@ -100,7 +100,7 @@ func nextOutdated(pg *v1alpha1.PostgresCluster, obs *observation, e election) *c
 		if !m.exists || (m.name != e.primary && !slices.Contains(e.replicas, m.name)) {
 			return nil
 		}
-		if !m.current && m.name != e.primary {
+		if !m.specCurrent && m.name != e.primary {
 			outdated = append(outdated, m.name)
 		}
 	}
