@@ -225,7 +225,7 @@ func (r *Reconciler) advanceFences(ctx context.Context, bj *v1alpha1.BackupJob, 
 			r.cutSnapshot(ctx, bj, obs, f, now, out)
 		case fenceRelease:
 			if err := r.removeFence(ctx, obs, f); err != nil {
-				out.add(err, false)
+				out.Add(err, false)
 				continue
 			}
 			r.Recorder.Eventf(bj, nil, corev1.EventTypeNormal, "FenceRemoved", "Unfence",
@@ -260,7 +260,7 @@ func (r *Reconciler) timeOutFence(ctx context.Context, bj *v1alpha1.BackupJob, o
 		return
 	}
 	if err := r.removeFence(ctx, obs, f); err != nil {
-		out.add(err, false)
+		out.Add(err, false)
 		return
 	}
 	r.Recorder.Eventf(bj, nil, corev1.EventTypeWarning, "RunFailed", "Run", "%s", message)
@@ -351,7 +351,7 @@ func (r *Reconciler) startPostgresRun(ctx context.Context, bj *v1alpha1.BackupJo
 		return runWaiting
 	}
 	if err := r.setFence(ctx, obs, instance, rn, now); err != nil {
-		out.add(err, false)
+		out.Add(err, false)
 		return runFailed
 	}
 	r.Recorder.Eventf(bj, nil, corev1.EventTypeNormal, "RunStarted", "Run",

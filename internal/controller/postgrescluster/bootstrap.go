@@ -34,7 +34,7 @@ func (r *Reconciler) bootstrapClaim(ctx context.Context, pg *v1alpha1.PostgresCl
 			return false
 		}
 		if err != nil {
-			out.add(fmt.Errorf("choose the backup to restore: %w", err), false)
+			out.Add(fmt.Errorf("choose the backup to restore: %w", err), false)
 			out.report(v1alpha1.PostgresApplyFailedReason, err.Error())
 			return false
 		}

@@ -35,14 +35,14 @@ func (r *Reconciler) ensureClaims(ctx context.Context, pg *v1alpha1.PostgresClus
 					out.report(v1alpha1.PostgresConflictReason, fmt.Sprintf("PersistentVolumeClaim %s exists and is not PostgresCluster %s's", desired.Name, pg.Name))
 					continue
 				}
-				out.add(fmt.Errorf("create PersistentVolumeClaim %s: %w", desired.Name, err), apierrors.IsInvalid(err))
+				out.Add(fmt.Errorf("create PersistentVolumeClaim %s: %w", desired.Name, err), apierrors.IsInvalid(err))
 				out.report(v1alpha1.PostgresApplyFailedReason, err.Error())
 				continue
 			}
 			children.CountWrite(kind, "PersistentVolumeClaim", "create")
 			claims[desired.Name] = desired
 		case err != nil:
-			out.add(fmt.Errorf("get PersistentVolumeClaim %s: %w", desired.Name, err), false)
+			out.Add(fmt.Errorf("get PersistentVolumeClaim %s: %w", desired.Name, err), false)
 		case live.Labels[v1alpha1.PostgresClusterLabel] != pg.Name:
 			out.conflict = true
 			out.report(v1alpha1.PostgresConflictReason, fmt.Sprintf("PersistentVolumeClaim %s belongs to another PostgresCluster", desired.Name))
@@ -68,7 +68,7 @@ func (r *Reconciler) growClaim(ctx context.Context, pg *v1alpha1.PostgresCluster
 	}
 	claim.Spec.Resources.Requests[corev1.ResourceStorage] = want.DeepCopy()
 	if err := r.Client.Patch(ctx, claim, patch); err != nil {
-		out.add(fmt.Errorf("grow PersistentVolumeClaim %s to %s: %w", claim.Name, want.String(), err), apierrors.IsInvalid(err) || apierrors.IsForbidden(err))
+		out.Add(fmt.Errorf("grow PersistentVolumeClaim %s to %s: %w", claim.Name, want.String(), err), apierrors.IsInvalid(err) || apierrors.IsForbidden(err))
 		out.report(v1alpha1.PostgresApplyFailedReason, fmt.Sprintf("PersistentVolumeClaim %s cannot grow to %s: %v", claim.Name, want.String(), err))
 		return
 	}

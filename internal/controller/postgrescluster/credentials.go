@@ -32,7 +32,7 @@ func (r *Reconciler) ensureSecrets(ctx context.Context, pg *v1alpha1.PostgresClu
 		build := func(p string) *corev1.Secret { return DesiredGeneratedSecrets(pg, p, r.ClusterDomain)[i] }
 		live, err := r.createSecretOnce(ctx, pg, build)
 		if err != nil {
-			out.add(err, false)
+			out.Add(err, false)
 			out.report(v1alpha1.PostgresApplyFailedReason, err.Error())
 			continue
 		}
@@ -87,7 +87,7 @@ func (r *Reconciler) checkUserSecret(ctx context.Context, pg *v1alpha1.PostgresC
 		out.report(v1alpha1.PostgresSecretMissingReason, fmt.Sprintf("Secret %s named by spec.bootstrap.initdb.secretName does not exist", creds.appSecret))
 		return
 	case err != nil:
-		out.add(fmt.Errorf("get Secret %s: %w", creds.appSecret, err), false)
+		out.Add(fmt.Errorf("get Secret %s: %w", creds.appSecret, err), false)
 		return
 	}
 	owner := initDB(pg).Owner

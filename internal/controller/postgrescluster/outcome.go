@@ -14,22 +14,13 @@ import (
 // outcome collects the errors of one reconcile and the first problem for
 // status. retry is false when every error is a refusal of the spec.
 type outcome struct {
-	err      error
-	retry    bool
+	kit.Errors
 	conflict bool
 	problem  *cause
 }
 
 // cause is a reason and message for a condition.
 type cause struct{ reason, message string }
-
-func (o *outcome) add(err error, invalid bool) {
-	if err == nil {
-		return
-	}
-	o.err = errors.Join(o.err, err)
-	o.retry = o.retry || !invalid
-}
 
 func (o *outcome) report(reason, message string) {
 	if o.problem == nil {
@@ -44,10 +35,10 @@ func (o *outcome) record(res children.Result) {
 		o.conflict = true
 		o.report(v1alpha1.PostgresConflictReason, res.Message)
 	case children.Invalid:
-		o.add(res.Err, true)
+		o.Add(res.Err, true)
 		o.report(v1alpha1.PostgresInvalidSpecReason, res.Message)
 	case children.Failed:
-		o.add(res.Err, false)
+		o.Add(res.Err, false)
 		if !errors.Is(res.Err, platform.ErrNotLeader) && !apierrors.IsConflict(res.Err) {
 			o.report(v1alpha1.PostgresApplyFailedReason, res.Message)
 		}

@@ -55,7 +55,7 @@ func (r *Reconciler) ensurePods(ctx context.Context, pg *v1alpha1.PostgresCluste
 		// judged as the API server would, whatever the namespace enforces:
 		// spec.resources is the user's part of it.
 		if reason := podsecurity.Restricted(r.PodSecurityVersion, &pod.ObjectMeta, &pod.Spec); reason != "" {
-			out.add(fmt.Errorf("pod %s: %s", name, reason), true)
+			out.Add(fmt.Errorf("pod %s: %s", name, reason), true)
 			out.report(v1alpha1.PostgresInvalidSpecReason, fmt.Sprintf("Pod %s would not meet the restricted Pod Security Standard: %s", name, reason))
 			continue
 		}
@@ -65,7 +65,7 @@ func (r *Reconciler) ensurePods(ctx context.Context, pg *v1alpha1.PostgresCluste
 				out.report(v1alpha1.PostgresConflictReason, fmt.Sprintf("Pod %s exists and is not PostgresCluster %s's", name, pg.Name))
 				continue
 			}
-			out.add(fmt.Errorf("create Pod %s: %w", name, err), apierrors.IsInvalid(err))
+			out.Add(fmt.Errorf("create Pod %s: %w", name, err), apierrors.IsInvalid(err))
 			out.report(v1alpha1.PostgresApplyFailedReason, fmt.Sprintf("Pod %s: %v", name, err))
 			continue
 		}
@@ -124,7 +124,7 @@ func (r *Reconciler) removePod(ctx context.Context, pod *corev1.Pod, out *outcom
 	}
 	uid := pod.UID
 	if err := r.Client.Delete(ctx, pod, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
-		out.add(fmt.Errorf("delete Pod %s: %w", pod.Name, err), false)
+		out.Add(fmt.Errorf("delete Pod %s: %w", pod.Name, err), false)
 		return false
 	}
 	children.CountWrite(kind, "Pod", "delete")
@@ -175,13 +175,13 @@ func (r *Reconciler) routePods(ctx context.Context, obs *observation, e election
 			"labels": map[string]any{v1alpha1.PostgresRoleLabel: value},
 		}})
 		if err != nil {
-			out.add(err, false)
+			out.Add(err, false)
 			continue
 		}
 		target := &corev1.Pod{}
 		target.Namespace, target.Name = pod.Namespace, pod.Name
 		if err := r.Client.Patch(ctx, target, client.RawPatch(types.MergePatchType, patch)); client.IgnoreNotFound(err) != nil {
-			out.add(fmt.Errorf("route Pod %s: %w", name, err), false)
+			out.Add(fmt.Errorf("route Pod %s: %w", name, err), false)
 			out.report(v1alpha1.PostgresApplyFailedReason, fmt.Sprintf("Pod %s: its label %s could not be set, so the Services do not route by its role: %v",
 				name, v1alpha1.PostgresRoleLabel, err))
 			continue
