@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"example.com/platform-operator/api/v1alpha1"
+	"example.com/platform-operator/internal/instance/postgres"
 	"example.com/platform-operator/internal/pgspec"
 )
 
@@ -23,13 +24,6 @@ const (
 	DBNameKey   = "dbname"
 	URIKey      = "uri"
 	JDBCURIKey  = "jdbc-uri"
-)
-
-// Roles of the database that the operator owns.
-const (
-	superuserRole   = "postgres"
-	replicationRole = "streaming_replica"
-	backupRole      = "streaming_backup"
 )
 
 // passwordAlphabet is what generated passwords are made of: letters and
@@ -89,19 +83,19 @@ func DesiredGeneratedSecrets(pg *v1alpha1.PostgresCluster, password, clusterDoma
 
 // desiredSuperuserSecret is the superuser's Secret.
 func desiredSuperuserSecret(pg *v1alpha1.PostgresCluster, password string) *corev1.Secret {
-	return credentialsSecret(pg, pgspec.SuperuserSecret(pg.Name), map[string]string{UsernameKey: superuserRole, PasswordKey: password})
+	return credentialsSecret(pg, pgspec.SuperuserSecret(pg.Name), map[string]string{UsernameKey: postgres.SuperUser, PasswordKey: password})
 }
 
 // desiredReplicationSecret is the replication role's Secret, which only the
 // instance managers read.
 func desiredReplicationSecret(pg *v1alpha1.PostgresCluster, password string) *corev1.Secret {
-	return credentialsSecret(pg, pgspec.ReplicationSecret(pg.Name), map[string]string{UsernameKey: replicationRole, PasswordKey: password})
+	return credentialsSecret(pg, pgspec.ReplicationSecret(pg.Name), map[string]string{UsernameKey: postgres.ReplicationUser, PasswordKey: password})
 }
 
 // desiredBackupSecret is the backup role's Secret, which the base backup
 // Jobs of BackupJobs read.
 func desiredBackupSecret(pg *v1alpha1.PostgresCluster, password string) *corev1.Secret {
-	return credentialsSecret(pg, pgspec.BackupSecret(pg.Name), map[string]string{UsernameKey: backupRole, PasswordKey: password})
+	return credentialsSecret(pg, pgspec.BackupSecret(pg.Name), map[string]string{UsernameKey: postgres.BackupUser, PasswordKey: password})
 }
 
 func credentialsSecret(pg *v1alpha1.PostgresCluster, name string, data map[string]string) *corev1.Secret {
