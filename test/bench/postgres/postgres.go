@@ -342,7 +342,7 @@ func (s *scenario) writeService(ctx context.Context) (postgres.ConnInfo, error) 
 	deadline := time.Now().Add(time.Minute)
 	for {
 		svc := &corev1.Service{}
-		err := s.cl.Get(ctx, types.NamespacedName{Namespace: namespace, Name: clusterName + "-rw"}, svc)
+		err := s.cl.Get(ctx, types.NamespacedName{Namespace: namespace, Name: pgspec.WriteService(clusterName)}, svc)
 		if address := svc.Annotations[localcluster.SimulationAddressAnnotation]; err == nil && address != "" {
 			host, port, err := net.SplitHostPort(address)
 			if err != nil {
