@@ -195,7 +195,7 @@ func conditionsFor(pg *v1alpha1.PostgresCluster, obs *observation, e election, p
 // primary, are just the one a BackupJob's run fenced.
 func backupFenced(pg *v1alpha1.PostgresCluster, notStreaming []string, primary string) bool {
 	rest := without(notStreaming, primary)
-	return len(rest) == 1 && rest[0] == pg.Annotations[v1alpha1.PostgresBackupFenceAnnotation]
+	return len(rest) == 1 && pgspec.FencedForBackup(pg, rest[0])
 }
 
 func anyResizing(obs *observation) bool {
