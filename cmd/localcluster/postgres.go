@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"strings"
 
+	"example.com/platform-operator/api/v1alpha1"
 	"example.com/platform-operator/internal/localcluster"
+	"example.com/platform-operator/internal/pgspec"
 )
 
 // postgresCommands prints, once for each PostgresCluster whose CLUSTER-rw
@@ -39,14 +41,14 @@ func (p *postgresCommands) show(ctx context.Context, cluster *localcluster.Clust
 	for _, svc := range list.Items {
 		m := svc.Metadata
 		address := m.Annotations[localcluster.SimulationAddressAnnotation]
-		name := m.Labels["example.com/postgrescluster"]
-		if address == "" || m.Name != name+"-rw" || p.printed[m.Namespace+"/"+m.Name] {
+		name := m.Labels[v1alpha1.PostgresClusterLabel]
+		if address == "" || m.Name != pgspec.WriteService(name) || p.printed[m.Namespace+"/"+m.Name] {
 			continue
 		}
 		p.printed[m.Namespace+"/"+m.Name] = true
 		host, port, _ := strings.Cut(address, ":")
 		fmt.Printf("\nPostgresCluster %s/%s: its primary, through Service %s, from this machine:\n"+
-			"  PGPASSWORD=$(kubectl get secret -n %s %s-app -o jsonpath='{.data.password}' | base64 -d) psql -h %s -p %s -U app app\n",
-			m.Namespace, name, m.Name, m.Namespace, name, host, port)
+			"  PGPASSWORD=$(kubectl get secret -n %s %s -o jsonpath='{.data.password}' | base64 -d) psql -h %s -p %s -U app app\n",
+			m.Namespace, name, m.Name, m.Namespace, pgspec.GeneratedAppSecret(name), host, port)
 	}
 }

@@ -1,6 +1,6 @@
 // Package children creates, updates, observes and prunes the objects that
 // the operator's resources own, the same way for every kind (Website,
-// Tenant, BackupJob).
+// Tenant, BackupJob, PostgresCluster).
 //
 // The rules, in the order a child meets them:
 //

@@ -13,21 +13,13 @@ import (
 	"github.com/go-logr/logr"
 
 	"example.com/platform-operator/internal/instance/postgres"
+	"example.com/platform-operator/internal/pgspec"
 )
 
 // `platform-operator instance basebackup` is the command of a BackupJob's
 // run of a PostgresCluster with a volume target: the run's Job streams a
 // base backup from an instance into the run's new claim, as the backup
 // role, and says where the backup starts in its termination message.
-
-// Defaults of the base backup command: where a run's Job mounts its claim,
-// and the path a container's termination message is read from.
-const (
-	DefaultBaseBackupDir  = "/backup/pgdata"
-	defaultTerminationLog = "/dev/termination-log"
-	// BackupPasswordEnv holds the backup role's password.
-	BackupPasswordEnv = "PGPASSWORD"
-)
 
 // BaseBackupOptions are the flags of `instance basebackup`, and the
 // password from the environment.
@@ -40,15 +32,6 @@ type BaseBackupOptions struct {
 	Password       string
 }
 
-// BaseBackupResult is the termination message of a base backup's
-// container, which the operator records on the backup.
-type BaseBackupResult struct {
-	StartLSN    string `json:"startLSN"`
-	EndLSN      string `json:"endLSN"`
-	Timeline    int64  `json:"timeline"`
-	FromStandby bool   `json:"fromStandby"`
-}
-
 // ParseBaseBackupOptions reads the flags of `instance basebackup` and the
 // environment: the backup role's password in PGPASSWORD (a Secret's key
 // in the Job), so that it is never on a command line.
@@ -57,16 +40,16 @@ func ParseBaseBackupOptions(args []string, getenv func(string) string, usage io.
 	fs := flag.NewFlagSet("instance basebackup", flag.ContinueOnError)
 	fs.SetOutput(usage)
 	fs.StringVar(&opts.Host, "host", "", "the instance to copy (required)")
-	fs.IntVar(&opts.Port, "port", postgresPort, "its PostgreSQL port")
+	fs.IntVar(&opts.Port, "port", pgspec.Port, "its PostgreSQL port")
 	fs.StringVar(&opts.User, "user", postgres.BackupUser, "the role to stream as, with the replication right")
-	fs.StringVar(&opts.Dir, "dir", DefaultBaseBackupDir, "the data directory to make (absolute)")
+	fs.StringVar(&opts.Dir, "dir", pgspec.BaseBackupDir, "the data directory to make (absolute)")
 	fs.StringVar(&opts.Label, "label", "", "the backup's label (required)")
-	fs.StringVar(&opts.TerminationLog, "termination-log", defaultTerminationLog, "where to write the result for the operator; empty for nowhere")
+	fs.StringVar(&opts.TerminationLog, "termination-log", pgspec.TerminationLog, "where to write the result for the operator; empty for nowhere")
 	if err := fs.Parse(args); err != nil {
 		return opts, err
 	}
-	opts.BinDir = envOr(getenv, "PG_BIN_DIR", "/usr/lib/postgresql/15/bin")
-	opts.Password = getenv(BackupPasswordEnv)
+	opts.BinDir = envOr(getenv, pgspec.EnvPGBinDir, pgspec.BinDir)
+	opts.Password = getenv(pgspec.EnvPassword)
 	var problems []error
 	if opts.Host == "" {
 		problems = append(problems, errors.New("--host is required"))
@@ -78,23 +61,23 @@ func ParseBaseBackupOptions(args []string, getenv func(string) string, usage io.
 		problems = append(problems, fmt.Errorf("--dir %q is not an absolute path", opts.Dir))
 	}
 	if opts.Password == "" {
-		problems = append(problems, fmt.Errorf("%s is empty: the backup role's password comes from the environment", BackupPasswordEnv))
+		problems = append(problems, fmt.Errorf("%s is empty: the backup role's password comes from the environment", pgspec.EnvPassword))
 	}
 	return opts, errors.Join(problems...)
 }
 
 // TakeBaseBackup takes the base backup opts say and writes its result to
 // the termination log.
-func TakeBaseBackup(ctx context.Context, opts BaseBackupOptions, log logr.Logger) (BaseBackupResult, error) {
+func TakeBaseBackup(ctx context.Context, opts BaseBackupOptions, log logr.Logger) (pgspec.BaseBackupResult, error) {
 	backup := postgres.BaseBackup{
 		BinDir: opts.BinDir, Dir: opts.Dir, Label: opts.Label, Log: log,
 		Source: postgres.ConnInfo{Host: opts.Host, Port: opts.Port, User: opts.User, DBName: "postgres", Password: opts.Password},
 	}
 	label, err := backup.Take(ctx)
 	if err != nil {
-		return BaseBackupResult{}, err
+		return pgspec.BaseBackupResult{}, err
 	}
-	result := BaseBackupResult{StartLSN: label.StartLSN.String(), EndLSN: label.EndLSN.String(), Timeline: label.Timeline, FromStandby: label.FromStandby}
+	result := pgspec.BaseBackupResult{StartLSN: label.StartLSN.String(), EndLSN: label.EndLSN.String(), Timeline: label.Timeline, FromStandby: label.FromStandby}
 	if opts.TerminationLog != "" {
 		data, err := json.Marshal(result)
 		if err != nil {

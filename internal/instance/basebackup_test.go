@@ -13,6 +13,7 @@ import (
 
 	"example.com/platform-operator/internal/instance/postgres"
 	"example.com/platform-operator/internal/instance/postgres/postgrestest"
+	"example.com/platform-operator/internal/pgspec"
 )
 
 // The command of a BackupJob's base backup Job, run on the host against a
@@ -45,13 +46,13 @@ func TestBaseBackupCommandRestores(t *testing.T) {
 	conn.Close(ctx)
 
 	claim := t.TempDir() // the run's claim, mounted at /backup in the Job
-	env := map[string]string{BackupPasswordEnv: "backup-secret", "PG_BIN_DIR": source.BinDir}
+	env := map[string]string{pgspec.EnvPassword: "backup-secret", "PG_BIN_DIR": source.BinDir}
 	args := []string{"basebackup", "--host", source.ListenAddress, "--port", strconv.Itoa(source.Port), "--label", "nightly-1",
 		"--dir", filepath.Join(claim, "pgdata"), "--termination-log", filepath.Join(claim, "termination-log")}
 
 	var stderr bytes.Buffer
-	if code := Main(args, func(k string) string { return "" }, &stderr); code != 2 || !strings.Contains(stderr.String(), BackupPasswordEnv) {
-		t.Fatalf("without a password: exit %d, %q; want 2 naming %s", code, stderr.String(), BackupPasswordEnv)
+	if code := Main(args, func(k string) string { return "" }, &stderr); code != 2 || !strings.Contains(stderr.String(), pgspec.EnvPassword) {
+		t.Fatalf("without a password: exit %d, %q; want 2 naming %s", code, stderr.String(), pgspec.EnvPassword)
 	}
 	stderr.Reset()
 	if code := Main(args, func(k string) string { return env[k] }, &stderr); code != 0 {
@@ -61,7 +62,7 @@ func TestBaseBackupCommandRestores(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var result BaseBackupResult
+	var result pgspec.BaseBackupResult
 	if err := json.Unmarshal(data, &result); err != nil {
 		t.Fatalf("termination message %q: %v", data, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"example.com/platform-operator/internal/instance/postgres"
+	"example.com/platform-operator/internal/pgspec"
 )
 
 // local is what the instance manager knows of its own instance.
@@ -51,9 +52,10 @@ type view struct {
 	// leaseAvailable: nobody else holds the lease (released, or not
 	// renewed for its duration).
 	leaseAvailable bool
-	// restore: the cluster starts from a backup, which its first instance
-	// finds on its claim; it never makes an empty database.
-	restore bool
+	// bootstrap: where the cluster's first data comes from. From a volume
+	// backup, the first instance finds it on its claim and never makes an
+	// empty database.
+	bootstrap pgspec.Bootstrap
 	// handoverLSN: the shutdown position of the former primary during a
 	// switchover, which the target must have received before it promotes;
 	// 0 when none was reported.
@@ -143,7 +145,7 @@ func next(me string, l local, v view, now time.Time) (step, string) {
 
 	if !l.initialized {
 		switch {
-		case v.target == me && v.current == "" && v.restore:
+		case v.target == me && v.current == "" && v.bootstrap == pgspec.BootstrapVolumeBackup:
 			return stepWait, "waiting for the backup to be restored onto the claim"
 		case v.target == me && v.current == "":
 			return stepInitDB, "the first instance initializes the database"
@@ -182,7 +184,7 @@ func nextAsTarget(l local, v view, now time.Time) (step, string) {
 		return stepAcquireLease, "taking the primary's lease"
 	}
 	switch {
-	case !l.primaryData && !l.running && v.current == "" && v.restore:
+	case !l.primaryData && !l.running && v.current == "" && v.bootstrap == pgspec.BootstrapVolumeBackup:
 		// The cluster never had a primary, starts from a backup, and this
 		// instance holds data: the backup restored onto its claim. Other
 		// standby data (a cluster made again over kept claims) starts as

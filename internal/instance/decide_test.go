@@ -7,6 +7,7 @@ import (
 
 	"example.com/platform-operator/api/v1alpha1"
 	"example.com/platform-operator/internal/instance/postgres"
+	"example.com/platform-operator/internal/pgspec"
 )
 
 var t0 = time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
@@ -24,12 +25,12 @@ func TestNext(t *testing.T) {
 		want step
 	}{
 		{"the first instance of a new cluster initializes", "db-1", local{}, view{fresh: true, target: "db-1"}, 0, stepInitDB},
-		{"... unless the cluster starts from a backup: it never makes an empty database", "db-1", local{}, view{fresh: true, target: "db-1", restore: true}, 0, stepWait},
+		{"... unless the cluster starts from a backup: it never makes an empty database", "db-1", local{}, view{fresh: true, target: "db-1", bootstrap: pgspec.BootstrapVolumeBackup}, 0, stepWait},
 		{"another waits for a primary", "db-2", local{}, view{fresh: true, target: "db-1"}, 0, stepWait},
 		{"and clones it once it is ready", "db-2", local{}, healthy, 0, stepClone},
 		{"an empty instance never initializes a cluster that had a primary", "db-1", local{}, view{fresh: true, target: "db-1", current: "db-3"}, 0, stepWait},
 		{"the target takes the lease before it starts", "db-1", local{initialized: true, primaryData: true}, view{fresh: true, target: "db-1", leaseAvailable: true}, 0, stepAcquireLease},
-		{"a new cluster's first instance with restored data starts from it", "db-1", local{initialized: true, holdsLease: true}, view{fresh: true, target: "db-1", restore: true}, 0, stepRestore},
+		{"a new cluster's first instance with restored data starts from it", "db-1", local{initialized: true, holdsLease: true}, view{fresh: true, target: "db-1", bootstrap: pgspec.BootstrapVolumeBackup}, 0, stepRestore},
 		{"standby data kept from an earlier cluster of the name starts as a standby", "db-1", local{initialized: true, holdsLease: true}, view{fresh: true, target: "db-1"}, 0, stepStartStandby},
 		{"... and is promoted, on a timeline of its own", "db-1", local{initialized: true, running: true, ready: true, holdsLease: true}, view{fresh: true, target: "db-1"}, 0, stepPromote},
 		{"with the lease, it starts as primary", "db-1", local{initialized: true, primaryData: true, holdsLease: true}, view{fresh: true, target: "db-1"}, 0, stepStartPrimary},

@@ -23,6 +23,7 @@ import (
 
 	"example.com/platform-operator/api/v1alpha1"
 	"example.com/platform-operator/internal/instance/postgres"
+	"example.com/platform-operator/internal/pgspec"
 )
 
 // tickInterval is how often the manager looks at its instance and its
@@ -139,7 +140,7 @@ func newManager(ctx context.Context, opts Options, log logr.Logger) (*Manager, e
 	if err != nil {
 		return nil, fmt.Errorf("client of the API server: %w", err)
 	}
-	leaseName := opts.ClusterName + "-primary"
+	leaseName := pgspec.LeaseName(opts.ClusterName)
 	// The Role grants reads of the cluster and its Lease by name only: a
 	// list or watch must ask for that name.
 	informers, err := cache.New(config, cache.Options{
@@ -159,7 +160,7 @@ func newManager(ctx context.Context, opts Options, log logr.Logger) (*Manager, e
 		applied: map[string]string{},
 		pg: &postgres.Instance{
 			Name: opts.PodName, BinDir: opts.BinDir, DataDir: opts.PGData, SocketDir: opts.SocketDir,
-			ListenAddress: opts.ListenAddress, Port: postgresPort, Log: log.WithName("postgres"),
+			ListenAddress: opts.ListenAddress, Port: pgspec.Port, Log: log.WithName("postgres"),
 			Credential: opts.Credential,
 		},
 	}
@@ -337,14 +338,11 @@ func (m *Manager) shutdown() error {
 // is released: long enough for the postmaster to end every session.
 const releaseAfterStop = 300 * time.Millisecond
 
-// postgresPort is where PostgreSQL listens in every instance.
-const postgresPort = 5432
-
 // addressOf is how an instance of the cluster is reached: its DNS name,
 // through the headless Service, and PostgreSQL's port.
 func (m *Manager) addressOf(instance string) (string, int) {
 	if m.opts.AddressOf != nil {
 		return m.opts.AddressOf(instance)
 	}
-	return fmt.Sprintf("%s.%s.%s.svc.%s", instance, m.opts.ClusterName, m.opts.Namespace, m.opts.ClusterDomain), postgresPort
+	return pgspec.InstanceHost(instance, m.opts.ClusterName, m.opts.Namespace, m.opts.ClusterDomain), pgspec.Port
 }

@@ -2,11 +2,11 @@ package instance
 
 import (
 	"context"
-	"slices"
 	"time"
 
 	"example.com/platform-operator/api/v1alpha1"
 	"example.com/platform-operator/internal/instance/postgres"
+	"example.com/platform-operator/internal/pgspec"
 )
 
 // instanceState is what the manager saw of its PostgreSQL at one moment.
@@ -150,13 +150,12 @@ func (m *Manager) view(ctx context.Context, pg *v1alpha1.PostgresCluster, now ti
 		return view{}
 	}
 	v := view{
-		fresh:   true,
-		target:  pg.Status.TargetPrimary,
-		current: pg.Status.CurrentPrimary,
-		epoch:   pg.Status.PromotionEpoch,
-		fencedBySpec: slices.Contains(pg.Spec.FencedInstances, m.opts.PodName) ||
-			pg.Annotations[v1alpha1.PostgresBackupFenceAnnotation] == m.opts.PodName,
-		restore: pg.Spec.Bootstrap != nil && pg.Spec.Bootstrap.FromBackup != nil,
+		fresh:        true,
+		target:       pg.Status.TargetPrimary,
+		current:      pg.Status.CurrentPrimary,
+		epoch:        pg.Status.PromotionEpoch,
+		fencedBySpec: pgspec.FencedOnPurpose(pg, m.opts.PodName),
+		bootstrap:    pgspec.BootstrapOf(pg),
 	}
 	if v.current != "" && v.current == v.target {
 		for _, i := range pg.Status.Instances {

@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
+
+	"example.com/platform-operator/internal/pgspec"
 )
 
 // Options are the settings of one instance manager, from its flags and the
@@ -70,21 +72,21 @@ func ParseOptions(args []string, getenv func(string) string, usage io.Writer) (O
 	fs := flag.NewFlagSet("instance run", flag.ContinueOnError)
 	fs.SetOutput(usage)
 	fs.StringVar(&opts.Kubeconfig, "kubeconfig", "", "path of a kubeconfig; default: the pod's ServiceAccount")
-	fs.StringVar(&opts.ListenAddress, "listen-address", envOr(getenv, "PG_LISTEN_ADDRESS", "*"), "where PostgreSQL listens")
-	fs.StringVar(&opts.StatusAddress, "status-address", ":8000", "address of /healthz and /readyz; empty for none")
+	fs.StringVar(&opts.ListenAddress, "listen-address", envOr(getenv, pgspec.EnvListenAddress, "*"), "where PostgreSQL listens")
+	fs.StringVar(&opts.StatusAddress, "status-address", fmt.Sprintf(":%d", pgspec.StatusPort), "address of /healthz and /readyz; empty for none")
 	if err := fs.Parse(args); err != nil {
 		return opts, err
 	}
-	opts.PodName = getenv("POD_NAME")
-	opts.Namespace = getenv("POD_NAMESPACE")
-	opts.NodeName = getenv("NODE_NAME")
-	opts.ClusterName = getenv("CLUSTER_NAME")
-	opts.ClusterDomain = envOr(getenv, "CLUSTER_DOMAIN", "cluster.local")
-	opts.PGData = getenv("PGDATA")
-	opts.BinDir = envOr(getenv, "PG_BIN_DIR", "/usr/lib/postgresql/15/bin")
-	opts.SocketDir = envOr(getenv, "PG_SOCKET_DIR", "/run/postgresql")
+	opts.PodName = getenv(pgspec.EnvPodName)
+	opts.Namespace = getenv(pgspec.EnvPodNamespace)
+	opts.NodeName = getenv(pgspec.EnvNodeName)
+	opts.ClusterName = getenv(pgspec.EnvClusterName)
+	opts.ClusterDomain = envOr(getenv, pgspec.EnvClusterDomain, "cluster.local")
+	opts.PGData = getenv(pgspec.EnvPGData)
+	opts.BinDir = envOr(getenv, pgspec.EnvPGBinDir, pgspec.BinDir)
+	opts.SocketDir = envOr(getenv, pgspec.EnvSocketDir, pgspec.SocketDir)
 	var missing []string
-	for name, value := range map[string]string{"POD_NAME": opts.PodName, "POD_NAMESPACE": opts.Namespace, "CLUSTER_NAME": opts.ClusterName, "PGDATA": opts.PGData} {
+	for name, value := range map[string]string{pgspec.EnvPodName: opts.PodName, pgspec.EnvPodNamespace: opts.Namespace, pgspec.EnvClusterName: opts.ClusterName, pgspec.EnvPGData: opts.PGData} {
 		if value == "" {
 			missing = append(missing, name)
 		}

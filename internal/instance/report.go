@@ -15,6 +15,7 @@ import (
 
 	"example.com/platform-operator/api/v1alpha1"
 	"example.com/platform-operator/internal/instance/postgres"
+	"example.com/platform-operator/internal/pgspec"
 )
 
 // positionsInterval is how often a report whose only news is WAL
@@ -34,8 +35,7 @@ type reporter struct {
 
 // report builds the instance's report and writes it when it changed.
 func (m *Manager) report(ctx context.Context, pg *v1alpha1.PostgresCluster, s instanceState, message string) {
-	fencedOnPurpose := pg != nil && (containsString(pg.Spec.FencedInstances, m.opts.PodName) ||
-		pg.Annotations[v1alpha1.PostgresBackupFenceAnnotation] == m.opts.PodName)
+	fencedOnPurpose := pg != nil && pgspec.FencedOnPurpose(pg, m.opts.PodName)
 	r := &v1alpha1.PostgresInstanceReport{
 		Fenced:  m.selfFenced.Load() || fencedOnPurpose,
 		Node:    m.opts.NodeName,
@@ -64,11 +64,9 @@ func (m *Manager) report(ctx context.Context, pg *v1alpha1.PostgresCluster, s in
 			}
 			if fencedOnPurpose {
 				r.CleanShutdown = cd.CleanShutdown()
-				if pg.Annotations[v1alpha1.PostgresBackupFenceAnnotation] == m.opts.PodName {
-					// Ties the clean shutdown to the run that asked for it: a
-					// report of an earlier run's fence is not this one's.
-					r.BackupFence = pg.Annotations[v1alpha1.PostgresBackupFenceByAnnotation]
-				}
+				// Ties the clean shutdown to the run that asked for it: a
+				// report of an earlier run's fence is not this one's.
+				r.BackupFence = pgspec.BackupFenceRun(pg, m.opts.PodName)
 			}
 		}
 	}
@@ -178,13 +176,4 @@ func lsnText(l postgres.LSN) string {
 		return ""
 	}
 	return l.String()
-}
-
-func containsString(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

@@ -12,6 +12,7 @@ import (
 
 	"example.com/platform-operator/api/v1alpha1"
 	"example.com/platform-operator/internal/instance/postgres"
+	"example.com/platform-operator/internal/pgspec"
 )
 
 // secretReader reads the cluster's credentials from the API server. The
@@ -41,20 +42,13 @@ func (r secretReader) read(ctx context.Context, name string) (credential, error)
 	return credential{user: string(s.Data[corev1.BasicAuthUsernameKey]), password: password, version: s.ResourceVersion}, nil
 }
 
-// Names of the cluster's Secrets, as the operator makes them.
-func superuserSecretOf(pg *v1alpha1.PostgresCluster) string   { return pg.Name + "-superuser" }
-func replicationSecretOf(pg *v1alpha1.PostgresCluster) string { return pg.Name + "-replication" }
-func backupSecretOf(pg *v1alpha1.PostgresCluster) string {
-	return v1alpha1.PostgresBackupSecretName(pg.Name)
-}
+// appSecretOf is the application owner's Secret: the one the operator
+// reports it made, else the one the spec names.
 func appSecretOf(pg *v1alpha1.PostgresCluster) string {
 	if pg.Status.Credentials.AppSecret != "" {
 		return pg.Status.Credentials.AppSecret
 	}
-	if b := pg.Spec.Bootstrap; b != nil && b.InitDB != nil && b.InitDB.SecretName != "" {
-		return b.InitDB.SecretName
-	}
-	return pg.Name + "-app"
+	return pgspec.AppSecret(pg)
 }
 
 // owner is the application's role and database of the cluster.
@@ -81,9 +75,9 @@ func (m *Manager) syncPasswords(ctx context.Context, pg *v1alpha1.PostgresCluste
 		replication bool
 	}{
 		appRoleKey:               {secret: appSecretOf(pg), role: ownerRole},
-		postgres.SuperUser:       {secret: superuserSecretOf(pg), role: postgres.SuperUser},
-		postgres.ReplicationUser: {secret: replicationSecretOf(pg), role: postgres.ReplicationUser},
-		postgres.BackupUser:      {secret: backupSecretOf(pg), role: postgres.BackupUser, replication: true},
+		postgres.SuperUser:       {secret: pgspec.SuperuserSecret(pg.Name), role: postgres.SuperUser},
+		postgres.ReplicationUser: {secret: pgspec.ReplicationSecret(pg.Name), role: postgres.ReplicationUser},
+		postgres.BackupUser:      {secret: pgspec.BackupSecret(pg.Name), role: postgres.BackupUser, replication: true},
 	} {
 		cred, err := m.secrets.read(ctx, target.secret)
 		if err != nil {
@@ -116,7 +110,7 @@ func (m *Manager) passFile() string { return filepath.Join(m.opts.SocketDir, ".p
 // replicationSource is how this instance reaches instance for replication,
 // with the password written to the passfile.
 func (m *Manager) replicationSource(ctx context.Context, pg *v1alpha1.PostgresCluster, instance string) (postgres.ConnInfo, error) {
-	cred, err := m.secrets.read(ctx, replicationSecretOf(pg))
+	cred, err := m.secrets.read(ctx, pgspec.ReplicationSecret(pg.Name))
 	if err != nil {
 		return postgres.ConnInfo{}, err
 	}

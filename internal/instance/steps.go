@@ -13,6 +13,7 @@ import (
 
 	"example.com/platform-operator/api/v1alpha1"
 	"example.com/platform-operator/internal/instance/postgres"
+	"example.com/platform-operator/internal/pgspec"
 )
 
 // defaultParameters are settings the instance manager gives PostgreSQL
@@ -361,11 +362,11 @@ func (m *Manager) start(ctx context.Context) error {
 
 // initDB makes the cluster's database with the passwords of its Secrets.
 func (m *Manager) initDB(ctx context.Context, pg *v1alpha1.PostgresCluster) error {
-	super, err := m.secrets.read(ctx, superuserSecretOf(pg))
+	super, err := m.secrets.read(ctx, pgspec.SuperuserSecret(pg.Name))
 	if err != nil {
 		return err
 	}
-	repl, err := m.secrets.read(ctx, replicationSecretOf(pg))
+	repl, err := m.secrets.read(ctx, pgspec.ReplicationSecret(pg.Name))
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"example.com/platform-operator/internal/instance/postgres"
+	"example.com/platform-operator/internal/pgspec"
 )
 
 // `platform-operator instance verify` is the command of a restore drill of
@@ -18,14 +19,6 @@ import (
 // query's first column of its first row is true. What it says (the
 // database's message, or that the query returned false) is its
 // termination message, which the operator records on the backup.
-
-// Environment of the verify command: the restored cluster's owner and
-// database (keys of its application Secret), its password, and the query.
-const (
-	VerifyUserEnv     = "PGUSER"
-	VerifyDatabaseEnv = "PGDATABASE"
-	VerifySQLEnv      = "VERIFY_SQL"
-)
 
 // VerifyOptions are the flags and environment of `instance verify`.
 type VerifyOptions struct {
@@ -41,18 +34,18 @@ func ParseVerifyOptions(args []string, getenv func(string) string, usage io.Writ
 	fs := flag.NewFlagSet("instance verify", flag.ContinueOnError)
 	fs.SetOutput(usage)
 	fs.StringVar(&opts.Host, "host", "", "the restored instance (required)")
-	fs.IntVar(&opts.Port, "port", postgresPort, "its PostgreSQL port")
-	fs.StringVar(&opts.TerminationLog, "termination-log", defaultTerminationLog, "where to write the result for the operator; empty for nowhere")
+	fs.IntVar(&opts.Port, "port", pgspec.Port, "its PostgreSQL port")
+	fs.StringVar(&opts.TerminationLog, "termination-log", pgspec.TerminationLog, "where to write the result for the operator; empty for nowhere")
 	if err := fs.Parse(args); err != nil {
 		return opts, err
 	}
-	opts.User, opts.Database = getenv(VerifyUserEnv), getenv(VerifyDatabaseEnv)
-	opts.Password, opts.SQL = getenv(BackupPasswordEnv), getenv(VerifySQLEnv)
+	opts.User, opts.Database = getenv(pgspec.EnvUser), getenv(pgspec.EnvDatabase)
+	opts.Password, opts.SQL = getenv(pgspec.EnvPassword), getenv(pgspec.EnvVerifySQL)
 	var problems []error
 	if opts.Host == "" {
 		problems = append(problems, errors.New("--host is required"))
 	}
-	for name, v := range map[string]string{VerifyUserEnv: opts.User, VerifyDatabaseEnv: opts.Database, BackupPasswordEnv: opts.Password, VerifySQLEnv: opts.SQL} {
+	for name, v := range map[string]string{pgspec.EnvUser: opts.User, pgspec.EnvDatabase: opts.Database, pgspec.EnvPassword: opts.Password, pgspec.EnvVerifySQL: opts.SQL} {
 		if v == "" {
 			problems = append(problems, fmt.Errorf("%s is empty", name))
 		}

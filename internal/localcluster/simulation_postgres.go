@@ -45,17 +45,18 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"example.com/platform-operator/api/v1alpha1"
+	"example.com/platform-operator/internal/pgspec"
 )
 
 const (
 	// postgresUser runs the instance managers: initdb and postgres refuse
 	// root.
 	postgresUser = "postgres"
-	// hostPostgresBinDir holds the host's PostgreSQL 15 (Debian's layout);
-	// it is the instance managers' PG_BIN_DIR.
-	hostPostgresBinDir = "/usr/lib/postgresql/15/bin"
+	// hostPostgresBinDir holds the host's PostgreSQL 15: Debian's layout
+	// is the official image's.
+	hostPostgresBinDir = pgspec.BinDir
 	// postgresContainer is the container whose process the simulation runs.
-	postgresContainer = "postgres"
+	postgresContainer = pgspec.ContainerName
 	// postgresStopGrace bounds how long Stop waits for the instance
 	// managers after SIGTERM.
 	postgresStopGrace = 5 * time.Second

@@ -5,9 +5,10 @@ package localcluster
 //
 // kwok ends a Job's pod Succeeded without running anything; a base backup
 // that copied nothing, or a restore drill that queried nothing, would pass.
-// A pod whose container is named pg-basebackup (a BackupJob's base backup
-// of a PostgresCluster) or pg-verify (a restore drill's query) is kept
-// Running by a kwok stage instead (simulation_stages.go) and run here once,
+// A pod labelled with a PostgreSQL tool (pgspec.ToolLabel: a BackupJob's
+// base backup of a PostgresCluster, a restore drill's query) is kept
+// Running by a kwok stage instead (simulation_stages.go) and its tool's
+// container, which the label names, run here once,
 // as its kubelet would: its command, whose first word (the operator's
 // binary, which the pod's init container copies from the operator's
 // image) is Options.InstanceBinary, as the postgres user, in a network
@@ -33,28 +34,22 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"example.com/platform-operator/internal/pgspec"
 )
 
-// oneShotContainers are the containers of the PostgreSQL Jobs' pods that
-// the simulation runs: a base backup's and a restore drill's.
-var oneShotContainers = []string{"pg-basebackup", "pg-verify"}
-
 // oneShotContainer is the container of pod that the simulation runs once,
-// or nil.
+// the one its tool label names, or nil: the label, not a list of the
+// tools, tells, so that a new tool needs nothing here.
 func oneShotContainer(pod *corev1.Pod) *corev1.Container {
-	for _, name := range oneShotContainers {
-		if c := findContainer(pod, name); c != nil {
-			return c
-		}
+	tool := pod.Labels[pgspec.ToolLabel]
+	if tool == "" {
+		return nil
 	}
-	return nil
+	return findContainer(pod, tool)
 }
 
 const (
-	// postgresToolLabel marks the pods of the operator's PostgreSQL Jobs
-	// (internal/controller/backupjob): a few, where the pods of BackupJobs'
-	// runs may be thousands.
-	postgresToolLabel = "example.com/postgres-tool"
 	// terminationMessageLimit is what a kubelet keeps of a termination
 	// message.
 	terminationMessageLimit = 4096
@@ -64,7 +59,7 @@ const (
 // drills, which the simulation runs.
 func (s *postgresSimulation) jobPods(ctx context.Context, live map[types.UID]*corev1.Pod) {
 	pods := &corev1.PodList{}
-	if err := s.cl.List(ctx, pods, client.HasLabels{postgresToolLabel}); err != nil {
+	if err := s.cl.List(ctx, pods, client.HasLabels{pgspec.ToolLabel}); err != nil {
 		return
 	}
 	for i := range pods.Items {

@@ -17,6 +17,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"example.com/platform-operator/internal/pgspec"
 )
 
 const (
@@ -77,7 +79,7 @@ func (s *postgresSimulation) newInstance(ctx context.Context, pod *corev1.Pod) (
 		container, oneShot = oneShotContainer(pod), true
 	}
 	if container == nil {
-		return nil, fmt.Errorf("it has no container named %q, nor one the simulation runs once (%s)", postgresContainer, strings.Join(oneShotContainers, ", "))
+		return nil, fmt.Errorf("it has no container named %q, nor one its label %s names", postgresContainer, pgspec.ToolLabel)
 	}
 	claimDirs, err := s.claimDirs(ctx, pod)
 	if err != nil {
@@ -178,13 +180,13 @@ func (s *postgresSimulation) environment(ctx context.Context, pod *corev1.Pod, c
 		own.set(e.Name, value)
 		env.set(e.Name, value)
 	}
-	pgdata, err := paths.onHost(env.get("PGDATA"))
+	pgdata, err := paths.onHost(env.get(pgspec.EnvPGData))
 	if err != nil {
 		return nil, "", fmt.Errorf("PGDATA: %w", err)
 	}
-	env.set("PGDATA", pgdata)
-	env.set("PG_BIN_DIR", hostPostgresBinDir)
-	env.set("PG_SOCKET_DIR", inst.socketDir)
+	env.set(pgspec.EnvPGData, pgdata)
+	env.set(pgspec.EnvPGBinDir, hostPostgresBinDir)
+	env.set(pgspec.EnvSocketDir, inst.socketDir)
 	env.set("POD_IP", inst.addr.String())
 	return env.list(), pgdata, nil
 }

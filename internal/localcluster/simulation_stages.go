@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"example.com/platform-operator/internal/pgspec"
 )
 
 // podFailedStage ends a running pod of a Job Failed, with its containers
@@ -62,8 +64,8 @@ spec:
       phase: Failed
 `
 
-// baseBackupPodStage keeps a running base backup or restore drill pod (a
-// container named pg-basebackup or pg-verify) from kwok's pod-complete
+// baseBackupPodStage keeps a running PostgreSQL tool pod (labelled
+// pgspec.ToolLabel: a base backup, a restore drill's query) from kwok's pod-complete
 // stage, which would make it succeed having done nothing: the PostgreSQL
 // simulation runs it and ends it (simulation_postgres_jobs.go). A pod nobody ran within 10
 // minutes (the PostgreSQL simulation is off, or the pod could not start)
@@ -87,11 +89,8 @@ spec:
       operator: 'In'
       values:
       - 'Running'
-    - key: '.spec.containers.[].name'
-      operator: 'In'
-      values:
-      - 'pg-basebackup'
-      - 'pg-verify'
+    - key: '.metadata.labels["` + pgspec.ToolLabel + `"]'
+      operator: 'Exists'
   weight: 10000
   delay:
     durationMilliseconds: 600000

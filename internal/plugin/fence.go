@@ -3,10 +3,9 @@ package plugin
 import (
 	"fmt"
 	"slices"
-	"strconv"
-	"strings"
 
 	"example.com/platform-operator/api/v1alpha1"
+	"example.com/platform-operator/internal/pgspec"
 )
 
 // fencedAfter is spec.fencedInstances once instance is fenced (fence) or
@@ -26,8 +25,7 @@ func fencedAfter(current []string, instance string, fence bool) ([]string, bool)
 // N from 1 to spec.instances), as the API server's rule would, but naming
 // the instances there are.
 func checkInstanceName(pg *v1alpha1.PostgresCluster, instance string) error {
-	n, err := strconv.Atoi(strings.TrimPrefix(instance, pg.Name+"-"))
-	if !strings.HasPrefix(instance, pg.Name+"-") || err != nil || n < 1 || n > int(pg.Spec.Instances) {
+	if !pgspec.Wanted(pg, instance) {
 		return fmt.Errorf("%s is not an instance of PostgresCluster %s: its instances are %s-1 to %s-%d",
 			instance, pg.Name, pg.Name, pg.Name, pg.Spec.Instances)
 	}

@@ -1,24 +1,21 @@
 package backupjob
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strconv"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"example.com/platform-operator/api/v1alpha1"
-	"example.com/platform-operator/internal/instance"
 	"example.com/platform-operator/internal/instance/postgres"
+	"example.com/platform-operator/internal/pgspec"
 )
 
 // A run of a PostgresCluster source with a volume target is a base
@@ -31,17 +28,7 @@ import (
 // from it (spec.bootstrap.fromBackup) starts from. The run's result is its
 // Job's, recorded as for any copy Job.
 
-// The base backup Job shares the layout of the PostgresCluster's pods: the
-// PostgreSQL image runs the operator's binary, which an init container
-// copies from the operator's image, as the postgres user of the official
-// images.
 const (
-	baseBackupContainer = "pg-basebackup"
-	toolsVolume         = "tools"
-	toolsDir            = "/controller"
-	toolsBinary         = toolsDir + "/manager"
-	postgresUID         = int64(999)
-	postgresBinDir      = "/usr/lib/postgresql/15/bin"
 	// baseBackupRetries is how often a failed copy is tried again: the
 	// copy restarts from nothing each time (a good copy already made is
 	// kept), so a lost connection costs one more attempt, not the run.
@@ -65,16 +52,12 @@ func chooseBaseBackupSource(pg *v1alpha1.PostgresCluster) (string, *cause) {
 		case !i.Ready || i.Fenced:
 		case i.Name == pg.Status.CurrentPrimary && i.Role == v1alpha1.PostgresPrimaryRole:
 			primary = i.Name
-		case i.Role == v1alpha1.PostgresReplicaRole && i.Name != pg.Status.TargetPrimary && ordinal(pg.Name, i.Name) <= int(pg.Spec.Instances):
+		case i.Role == v1alpha1.PostgresReplicaRole && i.Name != pg.Status.TargetPrimary && pgspec.Wanted(pg, i.Name):
 			replicas = append(replicas, i)
 		}
 	}
-	if len(replicas) > 0 {
-		slices.SortFunc(replicas, func(x, y v1alpha1.PostgresInstanceStatus) int {
-			return cmp.Or(cmp.Compare(parseLSN(y.ReceivedLSN), parseLSN(x.ReceivedLSN)),
-				cmp.Compare(parseLSN(y.ReplayedLSN), parseLSN(x.ReplayedLSN)), cmp.Compare(x.Name, y.Name))
-		})
-		return replicas[0].Name, nil
+	if best := pgspec.MostCaughtUp(replicas); best != "" {
+		return best, nil
 	}
 	if primary != "" {
 		return primary, nil
@@ -140,21 +123,21 @@ func desiredBaseBackupClaim(bj *v1alpha1.BackupJob, rn run, pg *v1alpha1.Postgre
 // stable DNS name under the cluster's headless Service, into /backup/pgdata
 // of the run's claim, with the backup role's password from its Secret.
 func desiredBaseBackupJob(bj *v1alpha1.BackupJob, rn run, pg *v1alpha1.PostgresCluster, source string, opts baseBackupOptions) *batchv1.Job {
-	host := fmt.Sprintf("%s.%s.%s.svc.%s", source, pg.Name, pg.Namespace, opts.clusterDomain)
-	container := corev1.Container{
-		Name:  baseBackupContainer,
-		Image: pg.Spec.Image,
-		Command: []string{toolsBinary, "instance", "basebackup",
-			"--host", host, "--label", rn.name, "--dir", instance.DefaultBaseBackupDir},
+	spec := pgspec.ToolJob{
+		Tool:          pgspec.ToolBaseBackup,
+		Image:         pg.Spec.Image,
+		OperatorImage: opts.operatorImage,
+		Args: []string{"basebackup", "--host", pgspec.InstanceHost(source, pg.Name, pg.Namespace, opts.clusterDomain),
+			"--label", rn.name, "--dir", pgspec.BaseBackupDir},
 		Env: []corev1.EnvVar{
-			{Name: "PG_BIN_DIR", Value: postgresBinDir},
-			secretEnv(instance.BackupPasswordEnv, v1alpha1.PostgresBackupSecretName(pg.Name), corev1.BasicAuthPasswordKey),
+			{Name: pgspec.EnvPGBinDir, Value: pgspec.BinDir},
+			pgspec.SecretEnv(pgspec.EnvPassword, pgspec.BackupSecret(pg.Name), corev1.BasicAuthPasswordKey),
 		},
-	}
-	template := postgresToolTemplate(container, opts.operatorImage, baseBackupRetries)
-	job := jobFromTemplate(bj, template, rn.name, runLabels(bj.Name, rn.name),
+		Retries: baseBackupRetries,
+	}.Spec()
+	job := jobFromTemplate(bj, &v1alpha1.BackupJobTemplate{Spec: spec}, rn.name, runLabels(bj.Name, rn.name),
 		[]corev1.Volume{claimVolume(backupVolume, rn.name, false)},
-		[]corev1.VolumeMount{{Name: backupVolume, MountPath: BackupPath}})
+		[]corev1.VolumeMount{{Name: backupVolume, MountPath: pgspec.BackupDir}})
 	job.Annotations = mergeMaps(job.Annotations, runAnnotations(rn))
 	return job
 }
@@ -168,7 +151,7 @@ func (r *Reconciler) baseBackupStart(ctx context.Context, bj *v1alpha1.BackupJob
 	if bj.Spec.Source.PostgresCluster == "" {
 		return nil
 	}
-	terminated, err := r.terminatedContainers(ctx, bj.Namespace, b.name, baseBackupContainer, corev1.PodSucceeded)
+	terminated, err := r.terminatedContainers(ctx, bj.Namespace, b.name, string(pgspec.ToolBaseBackup), corev1.PodSucceeded)
 	if err != nil {
 		ctrl.LoggerFrom(ctx).Info("The start and end of a base backup are not recorded", "run", b.name, "error", err.Error())
 		return nil
@@ -187,7 +170,7 @@ func parseBaseBackupResult(t *corev1.ContainerStateTerminated) map[string]string
 	if t.ExitCode != 0 {
 		return nil
 	}
-	var result instance.BaseBackupResult
+	var result pgspec.BaseBackupResult
 	if err := json.Unmarshal([]byte(t.Message), &result); err != nil || result.Timeline < 1 {
 		return nil
 	}
@@ -201,62 +184,6 @@ func parseBaseBackupResult(t *corev1.ContainerStateTerminated) map[string]string
 		v1alpha1.BackupEndLSNAnnotation:   end.String(),
 		v1alpha1.BackupTimelineAnnotation: strconv.FormatInt(result.Timeline, 10),
 	}
-}
-
-// PostgresToolLabel marks the pods of the operator's PostgreSQL Jobs (base
-// backups and restore drills' queries) with their container's name:
-// `kubectl get pods -l example.com/postgres-tool` lists them, and the local
-// cluster's simulation finds them without listing every run's pod.
-const PostgresToolLabel = "example.com/postgres-tool"
-
-// postgresToolTemplate is the Job of a command of the operator's binary
-// run in a PostgreSQL image, as the PostgresCluster's pods run it: an init
-// container copies the binary from the operator's image, and the
-// container runs as the postgres user of the official images, under the
-// restricted Pod Security Standard, its result or the end of its log as
-// its termination message.
-func postgresToolTemplate(container corev1.Container, operatorImage string, retries int32) *v1alpha1.BackupJobTemplate {
-	restricted := func() *corev1.SecurityContext {
-		return &corev1.SecurityContext{
-			AllowPrivilegeEscalation: ptr.To(false),
-			ReadOnlyRootFilesystem:   ptr.To(true),
-			RunAsNonRoot:             ptr.To(true),
-			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-		}
-	}
-	container.TerminationMessagePolicy = corev1.TerminationMessageFallbackToLogsOnError
-	container.SecurityContext = restricted()
-	container.VolumeMounts = append(container.VolumeMounts, corev1.VolumeMount{Name: toolsVolume, MountPath: toolsDir})
-	return &v1alpha1.BackupJobTemplate{Spec: batchv1.JobSpec{
-		BackoffLimit: ptr.To(retries),
-		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{PostgresToolLabel: container.Name}}, Spec: corev1.PodSpec{
-			SecurityContext: &corev1.PodSecurityContext{
-				RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To(postgresUID), RunAsGroup: ptr.To(postgresUID), FSGroup: ptr.To(postgresUID),
-				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-			},
-			EnableServiceLinks: ptr.To(false),
-			InitContainers: []corev1.Container{{
-				Name:            "install",
-				Image:           operatorImage,
-				Command:         []string{"/platform-operator", "instance", "install", toolsBinary},
-				SecurityContext: restricted(),
-				VolumeMounts:    []corev1.VolumeMount{{Name: toolsVolume, MountPath: toolsDir}},
-				Resources: corev1.ResourceRequirements{
-					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("32Mi")},
-					Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi")},
-				},
-			}},
-			Containers: []corev1.Container{container},
-			Volumes:    []corev1.Volume{{Name: toolsVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
-		}},
-	}}
-}
-
-// secretEnv is a variable from a key of a Secret.
-func secretEnv(name, secret, key string) corev1.EnvVar {
-	return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
-		LocalObjectReference: corev1.LocalObjectReference{Name: secret}, Key: key,
-	}}}
 }
 
 // terminatedContainers are the terminated states of container in the pods

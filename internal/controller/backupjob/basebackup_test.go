@@ -12,6 +12,7 @@ import (
 
 	"example.com/platform-operator/api/v1alpha1"
 	"example.com/platform-operator/internal/instance"
+	"example.com/platform-operator/internal/pgspec"
 	"example.com/platform-operator/internal/podsecurity"
 )
 
@@ -63,9 +64,9 @@ func TestDesiredBaseBackupJob(t *testing.T) {
 	g.Expect(pod.Containers).To(HaveLen(1))
 	c := pod.Containers[0]
 	g.Expect(c.Image).To(Equal("postgres:15"))
-	g.Expect(c.Command[:3]).To(Equal([]string{toolsBinary, "instance", "basebackup"}))
+	g.Expect(c.Command[:3]).To(Equal([]string{pgspec.ManagerPath, "instance", "basebackup"}))
 	opts, err := instance.ParseBaseBackupOptions(c.Command[3:], func(k string) string {
-		if k == instance.BackupPasswordEnv {
+		if k == pgspec.EnvPassword {
 			return "from the Secret"
 		}
 		return ""
@@ -74,10 +75,10 @@ func TestDesiredBaseBackupJob(t *testing.T) {
 	g.Expect(opts.Host).To(Equal("db-2.db.shop.svc.cluster.local"))
 	g.Expect(opts.Dir).To(Equal("/backup/pgdata"))
 	g.Expect(opts.Label).To(Equal(rn.name))
-	g.Expect(c.Env).To(ContainElement(corev1.EnvVar{Name: instance.BackupPasswordEnv, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+	g.Expect(c.Env).To(ContainElement(corev1.EnvVar{Name: pgspec.EnvPassword, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
 		LocalObjectReference: corev1.LocalObjectReference{Name: "db-backup"}, Key: "password"}}}))
 	g.Expect(pod.InitContainers[0].Image).To(Equal("example.com/platform-operator:v2"))
-	g.Expect(*pod.SecurityContext.RunAsUser).To(Equal(postgresUID))
+	g.Expect(*pod.SecurityContext.RunAsUser).To(Equal(pgspec.UID))
 	var claims []string
 	for _, v := range pod.Volumes {
 		if v.PersistentVolumeClaim != nil {
@@ -89,7 +90,7 @@ func TestDesiredBaseBackupJob(t *testing.T) {
 	g.Expect(*pod.AutomountServiceAccountToken).To(BeFalse(), "a copy needs no credentials for the Kubernetes API")
 	g.Expect(podsecurity.Restricted(podsecurity.VersionOf("v1.37.2"), &job.Spec.Template.ObjectMeta, &pod)).To(BeEmpty())
 	g.Expect(job.OwnerReferences).To(HaveLen(1))
-	g.Expect(job.Spec.Template.Labels).To(HaveKeyWithValue(PostgresToolLabel, baseBackupContainer), "what the pods are found by")
+	g.Expect(job.Spec.Template.Labels).To(HaveKeyWithValue(pgspec.ToolLabel, string(pgspec.ToolBaseBackup)), "what the pods are found by")
 
 	claim := desiredBaseBackupClaim(bj, rn, pg, &v1alpha1.PostgresInstanceStatus{Name: "db-2", Timeline: 3})
 	g.Expect(claim.Spec.Resources.Requests[corev1.ResourceStorage]).To(Equal(resource.MustParse("5Gi")), "the cluster's size")
@@ -152,7 +153,7 @@ func TestDesiredPostgresDrill(t *testing.T) {
 	drill.Namespace = "shop"
 	job := desiredVerifyJob(bj, b, drill, baseBackupOptions{operatorImage: "example.com/platform-operator:v2", clusterDomain: "cluster.local"})
 	c := job.Spec.Template.Spec.Containers[0]
-	g.Expect(c.Command[:3]).To(Equal([]string{toolsBinary, "instance", "verify"}))
+	g.Expect(c.Command[:3]).To(Equal([]string{pgspec.ManagerPath, "instance", "verify"}))
 	env := map[string]string{}
 	for _, e := range c.Env {
 		switch {
@@ -171,6 +172,6 @@ func TestDesiredPostgresDrill(t *testing.T) {
 	g.Expect(opts.Database).To(Equal("from dbname"))
 	g.Expect(*job.Spec.BackoffLimit).To(BeZero(), "a query that fails once is the drill's answer")
 	g.Expect(job.Labels).To(HaveKeyWithValue(DrillLabel, b.name))
-	g.Expect(job.Spec.Template.Labels).To(HaveKeyWithValue(PostgresToolLabel, verifyContainer))
+	g.Expect(job.Spec.Template.Labels).To(HaveKeyWithValue(pgspec.ToolLabel, string(pgspec.ToolVerify)))
 	g.Expect(podsecurity.Restricted(podsecurity.VersionOf("v1.37.2"), &job.Spec.Template.ObjectMeta, &job.Spec.Template.Spec)).To(BeEmpty())
 }

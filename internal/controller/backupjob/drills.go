@@ -63,7 +63,7 @@ func (r *Reconciler) runDrills(ctx context.Context, bj *v1alpha1.BackupJob, obs 
 		r.finishDrill(ctx, bj, obs, b, succeeded, message, out)
 		if b == nil {
 			if err := r.removeDrill(ctx, bj, obs, name); err != nil {
-				out.add(err, false)
+				out.Add(err, false)
 			}
 		}
 	}
@@ -77,7 +77,7 @@ func (r *Reconciler) runDrills(ctx context.Context, bj *v1alpha1.BackupJob, obs 
 				continue
 			}
 			if err := r.removeDrill(ctx, bj, obs, name); err != nil {
-				out.add(err, false)
+				out.Add(err, false)
 			}
 		}
 	}
@@ -88,7 +88,7 @@ func (r *Reconciler) runDrills(ctx context.Context, bj *v1alpha1.BackupJob, obs 
 				continue
 			}
 			if err := r.removeDrill(ctx, bj, obs, name); err != nil {
-				out.add(err, false)
+				out.Add(err, false)
 			}
 		}
 	}
@@ -112,11 +112,11 @@ func (r *Reconciler) finishDrill(ctx context.Context, bj *v1alpha1.BackupJob, ob
 		result, reason = v1alpha1.VerificationFailed, "DrillFailed"
 	}
 	if err := r.recordVerification(ctx, b, result, message); err != nil {
-		out.add(err, false)
+		out.Add(err, false)
 		return
 	}
 	if err := r.removeDrill(ctx, bj, obs, b.name); err != nil {
-		out.add(err, false)
+		out.Add(err, false)
 		return
 	}
 	if passed {

@@ -1,7 +1,6 @@
 package backupjob
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -17,7 +16,7 @@ import (
 	"example.com/platform-operator/api/v1alpha1"
 	"example.com/platform-operator/internal/children"
 	"example.com/platform-operator/internal/controller/kit"
-	"example.com/platform-operator/internal/instance/postgres"
+	"example.com/platform-operator/internal/pgspec"
 )
 
 // A run of a PostgresCluster source (spec.source.postgresCluster) with a
@@ -156,7 +155,7 @@ func choosePostgresFence(pg *v1alpha1.PostgresCluster, allowPrimary bool) (strin
 	var candidates []v1alpha1.PostgresInstanceStatus
 	for _, i := range pg.Status.Instances {
 		if i.Role == v1alpha1.PostgresReplicaRole && i.Ready && !i.Fenced && i.Name != pg.Status.CurrentPrimary &&
-			i.Name != pg.Status.TargetPrimary && ordinal(pg.Name, i.Name) <= int(pg.Spec.Instances) {
+			i.Name != pg.Status.TargetPrimary && pgspec.Wanted(pg, i.Name) {
 			candidates = append(candidates, i)
 		}
 	}
@@ -164,34 +163,7 @@ func choosePostgresFence(pg *v1alpha1.PostgresCluster, allowPrimary bool) (strin
 		return "", &cause{reason: v1alpha1.BackupJobNoReadyReplicaReason,
 			message: fmt.Sprintf("No replica of PostgresCluster %s is ready to be fenced (its primary is never fenced): the run waits", pg.Name)}
 	}
-	slices.SortFunc(candidates, func(x, y v1alpha1.PostgresInstanceStatus) int {
-		return cmp.Or(cmp.Compare(parseLSN(y.ReceivedLSN), parseLSN(x.ReceivedLSN)),
-			cmp.Compare(parseLSN(y.ReplayedLSN), parseLSN(x.ReplayedLSN)), cmp.Compare(x.Name, y.Name))
-	})
-	return candidates[0].Name, nil
-}
-
-// ordinal is n of the instance CLUSTER-n, 0 for another name.
-func ordinal(cluster, instance string) int {
-	rest, ok := strings.CutPrefix(instance, cluster+"-")
-	if !ok {
-		return 0
-	}
-	n, err := strconv.Atoi(rest)
-	if err != nil {
-		return 0
-	}
-	return n
-}
-
-// parseLSN reads a WAL position an instance reported, "16/B374D848"; 0,
-// before every position, when it is not one.
-func parseLSN(s string) uint64 {
-	lsn, err := postgres.ParseLSN(s)
-	if err != nil {
-		return 0
-	}
-	return uint64(lsn)
+	return pgspec.MostCaughtUp(candidates), nil
 }
 
 // fenceStep is what a run that holds a fence does next.
@@ -253,7 +225,7 @@ func (r *Reconciler) advanceFences(ctx context.Context, bj *v1alpha1.BackupJob, 
 			r.cutSnapshot(ctx, bj, obs, f, now, out)
 		case fenceRelease:
 			if err := r.removeFence(ctx, obs, f); err != nil {
-				out.add(err, false)
+				out.Add(err, false)
 				continue
 			}
 			r.Recorder.Eventf(bj, nil, corev1.EventTypeNormal, "FenceRemoved", "Unfence",
@@ -288,7 +260,7 @@ func (r *Reconciler) timeOutFence(ctx context.Context, bj *v1alpha1.BackupJob, o
 		return
 	}
 	if err := r.removeFence(ctx, obs, f); err != nil {
-		out.add(err, false)
+		out.Add(err, false)
 		return
 	}
 	r.Recorder.Eventf(bj, nil, corev1.EventTypeWarning, "RunFailed", "Run", "%s", message)
@@ -379,7 +351,7 @@ func (r *Reconciler) startPostgresRun(ctx context.Context, bj *v1alpha1.BackupJo
 		return runWaiting
 	}
 	if err := r.setFence(ctx, obs, instance, rn, now); err != nil {
-		out.add(err, false)
+		out.Add(err, false)
 		return runFailed
 	}
 	r.Recorder.Eventf(bj, nil, corev1.EventTypeNormal, "RunStarted", "Run",

@@ -16,7 +16,7 @@ import (
 
 	"example.com/platform-operator/api/v1alpha1"
 	"example.com/platform-operator/internal/children"
-	"example.com/platform-operator/internal/instance"
+	"example.com/platform-operator/internal/pgspec"
 )
 
 // A restore drill of a PostgresCluster's backup (spec.verify.sql) touches
@@ -36,8 +36,6 @@ import (
 // the drill, with its Ready condition's message.
 
 const (
-	// verifyContainer is the container of a PostgreSQL drill's Job.
-	verifyContainer = "pg-verify"
 	// drillClusterTimeout bounds how long a drill waits for the cluster
 	// restored from the backup: a restore that does not start is the
 	// drill's answer.
@@ -89,22 +87,23 @@ func desiredDrillCluster(bj *v1alpha1.BackupJob, b *backup, source *v1alpha1.Pos
 // the temporary cluster's only instance, through its stable name, as its
 // application's owner.
 func desiredVerifyJob(bj *v1alpha1.BackupJob, b *backup, drill *v1alpha1.PostgresCluster, opts baseBackupOptions) *batchv1.Job {
-	host := fmt.Sprintf("%s-1.%s.%s.svc.%s", drill.Name, drill.Name, drill.Namespace, opts.clusterDomain)
-	app := drill.Name + "-app"
-	container := corev1.Container{
-		Name:    verifyContainer,
-		Image:   drill.Spec.Image,
-		Command: []string{toolsBinary, "instance", "verify", "--host", host},
+	host := pgspec.InstanceHost(pgspec.InstanceName(drill.Name, 1), drill.Name, drill.Namespace, opts.clusterDomain)
+	app := pgspec.GeneratedAppSecret(drill.Name)
+	spec := pgspec.ToolJob{
+		Tool:          pgspec.ToolVerify,
+		Image:         drill.Spec.Image,
+		OperatorImage: opts.operatorImage,
+		Args:          []string{"verify", "--host", host},
 		Env: []corev1.EnvVar{
-			secretEnv(instance.VerifyUserEnv, app, corev1.BasicAuthUsernameKey),
-			secretEnv(instance.VerifyDatabaseEnv, app, "dbname"),
-			secretEnv(instance.BackupPasswordEnv, app, corev1.BasicAuthPasswordKey),
-			{Name: instance.VerifySQLEnv, Value: bj.Spec.Verify.SQL},
+			pgspec.SecretEnv(pgspec.EnvUser, app, corev1.BasicAuthUsernameKey),
+			pgspec.SecretEnv(pgspec.EnvDatabase, app, "dbname"),
+			pgspec.SecretEnv(pgspec.EnvPassword, app, corev1.BasicAuthPasswordKey),
+			{Name: pgspec.EnvVerifySQL, Value: bj.Spec.Verify.SQL},
 		},
-	}
-	// One attempt: a query that fails once is the drill's answer.
-	template := postgresToolTemplate(container, opts.operatorImage, 0)
-	return jobFromTemplate(bj, template, DrillName(bj.Name, b.scheduled), drillLabels(bj.Name, b.name), nil, nil)
+		// One attempt: a query that fails once is the drill's answer.
+		Retries: 0,
+	}.Spec()
+	return jobFromTemplate(bj, &v1alpha1.BackupJobTemplate{Spec: spec}, DrillName(bj.Name, b.scheduled), drillLabels(bj.Name, b.name), nil, nil)
 }
 
 // startPostgresDrill restores backup b into a temporary cluster.
@@ -148,7 +147,7 @@ func (r *Reconciler) advancePostgresDrill(ctx context.Context, bj *v1alpha1.Back
 // the termination message of its container (the database's message, or
 // that the query did not return true), else the Job's own.
 func (r *Reconciler) verifyMessage(ctx context.Context, job *batchv1.Job, fallback string) string {
-	terminated, err := r.terminatedContainers(ctx, job.Namespace, job.Name, verifyContainer, corev1.PodFailed)
+	terminated, err := r.terminatedContainers(ctx, job.Namespace, job.Name, string(pgspec.ToolVerify), corev1.PodFailed)
 	if err != nil || len(terminated) == 0 || terminated[0].Message == "" {
 		return fallback
 	}

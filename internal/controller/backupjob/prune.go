@@ -86,7 +86,7 @@ func (r *Reconciler) applyRetention(ctx context.Context, bj *v1alpha1.BackupJob,
 		deleted, err := r.deleteBackup(ctx, bj, b)
 		if err != nil {
 			res.failed = append(res.failed, err.Error())
-			out.add(err, false)
+			out.Add(err, false)
 		}
 		if deleted {
 			deletedNames[b.name] = true
@@ -177,7 +177,7 @@ func (r *Reconciler) pruneJobs(ctx context.Context, bj *v1alpha1.BackupJob, obs 
 			continue
 		}
 		if err := r.deleteJob(ctx, f.job); err != nil {
-			out.add(err, false)
+			out.Add(err, false)
 			continue
 		}
 		delete(obs.runJobs, f.job.Name)

@@ -123,33 +123,24 @@ func (r *Reconciler) Sync(ctx context.Context, bj *v1alpha1.BackupJob) kit.Outco
 	r.runDrills(ctx, bj, obs, now, &out)
 	ret := r.applyRetention(ctx, bj, obs, sched.loc, now, &out)
 	r.pruneJobs(ctx, bj, obs, &out)
-	if errors.Is(out.err, platform.ErrNotLeader) {
-		return kit.Outcome[v1alpha1.BackupJobStatus]{Err: out.err}
+	if errors.Is(out.Err, platform.ErrNotLeader) {
+		return kit.Outcome[v1alpha1.BackupJobStatus]{Err: out.Err}
 	}
 	status := computeStatus(bj, obs, sched, ret, out.problem, now)
 	after, due := r.requeueAfter(bj, sched, ret, obs, now)
-	return kit.Outcome[v1alpha1.BackupJobStatus]{Status: &status, Err: out.err, SpecRefused: !out.retry, After: after, Due: due}
+	return kit.Outcome[v1alpha1.BackupJobStatus]{Status: &status, Err: out.Err, SpecRefused: !out.Retry, After: after, Due: due}
 }
 
 // outcome collects the errors of one reconcile and what status must say
 // about them. retry is false when every error is a refusal of the spec.
 type outcome struct {
-	err     error
-	retry   bool
+	kit.Errors
 	problem *cause
 }
 
 // cause is a reason and message for a condition.
 type cause struct {
 	reason, message string
-}
-
-func (o *outcome) add(err error, invalid bool) {
-	if err == nil {
-		return
-	}
-	o.err = errors.Join(o.err, err)
-	o.retry = o.retry || !invalid
 }
 
 // report keeps the first problem of a reconcile for the Degraded condition.

@@ -23,7 +23,7 @@ func (r *Reconciler) recordResults(ctx context.Context, bj *v1alpha1.BackupJob, 
 	for _, b := range obs.backups {
 		if b.kind == v1alpha1.SnapshotBackup && b.result == v1alpha1.BackupSucceeded && !b.deleting() &&
 			b.object.GetLabels()[ResultLabel] != string(v1alpha1.BackupSucceeded) {
-			out.add(r.labelSnapshotSucceeded(ctx, b), false)
+			out.Add(r.labelSnapshotSucceeded(ctx, b), false)
 			continue
 		}
 		if b.kind != v1alpha1.VolumeBackup || b.result != v1alpha1.BackupRunning || b.deleting() {
@@ -33,7 +33,7 @@ func (r *Reconciler) recordResults(ctx context.Context, bj *v1alpha1.BackupJob, 
 		if job == nil {
 			live, err := r.liveJob(ctx, bj.Namespace, b.name)
 			if err != nil {
-				out.add(err, false)
+				out.Add(err, false)
 				continue
 			}
 			if live == nil {
@@ -52,14 +52,14 @@ func (r *Reconciler) recordResults(ctx context.Context, bj *v1alpha1.BackupJob, 
 		}
 		if succeeded {
 			if err := r.recordResultWith(ctx, b, v1alpha1.BackupSucceeded, v1alpha1.BackupJobRunSucceededReason, "", at, r.baseBackupStart(ctx, bj, b)); err != nil {
-				out.add(err, false)
+				out.Add(err, false)
 				continue
 			}
 			r.Recorder.Eventf(bj, job, corev1.EventTypeNormal, "RunSucceeded", "Run", "Run %s succeeded: backup claim %s is complete", b.name, b.name)
 			continue
 		}
 		if err := r.recordResult(ctx, b, v1alpha1.BackupFailed, v1alpha1.BackupJobJobFailedReason, message, at); err != nil {
-			out.add(err, false)
+			out.Add(err, false)
 			continue
 		}
 		r.Recorder.Eventf(bj, job, corev1.EventTypeWarning, "RunFailed", "Run", "Run %s failed: %s", b.name, message)
@@ -76,7 +76,7 @@ func (r *Reconciler) recordResults(ctx context.Context, bj *v1alpha1.BackupJob, 
 func (r *Reconciler) jobGone(ctx context.Context, bj *v1alpha1.BackupJob, obs *observation, b *backup, now time.Time, out *outcome) {
 	live := &corev1.PersistentVolumeClaim{}
 	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(b.object), live); err != nil {
-		out.add(client.IgnoreNotFound(fmt.Errorf("get backup claim %s: %w", b.name, err)), false)
+		out.Add(client.IgnoreNotFound(fmt.Errorf("get backup claim %s: %w", b.name, err)), false)
 		return
 	}
 	fresh := claimBackup(live)
@@ -86,7 +86,7 @@ func (r *Reconciler) jobGone(ctx context.Context, bj *v1alpha1.BackupJob, obs *o
 	}
 	if uid, started := jobRecorded(bj, live); started {
 		b.object = live
-		out.add(r.recordResult(ctx, b, v1alpha1.BackupFailed, v1alpha1.BackupJobJobFailedReason,
+		out.Add(r.recordResult(ctx, b, v1alpha1.BackupFailed, v1alpha1.BackupJobJobFailedReason,
 			fmt.Sprintf("Job %s (UID %s) was deleted before its result was recorded: the backup may be incomplete", b.name, uid), now), false)
 		return
 	}

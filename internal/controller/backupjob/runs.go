@@ -218,7 +218,7 @@ func (r *Reconciler) startRun(ctx context.Context, bj *v1alpha1.BackupJob, obs *
 		case v1alpha1.ReplaceConcurrent:
 			if !snapshot {
 				if err := r.replace(ctx, bj, obs, active, run, now); err != nil {
-					out.add(err, false)
+					out.Add(err, false)
 					return runFailed
 				}
 				break
@@ -301,7 +301,7 @@ func (r *Reconciler) desiredJobOfRun(ctx context.Context, bj *v1alpha1.BackupJob
 	if bj.Spec.Source.PostgresCluster != "" {
 		b := obs.backupNamed(run.name)
 		if obs.cluster == nil || b == nil {
-			out.add(fmt.Errorf("run %s: no PostgresCluster %s or no backup claim to make its Job for", run.name, bj.Spec.Source.PostgresCluster), false)
+			out.Add(fmt.Errorf("run %s: no PostgresCluster %s or no backup claim to make its Job for", run.name, bj.Spec.Source.PostgresCluster), false)
 			return nil, runFailed
 		}
 		source := b.object.GetAnnotations()[v1alpha1.BackupSourceInstanceAnnotation]
@@ -313,7 +313,7 @@ func (r *Reconciler) desiredJobOfRun(ctx context.Context, bj *v1alpha1.BackupJob
 	}
 	node, err := r.nodeOfSource(ctx, obs.source)
 	if err != nil {
-		out.add(err, false)
+		out.Add(err, false)
 		return nil, runFailed
 	}
 	if node != "" {
@@ -330,11 +330,11 @@ func (r *Reconciler) judgeCreate(res children.Result, out *outcome) startOutcome
 		out.report(v1alpha1.BackupJobRunConflictReason, res.Message)
 		return runSkipped
 	case children.Invalid:
-		out.add(res.Err, true)
+		out.Add(res.Err, true)
 		out.report(v1alpha1.BackupJobInvalidSpecReason, res.Message)
 		return runFailed
 	case children.Failed:
-		out.add(res.Err, false)
+		out.Add(res.Err, false)
 		return runFailed
 	}
 	return runStarted

@@ -280,7 +280,7 @@ func TestTemplatesThatAreNotOneCopyAreRefused(t *testing.T) {
 				refused := r.refuseTemplate(bj, path, template, job, &out)
 				if tt.field == "" {
 					if refused {
-						t.Fatalf("refused: %v", out.err)
+						t.Fatalf("refused: %v", out.Err)
 					}
 					return
 				}
@@ -293,7 +293,7 @@ func TestTemplatesThatAreNotOneCopyAreRefused(t *testing.T) {
 				if want := path.String() + "." + tt.field + ": Forbidden"; !strings.Contains(out.problem.message, want) {
 					t.Errorf("message %q does not say %q", out.problem.message, want)
 				}
-				if out.retry {
+				if out.Retry {
 					t.Error("a refused spec is retried with backoff")
 				}
 			})

@@ -6,14 +6,12 @@ import (
 	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
 
 	"example.com/platform-operator/api/v1alpha1"
+	"example.com/platform-operator/internal/pgspec"
 )
-
-// maxInstances bounds spec.instances, and so the names of a cluster's pods.
-const maxInstances = 9
 
 // DesiredAccount is the ServiceAccount of the cluster's instance managers.
 func DesiredAccount(pg *v1alpha1.PostgresCluster) *corev1ac.ServiceAccountApplyConfiguration {
-	return corev1ac.ServiceAccount(instanceAccount(pg), pg.Namespace).
+	return corev1ac.ServiceAccount(pgspec.InstanceAccount(pg.Name), pg.Namespace).
 		WithLabels(clusterLabels(pg)).
 		WithOwnerReferences(ownerReference(pg))
 }
@@ -25,7 +23,7 @@ func DesiredAccount(pg *v1alpha1.PostgresCluster) *corev1ac.ServiceAccountApplyC
 // anyone grant more than they hold).
 func DesiredRole(pg *v1alpha1.PostgresCluster) *rbacv1ac.RoleApplyConfiguration {
 	pods := rolePods(pg)
-	return rbacv1ac.Role(instanceAccount(pg), pg.Namespace).
+	return rbacv1ac.Role(pgspec.InstanceAccount(pg.Name), pg.Namespace).
 		WithLabels(clusterLabels(pg)).
 		WithOwnerReferences(ownerReference(pg)).
 		WithRules(
@@ -34,9 +32,9 @@ func DesiredRole(pg *v1alpha1.PostgresCluster) *rbacv1ac.RoleApplyConfiguration 
 			rbacv1ac.PolicyRule().WithAPIGroups("").WithResources("pods").
 				WithResourceNames(pods...).WithVerbs("get", "list", "watch", "patch"),
 			rbacv1ac.PolicyRule().WithAPIGroups("").WithResources("secrets").
-				WithResourceNames(appSecret(pg), superuserSecret(pg), replicationSecret(pg), backupSecret(pg)).WithVerbs("get", "list", "watch"),
+				WithResourceNames(pgspec.AppSecret(pg), pgspec.SuperuserSecret(pg.Name), pgspec.ReplicationSecret(pg.Name), pgspec.BackupSecret(pg.Name)).WithVerbs("get", "list", "watch"),
 			rbacv1ac.PolicyRule().WithAPIGroups("coordination.k8s.io").WithResources("leases").
-				WithResourceNames(leaseName(pg)).WithVerbs("get", "list", "watch", "update"),
+				WithResourceNames(pgspec.LeaseName(pg.Name)).WithVerbs("get", "list", "watch", "update"),
 		)
 }
 
@@ -52,24 +50,24 @@ func DesiredRole(pg *v1alpha1.PostgresCluster) *rbacv1ac.RoleApplyConfiguration 
 func rolePods(pg *v1alpha1.PostgresCluster) []string {
 	highest := max(int(pg.Spec.Instances), 1)
 	for _, name := range []string{pg.Status.CurrentPrimary, pg.Status.TargetPrimary} {
-		highest = max(highest, ordinalOf(pg.Name, name))
+		highest = max(highest, pgspec.Ordinal(pg.Name, name))
 	}
 	for _, i := range pg.Status.Instances {
-		highest = max(highest, ordinalOf(pg.Name, i.Name))
+		highest = max(highest, pgspec.Ordinal(pg.Name, i.Name))
 	}
-	highest = min(highest, maxInstances)
+	highest = min(highest, pgspec.MaxInstances)
 	pods := make([]string, 0, highest)
 	for n := 1; n <= highest; n++ {
-		pods = append(pods, instanceName(pg.Name, n))
+		pods = append(pods, pgspec.InstanceName(pg.Name, n))
 	}
 	return pods
 }
 
 // DesiredRoleBinding binds DesiredRole to DesiredAccount.
 func DesiredRoleBinding(pg *v1alpha1.PostgresCluster) *rbacv1ac.RoleBindingApplyConfiguration {
-	return rbacv1ac.RoleBinding(instanceAccount(pg), pg.Namespace).
+	return rbacv1ac.RoleBinding(pgspec.InstanceAccount(pg.Name), pg.Namespace).
 		WithLabels(clusterLabels(pg)).
 		WithOwnerReferences(ownerReference(pg)).
-		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup(rbacv1.GroupName).WithKind("Role").WithName(instanceAccount(pg))).
-		WithSubjects(rbacv1ac.Subject().WithKind(rbacv1.ServiceAccountKind).WithName(instanceAccount(pg)).WithNamespace(pg.Namespace))
+		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup(rbacv1.GroupName).WithKind("Role").WithName(pgspec.InstanceAccount(pg.Name))).
+		WithSubjects(rbacv1ac.Subject().WithKind(rbacv1.ServiceAccountKind).WithName(pgspec.InstanceAccount(pg.Name)).WithNamespace(pg.Namespace))
 }

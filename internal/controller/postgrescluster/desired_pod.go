@@ -7,45 +7,18 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
 	"example.com/platform-operator/api/v1alpha1"
+	"example.com/platform-operator/internal/pgspec"
 )
 
-// The pod's layout, which the instance manager reads from its environment.
-const (
-	// SpecHashAnnotation, on a pod, is the hash of the pod the operator
-	// built: a pod whose hash differs from what the spec builds now is
-	// replaced in the order of an update.
-	SpecHashAnnotation = "example.com/spec-hash"
-
-	containerName = "postgres"
-	controllerDir = "/controller"
-	managerPath   = controllerDir + "/manager"
-	dataDir       = "/var/lib/postgresql/data"
-	pgData        = dataDir + "/pgdata"
-	socketDir     = "/run/postgresql"
-	pgBinDir      = "/usr/lib/postgresql/15/bin"
-	// statusPort serves the instance manager's /healthz and /readyz.
-	statusPort = 8000
-	// postgresUID is the postgres user of the official PostgreSQL images.
-	postgresUID = 999
-)
-
-// Environment of the instance manager.
-const (
-	EnvPodName       = "POD_NAME"
-	EnvPodNamespace  = "POD_NAMESPACE"
-	EnvNodeName      = "NODE_NAME"
-	EnvClusterName   = "CLUSTER_NAME"
-	EnvClusterDomain = "CLUSTER_DOMAIN"
-	EnvPGData        = "PGDATA"
-	EnvPGBinDir      = "PG_BIN_DIR"
-	EnvSocketDir     = "PG_SOCKET_DIR"
-)
+// SpecHashAnnotation, on a pod, is the hash of the pod the operator built:
+// a pod whose hash differs from what the spec builds now is replaced in the
+// order of an update.
+const SpecHashAnnotation = "example.com/spec-hash"
 
 // PodOptions are what the pod needs besides the cluster's spec.
 type PodOptions struct {
@@ -59,7 +32,7 @@ type PodOptions struct {
 // reachable as CLUSTER-n, whose first process is the instance manager.
 // The role label is not part of it: the operator sets it as it routes.
 func DesiredPod(pg *v1alpha1.PostgresCluster, n int, opts PodOptions) *corev1.Pod {
-	name := instanceName(pg.Name, n)
+	name := pgspec.InstanceName(pg.Name, n)
 	pod := &corev1.Pod{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
 		ObjectMeta: metav1.ObjectMeta{
@@ -68,19 +41,13 @@ func DesiredPod(pg *v1alpha1.PostgresCluster, n int, opts PodOptions) *corev1.Po
 		},
 		Spec: corev1.PodSpec{
 			Hostname:                      name,
-			Subdomain:                     headlessService(pg),
-			ServiceAccountName:            instanceAccount(pg),
+			Subdomain:                     pgspec.HeadlessService(pg.Name),
+			ServiceAccountName:            pgspec.InstanceAccount(pg.Name),
 			AutomountServiceAccountToken:  ptr.To(true),
 			EnableServiceLinks:            ptr.To(false),
 			TerminationGracePeriodSeconds: ptr.To[int64](30),
 			RestartPolicy:                 corev1.RestartPolicyAlways,
-			SecurityContext: &corev1.PodSecurityContext{
-				RunAsNonRoot:   ptr.To(true),
-				RunAsUser:      ptr.To[int64](postgresUID),
-				RunAsGroup:     ptr.To[int64](postgresUID),
-				FSGroup:        ptr.To[int64](postgresUID),
-				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-			},
+			SecurityContext:               pgspec.PodSecurityContext(),
 			// Instances of one cluster on different nodes where the
 			// cluster has them: a node lost takes one instance.
 			Affinity: &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
@@ -92,34 +59,24 @@ func DesiredPod(pg *v1alpha1.PostgresCluster, n int, opts PodOptions) *corev1.Po
 					},
 				}},
 			}},
-			InitContainers: []corev1.Container{{
-				Name:            "bootstrap",
-				Image:           opts.InstanceImage,
-				Command:         []string{"/platform-operator", "instance", "install", managerPath},
-				SecurityContext: restrictedContainer(),
-				VolumeMounts:    []corev1.VolumeMount{{Name: "controller", MountPath: controllerDir}},
-				Resources: corev1.ResourceRequirements{
-					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("32Mi")},
-					Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi")},
-				},
-			}},
+			InitContainers: []corev1.Container{pgspec.InstallContainerOf(opts.InstanceImage)},
 			Containers: []corev1.Container{{
-				Name:    containerName,
+				Name:    pgspec.ContainerName,
 				Image:   pg.Spec.Image,
-				Command: []string{managerPath, "instance", "run"},
+				Command: []string{pgspec.ManagerPath, "instance", "run"},
 				Env: []corev1.EnvVar{
-					{Name: EnvPodName, ValueFrom: fieldRef("metadata.name")},
-					{Name: EnvPodNamespace, ValueFrom: fieldRef("metadata.namespace")},
-					{Name: EnvNodeName, ValueFrom: fieldRef("spec.nodeName")},
-					{Name: EnvClusterName, Value: pg.Name},
-					{Name: EnvClusterDomain, Value: opts.ClusterDomain},
-					{Name: EnvPGData, Value: pgData},
-					{Name: EnvPGBinDir, Value: pgBinDir},
-					{Name: EnvSocketDir, Value: socketDir},
+					{Name: pgspec.EnvPodName, ValueFrom: fieldRef("metadata.name")},
+					{Name: pgspec.EnvPodNamespace, ValueFrom: fieldRef("metadata.namespace")},
+					{Name: pgspec.EnvNodeName, ValueFrom: fieldRef("spec.nodeName")},
+					{Name: pgspec.EnvClusterName, Value: pg.Name},
+					{Name: pgspec.EnvClusterDomain, Value: opts.ClusterDomain},
+					{Name: pgspec.EnvPGData, Value: pgspec.PGData},
+					{Name: pgspec.EnvPGBinDir, Value: pgspec.BinDir},
+					{Name: pgspec.EnvSocketDir, Value: pgspec.SocketDir},
 				},
 				Ports: []corev1.ContainerPort{
-					{Name: portName, ContainerPort: PostgresPort, Protocol: corev1.ProtocolTCP},
-					{Name: "status", ContainerPort: statusPort, Protocol: corev1.ProtocolTCP},
+					{Name: portName, ContainerPort: pgspec.Port, Protocol: corev1.ProtocolTCP},
+					{Name: "status", ContainerPort: pgspec.StatusPort, Protocol: corev1.ProtocolTCP},
 				},
 				ReadinessProbe: &corev1.Probe{
 					ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/readyz", Port: intstr.FromString("status")}},
@@ -134,17 +91,17 @@ func DesiredPod(pg *v1alpha1.PostgresCluster, n int, opts PodOptions) *corev1.Po
 					PeriodSeconds: 10, FailureThreshold: 6,
 				},
 				Resources:       resourcesOf(pg),
-				SecurityContext: restrictedContainer(),
+				SecurityContext: pgspec.RestrictedContainer(),
 				VolumeMounts: []corev1.VolumeMount{
-					{Name: "data", MountPath: dataDir},
-					{Name: "controller", MountPath: controllerDir},
-					{Name: "run", MountPath: socketDir},
+					{Name: "data", MountPath: pgspec.DataDir},
+					pgspec.ToolsMount(),
+					{Name: "run", MountPath: pgspec.SocketDir},
 					{Name: "tmp", MountPath: "/tmp"},
 				},
 			}},
 			Volumes: []corev1.Volume{
 				{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: name}}},
-				{Name: "controller", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+				pgspec.ToolsVolumeOf(),
 				{Name: "run", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory}}},
 				{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 			},
@@ -170,19 +127,6 @@ func fieldRef(path string) *corev1.EnvVarSource {
 	return &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: path}}
 }
 
-// restrictedContainer is the security context of the restricted Pod
-// Security Standard, with a read-only root: PostgreSQL writes only to its
-// volumes.
-func restrictedContainer() *corev1.SecurityContext {
-	return &corev1.SecurityContext{
-		AllowPrivilegeEscalation: ptr.To(false),
-		ReadOnlyRootFilesystem:   ptr.To(true),
-		RunAsNonRoot:             ptr.To(true),
-		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-		SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-	}
-}
-
 func resourcesOf(pg *v1alpha1.PostgresCluster) corev1.ResourceRequirements {
 	if pg.Spec.Resources == nil {
 		return corev1.ResourceRequirements{}
@@ -194,7 +138,7 @@ func resourcesOf(pg *v1alpha1.PostgresCluster) corev1.ResourceRequirements {
 // owner reference: deleting the PostgresCluster keeps it unless the
 // deletion policy says otherwise.
 func DesiredClaim(pg *v1alpha1.PostgresCluster, n int) *corev1.PersistentVolumeClaim {
-	name := instanceName(pg.Name, n)
+	name := pgspec.InstanceName(pg.Name, n)
 	return &corev1.PersistentVolumeClaim{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolumeClaim"},
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: pg.Namespace, Labels: instanceLabels(pg, name)},

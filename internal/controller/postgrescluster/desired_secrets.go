@@ -9,6 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"example.com/platform-operator/api/v1alpha1"
+	"example.com/platform-operator/internal/instance/postgres"
+	"example.com/platform-operator/internal/pgspec"
 )
 
 // Keys of the credentials Secrets. username and password are those of the
@@ -22,13 +24,6 @@ const (
 	DBNameKey   = "dbname"
 	URIKey      = "uri"
 	JDBCURIKey  = "jdbc-uri"
-)
-
-// Roles of the database that the operator owns.
-const (
-	superuserRole   = "postgres"
-	replicationRole = "streaming_replica"
-	backupRole      = "streaming_backup"
 )
 
 // passwordAlphabet is what generated passwords are made of: letters and
@@ -53,19 +48,19 @@ func newPassword() (string, error) {
 // writeHost is the in-cluster DNS name of CLUSTER-rw, which the
 // application's Secret points to.
 func writeHost(pg *v1alpha1.PostgresCluster, clusterDomain string) string {
-	return fmt.Sprintf("%s.%s.svc.%s", writeService(pg), pg.Namespace, clusterDomain)
+	return pgspec.ServiceHost(pgspec.WriteService(pg.Name), pg.Namespace, clusterDomain)
 }
 
 // DesiredAppSecret is the generated Secret of the application's owner,
 // with password, and what a client needs to connect through CLUSTER-rw.
 func DesiredAppSecret(pg *v1alpha1.PostgresCluster, password, clusterDomain string) *corev1.Secret {
 	db := initDB(pg)
-	return credentialsSecret(pg, generatedAppSecret(pg), connectionKeys(db.Owner, password, writeHost(pg, clusterDomain), db.Database))
+	return credentialsSecret(pg, pgspec.GeneratedAppSecret(pg.Name), connectionKeys(db.Owner, password, writeHost(pg, clusterDomain), db.Database))
 }
 
 // connectionKeys are the keys of an application Secret.
 func connectionKeys(user, password, host, database string) map[string]string {
-	port := fmt.Sprint(PostgresPort)
+	port := fmt.Sprint(pgspec.Port)
 	uri := url.URL{Scheme: "postgresql", User: url.UserPassword(user, password), Host: host + ":" + port, Path: "/" + database}
 	jdbc := url.URL{Scheme: "jdbc:postgresql", Host: host + ":" + port, Path: "/" + database,
 		RawQuery: url.Values{"user": {user}, "password": {password}}.Encode()}
@@ -80,7 +75,7 @@ func connectionKeys(user, password, host, database string) map[string]string {
 // and the application's unless bootstrap.initdb names the user's own.
 func DesiredGeneratedSecrets(pg *v1alpha1.PostgresCluster, password, clusterDomain string) []*corev1.Secret {
 	out := []*corev1.Secret{desiredSuperuserSecret(pg, password), desiredReplicationSecret(pg, password), desiredBackupSecret(pg, password)}
-	if appSecret(pg) == generatedAppSecret(pg) {
+	if pgspec.AppSecret(pg) == pgspec.GeneratedAppSecret(pg.Name) {
 		out = append(out, DesiredAppSecret(pg, password, clusterDomain))
 	}
 	return out
@@ -88,19 +83,19 @@ func DesiredGeneratedSecrets(pg *v1alpha1.PostgresCluster, password, clusterDoma
 
 // desiredSuperuserSecret is the superuser's Secret.
 func desiredSuperuserSecret(pg *v1alpha1.PostgresCluster, password string) *corev1.Secret {
-	return credentialsSecret(pg, superuserSecret(pg), map[string]string{UsernameKey: superuserRole, PasswordKey: password})
+	return credentialsSecret(pg, pgspec.SuperuserSecret(pg.Name), map[string]string{UsernameKey: postgres.SuperUser, PasswordKey: password})
 }
 
 // desiredReplicationSecret is the replication role's Secret, which only the
 // instance managers read.
 func desiredReplicationSecret(pg *v1alpha1.PostgresCluster, password string) *corev1.Secret {
-	return credentialsSecret(pg, replicationSecret(pg), map[string]string{UsernameKey: replicationRole, PasswordKey: password})
+	return credentialsSecret(pg, pgspec.ReplicationSecret(pg.Name), map[string]string{UsernameKey: postgres.ReplicationUser, PasswordKey: password})
 }
 
 // desiredBackupSecret is the backup role's Secret, which the base backup
 // Jobs of BackupJobs read.
 func desiredBackupSecret(pg *v1alpha1.PostgresCluster, password string) *corev1.Secret {
-	return credentialsSecret(pg, backupSecret(pg), map[string]string{UsernameKey: backupRole, PasswordKey: password})
+	return credentialsSecret(pg, pgspec.BackupSecret(pg.Name), map[string]string{UsernameKey: postgres.BackupUser, PasswordKey: password})
 }
 
 func credentialsSecret(pg *v1alpha1.PostgresCluster, name string, data map[string]string) *corev1.Secret {

@@ -9,11 +9,8 @@ import (
 
 	"example.com/platform-operator/api/v1alpha1"
 	"example.com/platform-operator/internal/children"
+	"example.com/platform-operator/internal/pgspec"
 )
-
-// PostgresPort is where every instance's PostgreSQL listens, and the port of
-// the Services.
-const PostgresPort int32 = 5432
 
 // portName names the PostgreSQL port of the pods and Services.
 const portName = "postgres"
@@ -26,7 +23,7 @@ func ownerReference(pg *v1alpha1.PostgresCluster) *metav1ac.OwnerReferenceApplyC
 // INSTANCE.CLUSTER.NAMESPACE.svc, ready or not: replicas reach the primary
 // by it, and a starting instance must be reachable before it is ready.
 func desiredHeadlessService(pg *v1alpha1.PostgresCluster) *corev1ac.ServiceApplyConfiguration {
-	return corev1ac.Service(headlessService(pg), pg.Namespace).
+	return corev1ac.Service(pgspec.HeadlessService(pg.Name), pg.Namespace).
 		WithLabels(clusterLabels(pg)).
 		WithOwnerReferences(ownerReference(pg)).
 		WithSpec(corev1ac.ServiceSpec().
@@ -54,7 +51,7 @@ func servicePort() *corev1ac.ServicePortApplyConfiguration {
 	return corev1ac.ServicePort().
 		WithName(portName).
 		WithProtocol(corev1.ProtocolTCP).
-		WithPort(PostgresPort).
+		WithPort(pgspec.Port).
 		WithTargetPort(intstr.FromString(portName))
 }
 
@@ -62,7 +59,7 @@ func servicePort() *corev1ac.ServicePortApplyConfiguration {
 // managers take and renew it, and the operator sets only what identifies
 // it.
 func DesiredLease(pg *v1alpha1.PostgresCluster) *coordinationv1ac.LeaseApplyConfiguration {
-	return coordinationv1ac.Lease(leaseName(pg), pg.Namespace).
+	return coordinationv1ac.Lease(pgspec.LeaseName(pg.Name), pg.Namespace).
 		WithLabels(clusterLabels(pg)).
 		WithOwnerReferences(ownerReference(pg))
 }

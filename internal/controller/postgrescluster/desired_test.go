@@ -16,6 +16,7 @@ import (
 	"k8s.io/pod-security-admission/policy"
 
 	"example.com/platform-operator/api/v1alpha1"
+	"example.com/platform-operator/internal/pgspec"
 )
 
 func testCluster() *v1alpha1.PostgresCluster {
@@ -199,7 +200,7 @@ func TestServices(t *testing.T) {
 		g.Expect(json.Unmarshal(data, s)).To(Succeed())
 		return s
 	}
-	rw := decodeService(desiredRoleService(pg, writeService(pg), v1alpha1.PostgresPrimaryRole))
+	rw := decodeService(desiredRoleService(pg, pgspec.WriteService(pg.Name), v1alpha1.PostgresPrimaryRole))
 	g.Expect(rw.Name).To(Equal("db-rw"))
 	g.Expect(rw.Spec.Selector).To(Equal(map[string]string{v1alpha1.PostgresClusterLabel: "db", v1alpha1.PostgresRoleLabel: "primary"}))
 	headless := decodeService(desiredHeadlessService(pg))

@@ -4,12 +4,11 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"example.com/platform-operator/api/v1alpha1"
-	"example.com/platform-operator/internal/instance/postgres"
+	"example.com/platform-operator/internal/pgspec"
 )
 
 // electionTimeout bounds how long a failover waits for the replicas to
@@ -42,8 +41,10 @@ type member struct {
 	fencedBySpec bool
 	// nodeDraining is true when the instance's node is cordoned.
 	nodeDraining bool
-	// current is true when the instance runs the current pod spec.
-	current bool
+	// specCurrent is true when the instance runs the pod the spec builds
+	// now (its hash matches); election.current is the primary, a different
+	// thing.
+	specCurrent bool
 	// keptData is true when the instance's claim is older than the
 	// cluster: kept from an earlier PostgresCluster of the name, it may hold
 	// that cluster's data.
@@ -349,7 +350,7 @@ func failoverQuorum(spec v1alpha1.PostgresClusterSpec) int {
 // synchronous_standby_names lists: every other instance of
 // 1..spec.instances, as the instance manager writes it.
 func synchronousStandby(in decideInput, primary string, m member) bool {
-	n := ordinalOf(in.clusterID, m.name)
+	n := pgspec.Ordinal(in.clusterID, m.name)
 	return m.name != primary && n >= 1 && n <= int(in.spec.Instances)
 }
 
@@ -457,7 +458,7 @@ func chooseFirstPrimary(in decideInput, e *election) bool {
 	}
 	e.electionStarted = nil
 	if len(withData) == 0 {
-		e.target = instanceName(in.clusterID, 1)
+		e.target = pgspec.InstanceName(in.clusterID, 1)
 		return true
 	}
 	slices.SortFunc(withData, moreAdvancedData)
@@ -479,7 +480,7 @@ func moreAdvancedData(a, b member) int {
 	if c := cmp.Compare(primary(b), primary(a)); c != 0 {
 		return c
 	}
-	if c := cmp.Compare(parseLSN(b.report.CheckpointLSN), parseLSN(a.report.CheckpointLSN)); c != 0 {
+	if c := cmp.Compare(pgspec.ParseLSN(b.report.CheckpointLSN), pgspec.ParseLSN(a.report.CheckpointLSN)); c != 0 {
 		return c
 	}
 	return cmp.Compare(a.name, b.name)
@@ -590,7 +591,7 @@ func lagsTooFar(in decideInput, m member) bool {
 	if in.spec.MaxLagOnFailover == nil || in.withoutQuorum {
 		return false
 	}
-	last := parseLSN(in.status.LastPrimaryLSN)
+	last := pgspec.ParseLSN(in.status.LastPrimaryLSN)
 	bound := uint64(max(in.spec.MaxLagOnFailover.Value(), 0))
 	return last > 0 && furthestWAL(m)+bound < last
 }
@@ -635,13 +636,13 @@ func switchoverTarget(in decideInput, byName map[string]member, primary member, 
 		}
 		return "", ok && eligible(m)
 	}
-	if !primary.nodeDraining && primary.current {
+	if !primary.nodeDraining && primary.specCurrent {
 		return "", false
 	}
 	var candidates []member
 	heldBack := false
 	for _, m := range in.members {
-		if m.name != primary.name && eligible(m) && (primary.nodeDraining || m.current) {
+		if m.name != primary.name && eligible(m) && (primary.nodeDraining || m.specCurrent) {
 			if !notAbandoned(m) {
 				heldBack = true
 				continue
@@ -705,7 +706,7 @@ func moreAdvanced(a, b member) int {
 
 // furthestWAL is the furthest WAL position a replica reported holding.
 func furthestWAL(m member) uint64 {
-	return max(parseLSN(m.report.ReceivedLSN), parseLSN(m.report.ReplayedLSN))
+	return max(pgspec.ParseLSN(m.report.ReceivedLSN), pgspec.ParseLSN(m.report.ReplayedLSN))
 }
 
 func boolRank(b bool) int {
@@ -738,19 +739,4 @@ func describe(m member) string {
 		return "PostgreSQL is not ready: " + m.report.Message
 	}
 	return "its lease lapsed"
-}
-
-// parseLSN reads a WAL position an instance reported, "16/B374D848"; 0,
-// before every position, when it is not one.
-func parseLSN(s string) uint64 {
-	lsn, err := postgres.ParseLSN(s)
-	if err != nil {
-		return 0
-	}
-	return uint64(lsn)
-}
-
-// instanceName is the name of the instance of ordinal n: CLUSTER-n.
-func instanceName(cluster string, n int) string {
-	return cluster + "-" + strconv.Itoa(n)
 }

@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"example.com/platform-operator/api/v1alpha1"
+	"example.com/platform-operator/internal/pgspec"
 )
 
 var t0 = time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
@@ -39,7 +40,7 @@ func kept(name string, r *v1alpha1.PostgresInstanceReport) member {
 }
 
 func up(name string, r *v1alpha1.PostgresInstanceReport) member {
-	return member{name: name, exists: true, report: r, current: true}
+	return member{name: name, exists: true, report: r, specCurrent: true}
 }
 
 // podWith is the pod of instance name of the cluster db in phase, with
@@ -633,8 +634,8 @@ func TestMemberOf(t *testing.T) {
 		want member
 	}{
 		"running": {podWith("db-2", corev1.PodRunning, "", replicaReport(1, 1, "0/3000000")),
-			member{name: "db-2", exists: true, current: true, report: replicaReport(1, 1, "0/3000000")}},
-		"pending, not reported yet": {podWith("db-2", corev1.PodPending, "", nil), member{name: "db-2", exists: true, current: true}},
+			member{name: "db-2", exists: true, specCurrent: true, report: replicaReport(1, 1, "0/3000000")}},
+		"pending, not reported yet": {podWith("db-2", corev1.PodPending, "", nil), member{name: "db-2", exists: true, specCurrent: true}},
 		"no pod":                    {nil, member{name: "db-2"}},
 		"being deleted":             {deleting, member{name: "db-2"}},
 		"evicted (phase Failed)": {podWith("db-2", corev1.PodFailed, "Evicted", replicaReport(1, 1, "0/3000000")),
@@ -650,11 +651,11 @@ func TestMemberOf(t *testing.T) {
 
 func TestParseLSN(t *testing.T) {
 	g := NewWithT(t)
-	g.Expect(parseLSN("0/3000060")).To(Equal(uint64(0x3000060)))
-	g.Expect(parseLSN("16/B374D848")).To(Equal(uint64(0x16)<<32 | 0xB374D848))
-	g.Expect(parseLSN("16/B374D848") > parseLSN("15/FFFFFFFF")).To(BeTrue())
-	g.Expect(parseLSN("")).To(BeZero())
-	g.Expect(parseLSN("x/y")).To(BeZero())
+	g.Expect(pgspec.ParseLSN("0/3000060")).To(Equal(uint64(0x3000060)))
+	g.Expect(pgspec.ParseLSN("16/B374D848")).To(Equal(uint64(0x16)<<32 | 0xB374D848))
+	g.Expect(pgspec.ParseLSN("16/B374D848") > pgspec.ParseLSN("15/FFFFFFFF")).To(BeTrue())
+	g.Expect(pgspec.ParseLSN("")).To(BeZero())
+	g.Expect(pgspec.ParseLSN("x/y")).To(BeZero())
 }
 
 // TestFencedOnPurpose: the instance a BackupJob's run fences by annotation
@@ -681,7 +682,7 @@ func TestFencedOnPurpose(t *testing.T) {
 		"a backup fence of an empty instance": {pg(""), "", false},
 	} {
 		t.Run(name, func(t *testing.T) {
-			NewWithT(t).Expect(fencedOnPurpose(tc.pg, tc.instance)).To(Equal(tc.want))
+			NewWithT(t).Expect(pgspec.FencedOnPurpose(tc.pg, tc.instance)).To(Equal(tc.want))
 		})
 	}
 }

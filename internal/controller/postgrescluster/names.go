@@ -9,32 +9,10 @@ import (
 	"example.com/platform-operator/internal/children"
 )
 
-// Names of a cluster's objects, from the cluster's name.
-func headlessService(pg *v1alpha1.PostgresCluster) string { return pg.Name }
-func writeService(pg *v1alpha1.PostgresCluster) string    { return pg.Name + "-rw" }
-func readService(pg *v1alpha1.PostgresCluster) string     { return pg.Name + "-ro" }
-func leaseName(pg *v1alpha1.PostgresCluster) string       { return pg.Name + "-primary" }
-func instanceAccount(pg *v1alpha1.PostgresCluster) string { return pg.Name + "-instance" }
-func primaryBudget(pg *v1alpha1.PostgresCluster) string   { return pg.Name + "-primary" }
-func replicaBudget(pg *v1alpha1.PostgresCluster) string   { return pg.Name + "-replicas" }
-func superuserSecret(pg *v1alpha1.PostgresCluster) string { return pg.Name + "-superuser" }
-func replicationSecret(pg *v1alpha1.PostgresCluster) string {
-	return pg.Name + "-replication"
-}
-func backupSecret(pg *v1alpha1.PostgresCluster) string {
-	return v1alpha1.PostgresBackupSecretName(pg.Name)
-}
-
-// appSecret is the Secret of the application owner's credentials: the
-// user's own when bootstrap.initdb.secretName names one.
-func appSecret(pg *v1alpha1.PostgresCluster) string {
-	if b := pg.Spec.Bootstrap; b != nil && b.InitDB != nil && b.InitDB.SecretName != "" {
-		return b.InitDB.SecretName
-	}
-	return generatedAppSecret(pg)
-}
-
-func generatedAppSecret(pg *v1alpha1.PostgresCluster) string { return pg.Name + "-app" }
+// Names of a cluster's objects that only the operator makes; the names
+// others read are pgspec's.
+func primaryBudget(pg *v1alpha1.PostgresCluster) string { return pg.Name + "-primary" }
+func replicaBudget(pg *v1alpha1.PostgresCluster) string { return pg.Name + "-replicas" }
 
 // initDB is the bootstrap's initdb with its defaults; for a cluster
 // restored from a backup, the owner and database the backup holds.

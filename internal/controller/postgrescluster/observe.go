@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -16,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"example.com/platform-operator/api/v1alpha1"
+	"example.com/platform-operator/internal/pgspec"
 )
 
 // observation is what one reconcile saw of a cluster's instances.
@@ -45,17 +44,17 @@ func (r *Reconciler) observe(ctx context.Context, pg *v1alpha1.PostgresCluster, 
 	highest := int(pg.Spec.Instances)
 	for i := range pods.Items {
 		pod := &pods.Items[i]
-		if !metav1IsControlledBy(pod, pg) {
+		if !controlledBy(pod, pg) {
 			continue
 		}
 		obs.pods[pod.Name] = pod
-		if n := ordinalOf(pg.Name, pod.Name); n > highest {
+		if n := pgspec.Ordinal(pg.Name, pod.Name); n > highest {
 			highest = n
 		}
 	}
 
 	l := &coordinationv1.Lease{}
-	switch err := r.Client.Get(ctx, types.NamespacedName{Namespace: pg.Namespace, Name: leaseName(pg)}, l); {
+	switch err := r.Client.Get(ctx, types.NamespacedName{Namespace: pg.Namespace, Name: pgspec.LeaseName(pg.Name)}, l); {
 	case apierrors.IsNotFound(err):
 	case err != nil:
 		return nil, fmt.Errorf("get the primary's Lease of PostgresCluster %s: %w", pg.Name, err)
@@ -64,7 +63,7 @@ func (r *Reconciler) observe(ctx context.Context, pg *v1alpha1.PostgresCluster, 
 	}
 
 	for n := 1; n <= highest; n++ {
-		name := instanceName(pg.Name, n)
+		name := pgspec.InstanceName(pg.Name, n)
 		m := memberOf(pg, name, obs.pods[name], desiredHash[name])
 		if m.report != nil && m.report.Node != "" {
 			m.nodeDraining = r.nodeCordoned(ctx, m.report.Node)
@@ -86,7 +85,7 @@ func (r *Reconciler) observe(ctx context.Context, pg *v1alpha1.PostgresCluster, 
 // node pressure, stopped by a node's shutdown), which nothing restarts and
 // whose report, its last before it stopped, says nothing of now.
 func memberOf(pg *v1alpha1.PostgresCluster, name string, pod *corev1.Pod, hash string) member {
-	m := member{name: name, fencedBySpec: fencedOnPurpose(pg, name)}
+	m := member{name: name, fencedBySpec: pgspec.FencedOnPurpose(pg, name)}
 	if pod == nil || !pod.DeletionTimestamp.IsZero() {
 		return m
 	}
@@ -96,7 +95,7 @@ func memberOf(pg *v1alpha1.PostgresCluster, name string, pod *corev1.Pod, hash s
 	}
 	m.exists = true
 	m.report = reportOf(pod)
-	m.current = pod.Annotations[SpecHashAnnotation] == hash
+	m.specCurrent = pod.Annotations[SpecHashAnnotation] == hash
 	return m
 }
 
@@ -143,7 +142,7 @@ func (r *Reconciler) keptBeyond(ctx context.Context, pg *v1alpha1.PostgresCluste
 	}
 	var names []string
 	for _, claim := range claims.Items {
-		if ordinalOf(pg.Name, claim.Name) > int(pg.Spec.Instances) && claim.CreationTimestamp.Before(&pg.CreationTimestamp) {
+		if pgspec.Ordinal(pg.Name, claim.Name) > int(pg.Spec.Instances) && claim.CreationTimestamp.Before(&pg.CreationTimestamp) {
 			names = append(names, claim.Name)
 		}
 	}
@@ -189,32 +188,12 @@ func leaseOf(l *coordinationv1.Lease) lease {
 	return out
 }
 
-// ordinalOf is n of the instance CLUSTER-n, 0 for another name.
-func ordinalOf(cluster, instance string) int {
-	rest, ok := strings.CutPrefix(instance, cluster+"-")
-	if !ok {
-		return 0
-	}
-	n, err := strconv.Atoi(rest)
-	if err != nil || n < 1 || n > maxInstances {
-		return 0
-	}
-	return n
-}
-
-// metav1IsControlledBy tells whether pg is obj's controller.
-func metav1IsControlledBy(obj client.Object, pg *v1alpha1.PostgresCluster) bool {
+// controlledBy tells whether pg is obj's controller.
+func controlledBy(obj client.Object, pg *v1alpha1.PostgresCluster) bool {
 	for _, ref := range obj.GetOwnerReferences() {
 		if ref.Controller != nil && *ref.Controller {
 			return ref.UID == pg.UID
 		}
 	}
 	return false
-}
-
-// fencedOnPurpose tells whether instance is fenced on purpose: named by
-// spec.fencedInstances, or by a BackupJob's run for a cold snapshot.
-func fencedOnPurpose(pg *v1alpha1.PostgresCluster, instance string) bool {
-	fence := pg.Annotations[v1alpha1.PostgresBackupFenceAnnotation]
-	return slices.Contains(pg.Spec.FencedInstances, instance) || (fence != "" && fence == instance)
 }

@@ -13,6 +13,7 @@ import (
 
 	"example.com/platform-operator/api/v1alpha1"
 	"example.com/platform-operator/internal/children"
+	"example.com/platform-operator/internal/pgspec"
 	"example.com/platform-operator/internal/podsecurity"
 )
 
@@ -45,7 +46,7 @@ func (r *Reconciler) ensurePods(ctx context.Context, pg *v1alpha1.PostgresCluste
 		}
 	}
 	for n := 1; n <= int(pg.Spec.Instances); n++ {
-		name := instanceName(pg.Name, n)
+		name := pgspec.InstanceName(pg.Name, n)
 		if obs.pods[name] != nil || obs.claims[name] == nil {
 			continue
 		}
@@ -54,7 +55,7 @@ func (r *Reconciler) ensurePods(ctx context.Context, pg *v1alpha1.PostgresCluste
 		// judged as the API server would, whatever the namespace enforces:
 		// spec.resources is the user's part of it.
 		if reason := podsecurity.Restricted(r.PodSecurityVersion, &pod.ObjectMeta, &pod.Spec); reason != "" {
-			out.add(fmt.Errorf("pod %s: %s", name, reason), true)
+			out.Add(fmt.Errorf("pod %s: %s", name, reason), true)
 			out.report(v1alpha1.PostgresInvalidSpecReason, fmt.Sprintf("Pod %s would not meet the restricted Pod Security Standard: %s", name, reason))
 			continue
 		}
@@ -64,7 +65,7 @@ func (r *Reconciler) ensurePods(ctx context.Context, pg *v1alpha1.PostgresCluste
 				out.report(v1alpha1.PostgresConflictReason, fmt.Sprintf("Pod %s exists and is not PostgresCluster %s's", name, pg.Name))
 				continue
 			}
-			out.add(fmt.Errorf("create Pod %s: %w", name, err), apierrors.IsInvalid(err))
+			out.Add(fmt.Errorf("create Pod %s: %w", name, err), apierrors.IsInvalid(err))
 			out.report(v1alpha1.PostgresApplyFailedReason, fmt.Sprintf("Pod %s: %v", name, err))
 			continue
 		}
@@ -73,7 +74,7 @@ func (r *Reconciler) ensurePods(ctx context.Context, pg *v1alpha1.PostgresCluste
 
 	holdsPrimary := func(name string) bool { return name == e.current || name == e.target }
 	for name, pod := range obs.pods {
-		if ordinalOf(pg.Name, name) > int(pg.Spec.Instances) && !holdsPrimary(name) && !over[name] {
+		if pgspec.Ordinal(pg.Name, name) > int(pg.Spec.Instances) && !holdsPrimary(name) && !over[name] {
 			r.deletePod(ctx, pg, pod, "spec.instances no longer counts it", out)
 		}
 	}
@@ -93,13 +94,13 @@ func nextOutdated(pg *v1alpha1.PostgresCluster, obs *observation, e election) *c
 	}
 	var outdated []string
 	for _, m := range obs.members {
-		if ordinalOf(pg.Name, m.name) > int(pg.Spec.Instances) {
+		if pgspec.Ordinal(pg.Name, m.name) > int(pg.Spec.Instances) {
 			continue
 		}
 		if !m.exists || (m.name != e.primary && !slices.Contains(e.replicas, m.name)) {
 			return nil
 		}
-		if !m.current && m.name != e.primary {
+		if !m.specCurrent && m.name != e.primary {
 			outdated = append(outdated, m.name)
 		}
 	}
@@ -123,7 +124,7 @@ func (r *Reconciler) removePod(ctx context.Context, pod *corev1.Pod, out *outcom
 	}
 	uid := pod.UID
 	if err := r.Client.Delete(ctx, pod, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
-		out.add(fmt.Errorf("delete Pod %s: %w", pod.Name, err), false)
+		out.Add(fmt.Errorf("delete Pod %s: %w", pod.Name, err), false)
 		return false
 	}
 	children.CountWrite(kind, "Pod", "delete")
@@ -174,13 +175,13 @@ func (r *Reconciler) routePods(ctx context.Context, obs *observation, e election
 			"labels": map[string]any{v1alpha1.PostgresRoleLabel: value},
 		}})
 		if err != nil {
-			out.add(err, false)
+			out.Add(err, false)
 			continue
 		}
 		target := &corev1.Pod{}
 		target.Namespace, target.Name = pod.Namespace, pod.Name
 		if err := r.Client.Patch(ctx, target, client.RawPatch(types.MergePatchType, patch)); client.IgnoreNotFound(err) != nil {
-			out.add(fmt.Errorf("route Pod %s: %w", name, err), false)
+			out.Add(fmt.Errorf("route Pod %s: %w", name, err), false)
 			out.report(v1alpha1.PostgresApplyFailedReason, fmt.Sprintf("Pod %s: its label %s could not be set, so the Services do not route by its role: %v",
 				name, v1alpha1.PostgresRoleLabel, err))
 			continue

@@ -23,6 +23,7 @@ import (
 	"example.com/platform-operator/internal/controller"
 	"example.com/platform-operator/internal/controller/kit"
 	"example.com/platform-operator/internal/instance/postgres"
+	"example.com/platform-operator/internal/pgspec"
 	"example.com/platform-operator/internal/platform"
 	"example.com/platform-operator/internal/podsecurity"
 )
@@ -113,14 +114,14 @@ func (r *Reconciler) Sync(ctx context.Context, pg *v1alpha1.PostgresCluster) kit
 	creds := r.ensureSecrets(ctx, pg, &out)
 	r.ensureShared(ctx, pg, &out)
 	claims := r.ensureClaims(ctx, pg, &out)
-	if errors.Is(out.err, platform.ErrNotLeader) {
-		return kit.Outcome[v1alpha1.PostgresClusterStatus]{Err: out.err}
+	if errors.Is(out.Err, platform.ErrNotLeader) {
+		return kit.Outcome[v1alpha1.PostgresClusterStatus]{Err: out.Err}
 	}
 
 	opts := PodOptions{InstanceImage: r.InstanceImage, ClusterDomain: r.ClusterDomain}
 	hashes := map[string]string{}
-	for n := 1; n <= maxInstances; n++ {
-		hashes[instanceName(pg.Name, n)] = DesiredPod(pg, n, opts).Annotations[SpecHashAnnotation]
+	for n := 1; n <= pgspec.MaxInstances; n++ {
+		hashes[pgspec.InstanceName(pg.Name, n)] = DesiredPod(pg, n, opts).Annotations[SpecHashAnnotation]
 	}
 	obs, err := r.observe(ctx, pg, hashes)
 	if err != nil {
@@ -142,8 +143,8 @@ func (r *Reconciler) Sync(ctx context.Context, pg *v1alpha1.PostgresCluster) kit
 	e := decide(decideInput{spec: pg.Spec, status: pg.Status, clusterID: pg.Name, members: obs.members, lease: obs.lease, now: now, keptBeyond: keptBeyond,
 		withoutQuorum: pg.Status.CurrentPrimary != "" && pg.Annotations[v1alpha1.PostgresFailoverWithoutQuorumAnnotation] == pg.Status.CurrentPrimary})
 	r.ensurePods(ctx, pg, obs, e, opts, &out)
-	if errors.Is(out.err, platform.ErrNotLeader) {
-		return kit.Outcome[v1alpha1.PostgresClusterStatus]{Err: out.err}
+	if errors.Is(out.Err, platform.ErrNotLeader) {
+		return kit.Outcome[v1alpha1.PostgresClusterStatus]{Err: out.Err}
 	}
 	if e.event != nil {
 		r.Recorder.Eventf(pg, nil, corev1.EventTypeNormal, e.event.reason, "Elect", "%s", e.event.message)
@@ -154,7 +155,7 @@ func (r *Reconciler) Sync(ctx context.Context, pg *v1alpha1.PostgresCluster) kit
 	if out.conflict {
 		after = kit.Soonest(after, 30*time.Second)
 	}
-	return kit.Outcome[v1alpha1.PostgresClusterStatus]{Status: &status, Err: out.err, SpecRefused: !out.retry, After: after}
+	return kit.Outcome[v1alpha1.PostgresClusterStatus]{Status: &status, Err: out.Err, SpecRefused: !out.Retry, After: after}
 }
 
 // leaseDeadline is when the primary's lease lapses unless renewed: the

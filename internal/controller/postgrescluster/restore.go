@@ -42,7 +42,7 @@ type backupCandidate struct {
 // a snapshot, and an older claim must not be restored in its place.
 func (r *Reconciler) restoreSource(ctx context.Context, pg *v1alpha1.PostgresCluster) (*corev1.TypedObjectReference, error) {
 	from := pg.Spec.Bootstrap.FromBackup
-	selector := client.MatchingLabels{v1alpha1.BackupJobLabel: from.BackupJob, v1alpha1.BackupResultLabel: "Succeeded"}
+	selector := client.MatchingLabels{v1alpha1.BackupJobLabel: from.BackupJob, v1alpha1.BackupResultLabel: string(v1alpha1.BackupSucceeded)}
 	var candidates []backupCandidate
 	snapshots := &unstructured.UnstructuredList{}
 	snapshots.SetGroupVersionKind(snapshotList)

@@ -10,6 +10,7 @@ import (
 
 	"example.com/platform-operator/api/v1alpha1"
 	"example.com/platform-operator/internal/controller/kit"
+	"example.com/platform-operator/internal/pgspec"
 )
 
 // computeStatus derives the status of pg from what was observed and
@@ -24,11 +25,11 @@ func computeStatus(pg *v1alpha1.PostgresCluster, obs *observation, e election, c
 		PromotionEpoch:     e.epoch,
 		SystemID:           pg.Status.SystemID,
 		LastPrimaryLSN:     lastPrimaryLSN(pg, obs, e),
-		WriteService:       writeService(pg),
-		ReadService:        readService(pg),
+		WriteService:       pgspec.WriteService(pg.Name),
+		ReadService:        pgspec.ReadService(pg.Name),
 		Credentials: v1alpha1.PostgresCredentialsStatus{
 			AppSecret:       creds.appSecret,
-			SuperuserSecret: superuserSecret(pg),
+			SuperuserSecret: pgspec.SuperuserSecret(pg.Name),
 			AppliedVersion:  pg.Status.Credentials.AppliedVersion,
 		},
 	}
@@ -51,7 +52,7 @@ func computeStatus(pg *v1alpha1.PostgresCluster, obs *observation, e election, c
 	var primaryLSN uint64
 	for _, m := range obs.members {
 		if m.name == e.primary && m.report != nil {
-			primaryLSN = parseLSN(m.report.CurrentLSN)
+			primaryLSN = pgspec.ParseLSN(m.report.CurrentLSN)
 			if status.SystemID == "" {
 				status.SystemID = m.report.SystemID
 			}
@@ -118,7 +119,7 @@ func instanceStatus(m member, primaryLSN uint64) v1alpha1.PostgresInstanceStatus
 		s.ReceivedLSN, s.ReplayedLSN = r.CurrentLSN, r.CurrentLSN
 	default:
 		s.ReceivedLSN, s.ReplayedLSN = r.ReceivedLSN, r.ReplayedLSN
-		if replayed := parseLSN(r.ReplayedLSN); primaryLSN > replayed && replayed > 0 {
+		if replayed := pgspec.ParseLSN(r.ReplayedLSN); primaryLSN > replayed && replayed > 0 {
 			s.LagBytes = int64(primaryLSN - replayed)
 		}
 	}
@@ -135,16 +136,16 @@ func conditionsFor(pg *v1alpha1.PostgresCluster, obs *observation, e election, p
 	case e.primary != "" && !obs.routed[e.primary]:
 		primary = set(v1alpha1.PostgresPrimaryAvailableCondition, metav1.ConditionFalse, v1alpha1.PostgresApplyFailedReason,
 			fmt.Sprintf("Instance %s is the primary, but Service %s does not route to it: its pod lacks the label %s=%s",
-				e.primary, writeService(pg), v1alpha1.PostgresRoleLabel, v1alpha1.PostgresPrimaryRole))
+				e.primary, pgspec.WriteService(pg.Name), v1alpha1.PostgresRoleLabel, v1alpha1.PostgresPrimaryRole))
 	case e.primary != "":
 		primary = set(v1alpha1.PostgresPrimaryAvailableCondition, metav1.ConditionTrue, v1alpha1.PostgresAvailableReason,
-			fmt.Sprintf("Instance %s accepts writes through Service %s", e.primary, writeService(pg)))
+			fmt.Sprintf("Instance %s accepts writes through Service %s", e.primary, pgspec.WriteService(pg.Name)))
 	}
 
 	wantReplicas := desired - 1
 	var notStreaming []string
 	for _, m := range obs.members {
-		if ordinalOf(pg.Name, m.name) <= desired && m.name != e.primary && !containsName(e.replicas, m.name) {
+		if pgspec.Ordinal(pg.Name, m.name) <= desired && m.name != e.primary && !containsName(e.replicas, m.name) {
 			notStreaming = append(notStreaming, m.name)
 		}
 	}
@@ -194,7 +195,7 @@ func conditionsFor(pg *v1alpha1.PostgresCluster, obs *observation, e election, p
 // primary, are just the one a BackupJob's run fenced.
 func backupFenced(pg *v1alpha1.PostgresCluster, notStreaming []string, primary string) bool {
 	rest := without(notStreaming, primary)
-	return len(rest) == 1 && rest[0] == pg.Annotations[v1alpha1.PostgresBackupFenceAnnotation]
+	return len(rest) == 1 && pgspec.FencedForBackup(pg, rest[0])
 }
 
 func anyResizing(obs *observation) bool {

@@ -53,7 +53,7 @@ func (r *Reconciler) ensureAccess(ctx context.Context, t *tenantv1.Tenant, n *na
 	// Bindings of a former role, or all of them while suspended.
 	if _, err := r.Children.Prune(ctx, t, &rbacv1.RoleBindingList{}, n.name, tenantSelector(t),
 		func(o client.Object) bool { return o.GetName() == keepBinding }); err != nil {
-		out.add(err, false)
+		out.Add(err, false)
 		note(problem(tenantv1.TenantApplyFailedReason, err.Error()))
 	}
 
@@ -87,7 +87,7 @@ func (r *Reconciler) ensureAccess(ctx context.Context, t *tenantv1.Tenant, n *na
 // longer asks for.
 func (r *Reconciler) remove(ctx context.Context, t *tenantv1.Tenant, namespace, name string, obj client.Object, out *outcome) *cause {
 	if _, err := r.Children.Delete(ctx, t, types.NamespacedName{Namespace: namespace, Name: name}, obj); err != nil {
-		out.add(err, false)
+		out.Add(err, false)
 		return problem(tenantv1.TenantApplyFailedReason, err.Error())
 	}
 	return nil
@@ -117,7 +117,7 @@ func (r *Reconciler) ensureServiceAccount(ctx context.Context, t *tenantv1.Tenan
 	}
 	if _, err := r.Children.Prune(ctx, t, &corev1.ServiceAccountList{}, HomeNamespace(t), tenantSelector(t),
 		func(o client.Object) bool { return o.GetName() == want }); err != nil {
-		out.add(err, false)
+		out.Add(err, false)
 		if problem == nil {
 			problem = problemOf(err)
 		}

@@ -34,7 +34,7 @@ func (r *Reconciler) ensureCredentials(ctx context.Context, t *tenantv1.Tenant, 
 	home := HomeNamespace(t)
 	keep := func(o client.Object) bool { return want != nil && o.GetName() == want.secretName }
 	if _, err := r.Children.Prune(ctx, t, &corev1.SecretList{}, home, tenantSelector(t), keep); err != nil {
-		out.add(err, false)
+		out.Add(err, false)
 		obs.problem = problemOf(err)
 		return obs
 	}
@@ -52,7 +52,7 @@ func (r *Reconciler) ensureCredentials(ctx context.Context, t *tenantv1.Tenant, 
 	if c != nil {
 		out.conflict = out.conflict || c.reason == tenantv1.CredentialsConflictReason
 		if c.reason != tenantv1.CredentialsConflictReason {
-			out.add(fmt.Errorf("%s", c.message), false)
+			out.Add(fmt.Errorf("%s", c.message), false)
 		}
 		obs.problem = c
 		return obs
@@ -65,7 +65,7 @@ func (r *Reconciler) ensureCredentials(ctx context.Context, t *tenantv1.Tenant, 
 			// decide again on what the API server holds.
 			secret, c = r.ownSecret(ctx, t, key, r.APIReader)
 			if c != nil {
-				out.add(fmt.Errorf("%s", c.message), false)
+				out.Add(fmt.Errorf("%s", c.message), false)
 				obs.problem = c
 				return obs
 			}
@@ -82,7 +82,7 @@ func (r *Reconciler) ensureCredentials(ctx context.Context, t *tenantv1.Tenant, 
 		uid, version := secret.UID, secret.ResourceVersion
 		err := r.Client.Delete(ctx, secret, client.Preconditions{UID: &uid, ResourceVersion: &version})
 		if client.IgnoreNotFound(err) != nil {
-			out.add(fmt.Errorf("delete Secret %s to rotate its token: %w", key, err), false)
+			out.Add(fmt.Errorf("delete Secret %s to rotate its token: %w", key, err), false)
 			obs.problem = problemOf(err)
 			return obs
 		}
@@ -90,7 +90,7 @@ func (r *Reconciler) ensureCredentials(ctx context.Context, t *tenantv1.Tenant, 
 	}
 	tok, c, err := r.issue(ctx, t, key, *want, now)
 	if err != nil {
-		out.add(err, false)
+		out.Add(err, false)
 	}
 	if c != nil {
 		out.conflict = out.conflict || c.reason == tenantv1.CredentialsConflictReason

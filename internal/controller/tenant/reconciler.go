@@ -117,12 +117,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // computes its status from what it observed.
 func (r *Reconciler) Sync(ctx context.Context, t *tenantv1.Tenant) kit.Outcome[tenantv1.TenantStatus] {
 	obs, out := r.ensureChildren(ctx, t)
-	if errors.Is(out.err, platform.ErrNotLeader) {
-		return kit.Outcome[tenantv1.TenantStatus]{Err: out.err}
+	if errors.Is(out.Err, platform.ErrNotLeader) {
+		return kit.Outcome[tenantv1.TenantStatus]{Err: out.Err}
 	}
 	now := r.Clock.Now()
 	status := computeStatus(t, obs, now)
-	return kit.Outcome[tenantv1.TenantStatus]{Status: &status, Err: out.err, SpecRefused: !out.retry, After: r.requeueAfter(obs, out, now)}
+	return kit.Outcome[tenantv1.TenantStatus]{Status: &status, Err: out.Err, SpecRefused: !out.Retry, After: r.requeueAfter(obs, out, now)}
 }
 
 // Finalizer is the Tenant's: it makes sure a deletion always meets the
@@ -135,19 +135,10 @@ func (r *Reconciler) NeedsFinalizer(*tenantv1.Tenant) bool { return true }
 // outcome collects the errors of one reconcile. retry is false when every
 // error is a refusal of the spec, which retrying cannot cure.
 type outcome struct {
-	err      error
-	retry    bool
+	kit.Errors
 	conflict bool
 	// created are the children this reconcile made, told in one event.
 	created children.Creations
-}
-
-func (o *outcome) add(err error, invalid bool) {
-	if err == nil {
-		return
-	}
-	o.err = errors.Join(o.err, err)
-	o.retry = o.retry || !invalid
 }
 
 // record turns the result of one child into a cause for status, and its
@@ -158,10 +149,10 @@ func (o *outcome) record(res children.Result, conflictReason string) *cause {
 		o.conflict = true
 		return problem(conflictReason, res.Message)
 	case children.Invalid:
-		o.add(res.Err, true)
+		o.Add(res.Err, true)
 		return problem(tenantv1.TenantInvalidSpecReason, res.Message)
 	case children.Failed:
-		o.add(res.Err, false)
+		o.Add(res.Err, false)
 		return problem(tenantv1.TenantApplyFailedReason, res.Message)
 	}
 	return nil
@@ -174,7 +165,7 @@ func (r *Reconciler) ensureChildren(ctx context.Context, t *tenantv1.Tenant) (ob
 	obs := observation{roleNotAllowed: !slices.Contains(r.AllowedOwnerRoles, OwnerRole(t))}
 	obs.namespaces = r.ensureNamespaces(ctx, t, &out)
 	if err := r.releaseRemovedNamespaces(ctx, t); err != nil {
-		out.add(err, false)
+		out.Add(err, false)
 		obs.notReleased = problemOf(err)
 	}
 

@@ -43,6 +43,7 @@ import (
 	"example.com/platform-operator/api/v1alpha1"
 	"example.com/platform-operator/internal/instance/postgres"
 	"example.com/platform-operator/internal/localcluster"
+	"example.com/platform-operator/internal/pgspec"
 	"example.com/platform-operator/test/bench/benchkit"
 )
 
@@ -321,7 +322,7 @@ func (s *scenario) waitWhole(ctx context.Context, start time.Time, limit time.Du
 // leaseDuration reads the primary's Lease.
 func (s *scenario) leaseDuration(ctx context.Context) (time.Duration, error) {
 	lease := &coordinationv1.Lease{}
-	if err := s.cl.Get(ctx, types.NamespacedName{Namespace: namespace, Name: clusterName + "-primary"}, lease); err != nil {
+	if err := s.cl.Get(ctx, types.NamespacedName{Namespace: namespace, Name: pgspec.LeaseName(clusterName)}, lease); err != nil {
 		return 0, err
 	}
 	if lease.Spec.LeaseDurationSeconds == nil {
@@ -335,13 +336,13 @@ func (s *scenario) leaseDuration(ctx context.Context) (time.Duration, error) {
 func (s *scenario) writeService(ctx context.Context) (postgres.ConnInfo, error) {
 	var info postgres.ConnInfo
 	secret := &corev1.Secret{}
-	if err := s.cl.Get(ctx, types.NamespacedName{Namespace: namespace, Name: clusterName + "-app"}, secret); err != nil {
+	if err := s.cl.Get(ctx, types.NamespacedName{Namespace: namespace, Name: pgspec.GeneratedAppSecret(clusterName)}, secret); err != nil {
 		return info, err
 	}
 	deadline := time.Now().Add(time.Minute)
 	for {
 		svc := &corev1.Service{}
-		err := s.cl.Get(ctx, types.NamespacedName{Namespace: namespace, Name: clusterName + "-rw"}, svc)
+		err := s.cl.Get(ctx, types.NamespacedName{Namespace: namespace, Name: pgspec.WriteService(clusterName)}, svc)
 		if address := svc.Annotations[localcluster.SimulationAddressAnnotation]; err == nil && address != "" {
 			host, port, err := net.SplitHostPort(address)
 			if err != nil {
