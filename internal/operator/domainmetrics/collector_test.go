@@ -44,7 +44,7 @@ func fixtures() []client.Object {
 					{Name: "team-a", Phase: v1alpha1.NamespaceActive},
 					{Name: "team-a-staging", Phase: v1alpha1.NamespaceConflict},
 				},
-				Credentials: &v1alpha1.TenantCredentialsStatus{ExpiresAt: ts(24 * time.Hour)},
+				Credentials: &v1alpha1.TenantCredentialsStatus{IssuedAt: ts(0), ExpiresAt: ts(24 * time.Hour)},
 			},
 		},
 		&v1alpha1.BackupJob{
@@ -172,6 +172,9 @@ platform_operator_postgrescluster_promotion_epoch{name="pg",namespace="db"} 3
 # HELP platform_operator_tenant_credentials_expiry_timestamp_seconds When the token in a Tenant's credentials Secret expires (status.credentials.expiresAt), in seconds since the epoch; absent when the Tenant has no credentials.
 # TYPE platform_operator_tenant_credentials_expiry_timestamp_seconds gauge
 platform_operator_tenant_credentials_expiry_timestamp_seconds{name="team-a",namespace=""} 1.8000864e+09
+# HELP platform_operator_tenant_credentials_issued_timestamp_seconds When the token in a Tenant's credentials Secret was issued (status.credentials.issuedAt), in seconds since the epoch; with the expiry it gives the token's life, which the operator renews at 80 %.
+# TYPE platform_operator_tenant_credentials_issued_timestamp_seconds gauge
+platform_operator_tenant_credentials_issued_timestamp_seconds{name="team-a",namespace=""} 1.8e+09
 # HELP platform_operator_tenant_namespaces_active Namespaces of a Tenant that are Active: the tenant's, with what its spec grants in place.
 # TYPE platform_operator_tenant_namespaces_active gauge
 platform_operator_tenant_namespaces_active{name="team-a",namespace=""} 1

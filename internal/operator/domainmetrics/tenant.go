@@ -20,10 +20,12 @@ var (
 		"Namespaces of a Tenant that are Active: the tenant's, with what its spec grants in place.", objectLabels, nil)
 	tenantCredentialsExpiry = prometheus.NewDesc("platform_operator_tenant_credentials_expiry_timestamp_seconds",
 		"When the token in a Tenant's credentials Secret expires (status.credentials.expiresAt), in seconds since the epoch; absent when the Tenant has no credentials.", objectLabels, nil)
+	tenantCredentialsIssued = prometheus.NewDesc("platform_operator_tenant_credentials_issued_timestamp_seconds",
+		"When the token in a Tenant's credentials Secret was issued (status.credentials.issuedAt), in seconds since the epoch; with the expiry it gives the token's life, which the operator renews at 80 %.", objectLabels, nil)
 )
 
 var tenantKind = kind{
-	descs: []*prometheus.Desc{tenantNamespacesDesired, tenantNamespacesActive, tenantCredentialsExpiry},
+	descs: []*prometheus.Desc{tenantNamespacesDesired, tenantNamespacesActive, tenantCredentialsExpiry, tenantCredentialsIssued},
 	collect: func(ctx context.Context, r client.Reader, _ map[string]bool, emit emitter) error {
 		var list v1alpha1.TenantList
 		if err := r.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
@@ -39,8 +41,13 @@ var tenantKind = kind{
 			}
 			emit.gauge(tenantNamespacesDesired, float64(len(t.Spec.Namespaces)), t.Namespace, t.Name)
 			emit.gauge(tenantNamespacesActive, float64(active), t.Namespace, t.Name)
-			if c := t.Status.Credentials; c != nil && c.ExpiresAt != nil {
-				emit.gauge(tenantCredentialsExpiry, unixSeconds(*c.ExpiresAt), t.Namespace, t.Name)
+			if c := t.Status.Credentials; c != nil {
+				if c.ExpiresAt != nil {
+					emit.gauge(tenantCredentialsExpiry, unixSeconds(*c.ExpiresAt), t.Namespace, t.Name)
+				}
+				if c.IssuedAt != nil {
+					emit.gauge(tenantCredentialsIssued, unixSeconds(*c.IssuedAt), t.Namespace, t.Name)
+				}
 			}
 			emit.conditions(Tenant, t, t.Status.Conditions)
 		}
