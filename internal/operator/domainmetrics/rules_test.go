@@ -102,9 +102,11 @@ func TestAlertRulesWithPromtool(t *testing.T) {
 	}
 	cmd := exec.Command(bin, "test", "rules", testsFile)
 	cmd.Dir = dir
-	if out, err := cmd.CombinedOutput(); err != nil {
+	out, err := cmd.CombinedOutput()
+	if err != nil {
 		t.Fatalf("promtool test rules: %v\n%s", err, out)
 	}
+	t.Logf("promtool test rules:\n%s", out)
 }
 
 // Each alert is tested both ways: some evaluation of testdata/rules_test.yaml
