@@ -85,7 +85,7 @@ func fixtures() []client.Object {
 	}
 }
 
-func fakeCache(t *testing.T, objs ...client.Object) client.Reader {
+func fakeCache(t testing.TB, objs ...client.Object) client.Reader {
 	t.Helper()
 	scheme := runtime.NewScheme()
 	if err := examplev1.AddToScheme(scheme); err != nil {
@@ -129,20 +129,12 @@ platform_operator_backupjob_missed_runs{name="weekly",namespace="db"} 0
 # HELP platform_operator_backupjob_next_schedule_timestamp_seconds When the next run of a BackupJob is due (status.nextScheduleTime), in seconds since the epoch; absent while it is suspended or its schedule is invalid.
 # TYPE platform_operator_backupjob_next_schedule_timestamp_seconds gauge
 platform_operator_backupjob_next_schedule_timestamp_seconds{name="nightly",namespace="db"} 1.8e+09
-# HELP platform_operator_condition Conditions of each object: 1 for the status the condition has, 0 for the others; Unknown when the condition does not describe the object's current generation.
+# HELP platform_operator_condition Conditions of each object: 1, labelled with the condition's status; Unknown when the condition does not describe the object's current generation.
 # TYPE platform_operator_condition gauge
 platform_operator_condition{kind="backupjob",name="nightly",namespace="db",status="False",type="Verified"} 1
-platform_operator_condition{kind="backupjob",name="nightly",namespace="db",status="True",type="Verified"} 0
-platform_operator_condition{kind="backupjob",name="nightly",namespace="db",status="Unknown",type="Verified"} 0
 platform_operator_condition{kind="postgrescluster",name="pg",namespace="db",status="False",type="PrimaryAvailable"} 1
-platform_operator_condition{kind="postgrescluster",name="pg",namespace="db",status="True",type="PrimaryAvailable"} 0
-platform_operator_condition{kind="postgrescluster",name="pg",namespace="db",status="Unknown",type="PrimaryAvailable"} 0
-platform_operator_condition{kind="website",name="docs",namespace="web",status="False",type="Degraded"} 0
 platform_operator_condition{kind="website",name="docs",namespace="web",status="False",type="Ready"} 1
-platform_operator_condition{kind="website",name="docs",namespace="web",status="True",type="Degraded"} 0
-platform_operator_condition{kind="website",name="docs",namespace="web",status="True",type="Ready"} 0
 platform_operator_condition{kind="website",name="docs",namespace="web",status="Unknown",type="Degraded"} 1
-platform_operator_condition{kind="website",name="docs",namespace="web",status="Unknown",type="Ready"} 0
 # HELP platform_operator_postgrescluster_instance_lag_bytes How far an instance's replay is behind the primary's current WAL position as last reported (status.instances[].lagBytes), by instance and its role (primary, replica, or empty before it reported).
 # TYPE platform_operator_postgrescluster_instance_lag_bytes gauge
 platform_operator_postgrescluster_instance_lag_bytes{instance="pg-1",name="pg",namespace="db",role="primary"} 0

@@ -5,16 +5,16 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// conditionDesc is one series per condition of an object and status, 1 for
-// the status the condition has and 0 for the others, as kube-state-metrics'
-// kube_deployment_status_condition and Flux's gotk_reconcile_condition: an
-// alert selects status="True" and compares with 1, and a condition that
-// flips leaves no stale series behind.
+// conditionDesc is one series per condition of an object, at 1, labelled
+// with the condition's status, as Flux's gotk_reconcile_condition labels
+// it; an alert selects status="True". Unlike kube-state-metrics, no series
+// at 0 stands for the statuses the condition does not have: they would
+// triple the series, and a scrape's cost grows with them (about 1 KB and
+// a few µs per series: BenchmarkScrapeWebsites). A condition that flips
+// replaces its series, and the old one goes stale at the next scrape.
 var conditionDesc = prometheus.NewDesc("platform_operator_condition",
-	"Conditions of each object: 1 for the status the condition has, 0 for the others; Unknown when the condition does not describe the object's current generation.",
+	"Conditions of each object: 1, labelled with the condition's status; Unknown when the condition does not describe the object's current generation.",
 	[]string{"kind", "namespace", "name", "type", "status"}, nil)
-
-var conditionStatuses = []metav1.ConditionStatus{metav1.ConditionTrue, metav1.ConditionFalse, metav1.ConditionUnknown}
 
 // emitConditions sends the conditions of obj (bounded by the API: at most 8
 // per object). A condition about an older generation is reported Unknown,
@@ -26,13 +26,7 @@ func (e emitter) conditions(kindName string, obj metav1.Object, conditions []met
 		if c.ObservedGeneration != 0 && c.ObservedGeneration != obj.GetGeneration() {
 			status = metav1.ConditionUnknown
 		}
-		for _, s := range conditionStatuses {
-			value := 0.0
-			if s == status {
-				value = 1
-			}
-			e.gauge(conditionDesc, value, kindName, obj.GetNamespace(), obj.GetName(), c.Type, string(s))
-		}
+		e.gauge(conditionDesc, 1, kindName, obj.GetNamespace(), obj.GetName(), c.Type, string(status))
 	}
 }
 
