@@ -29,12 +29,12 @@ const (
 )
 
 // scrapeTimeout bounds one kind's listing; a cache read never waits on the
-// API server, so only a cache not yet started could take that long.
+// API server, so only a cache still syncing at start could take that long.
 const scrapeTimeout = 5 * time.Second
 
 // The kinds list the cache with client.UnsafeDisableDeepCopy: they only
-// read the cached objects, and a copy of every object per scrape would cost
-// more than the scrape itself.
+// read the cached objects, and a deep copy of every object at every scrape
+// would be garbage that nothing needs.
 
 // kind is what the collector knows of one kind: its metrics and how to read
 // them from the cache.
