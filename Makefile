@@ -8,6 +8,8 @@ SHELL := bash
 KUBE_BIN_DIR = $(shell hack/kube-binaries.sh --dir)
 # Where hack/helm.sh puts helm, which the chart's tests run.
 HELM_BIN_DIR = $(shell hack/helm.sh --dir)
+# Where hack/promtool.sh puts promtool, which the alert rules' tests run.
+PROMTOOL_BIN_DIR = $(shell hack/promtool.sh --dir)
 # Where PostgreSQL 15's programs are, once hack/postgres.sh has installed them.
 POSTGRES_BIN_DIR = $(shell hack/postgres.sh --dir 2>/dev/null)
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
@@ -27,6 +29,10 @@ kube-binaries: ## Build the local control plane (etcd, kube-apiserver, ..., kwok
 .PHONY: helm
 helm: ## Build helm (helm.sh/helm/v4) from the Go module proxy once per version: the chart's tests run it.
 	@hack/helm.sh >/dev/null
+
+.PHONY: promtool
+promtool: ## Build promtool (github.com/prometheus/prometheus) from the Go module proxy once per version: the alert rules' tests run it.
+	@hack/promtool.sh >/dev/null
 
 .PHONY: postgres
 postgres: ## Install PostgreSQL 15 (apt-get) when missing: the instance manager's tests run it.
@@ -70,9 +76,9 @@ krew: ## Build kubectl-platform's archives and krew manifest into bin/krew/ (VER
 	hack/krew-manifest.sh
 
 .PHONY: test
-test: kube-binaries helm postgres fmt-check vet verify-generate ## Run the whole test suite: unit, envtest, PostgreSQL, Helm chart, local cluster, end-to-end, reliability.
+test: kube-binaries helm promtool postgres fmt-check vet verify-generate ## Run the whole test suite: unit, envtest, PostgreSQL, Helm chart, local cluster, end-to-end, reliability.
 	KUBE_BIN_DIR=$(KUBE_BIN_DIR) KUBEBUILDER_ASSETS=$(KUBE_BIN_DIR) POSTGRES_BIN_DIR=$(POSTGRES_BIN_DIR) HELM_BIN_DIR=$(HELM_BIN_DIR) \
-		go test -timeout $(TEST_TIMEOUT) -count=1 $$(go list ./... | grep -v /test/reliability)
+		PROMTOOL_BIN_DIR=$(PROMTOOL_BIN_DIR) go test -timeout $(TEST_TIMEOUT) -count=1 $$(go list ./... | grep -v /test/reliability)
 	@# The reliability scenarios time failovers and outages against lease
 	@# deadlines: they get the machine to themselves, not two cores shared
 	@# with the end-to-end tests.

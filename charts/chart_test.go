@@ -76,6 +76,11 @@ func TestChartRendersWhatDeployRenders(t *testing.T) {
 		named("every kind but website", only(t, slices.DeleteFunc(slices.Clone(all), func(c string) bool { return c == "website" })...)),
 		named("Websites in one namespace", namespaced),
 		{
+			name:          "with monitoring",
+			values:        map[string]any{"monitoring": map[string]any{"enabled": true}},
+			kustomization: kustomization(append(slices.Clone(all), "monitoring")...),
+		},
+		{
 			name: "image replicas and resources",
 			values: map[string]any{
 				"image":     map[string]any{"repository": "registry.example.com/platform-operator", "tag": "v9.9.9"},
@@ -254,9 +259,10 @@ func kustomization(components ...string) types.Kustomization {
 	return k
 }
 
-// components are the names of deploy/'s components.
+// components are the names of deploy/'s components of a kind, those with
+// a CRD; the others (monitoring) are options, off by default.
 func components(t *testing.T) []string {
-	matches, err := filepath.Glob(filepath.Join(repoRoot, "deploy/components/*/kustomization.yaml"))
+	matches, err := filepath.Glob(filepath.Join(repoRoot, "deploy/components/*/crd.yaml"))
 	if err != nil || len(matches) == 0 {
 		t.Fatalf("list deploy/'s components: %v (%d found)", err, len(matches))
 	}

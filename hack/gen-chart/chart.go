@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"path"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -32,7 +33,10 @@ type chart struct {
 	replicas                  int64
 	resources                 map[string]any
 	components                []component
-	namespaced                namespacedOverlay
+	// options are the components that serve no kind (monitoring): each
+	// is off by default, behind its own switch.
+	options    []component
+	namespaced namespacedOverlay
 }
 
 // component is one kind's component of deploy/components.
@@ -86,7 +90,7 @@ func analyse(tree *deployTree) (*chart, error) {
 	if err := c.readDeployment(); err != nil {
 		return nil, err
 	}
-	if c.components, err = readComponents(tree); err != nil {
+	if c.components, c.options, err = readComponents(tree); err != nil {
 		return nil, err
 	}
 	if c.namespaced, err = readNamespacedOverlay(tree, base, c.components); err != nil {
@@ -150,19 +154,20 @@ func operatorContainerOf(d *unstructured.Unstructured) (map[string]any, error) {
 	return nil, fmt.Errorf("the Deployment %s has no container %q", d.GetName(), operatorContainer)
 }
 
-// readComponents renders each component of deploy/components alone.
-func readComponents(tree *deployTree) ([]component, error) {
+// readComponents renders each component of deploy/components alone: those
+// of a kind, with its CRD, and the options, which have no CRD and serve no
+// kind (deploy/components/monitoring), switched by their folder's name.
+func readComponents(tree *deployTree) (components, options []component, err error) {
 	kustomizations, err := tree.fs.Glob("/deploy/components/*/kustomization.yaml")
 	if err != nil {
-		return nil, fmt.Errorf("list the components: %w", err)
+		return nil, nil, fmt.Errorf("list the components: %w", err)
 	}
 	sort.Strings(kustomizations)
-	var components []component
 	for _, k := range kustomizations {
 		name := path.Base(path.Dir(k))
 		objs, err := tree.renderComponents("component-"+name, nil, []string{"../../deploy/components/" + name})
 		if err != nil {
-			return nil, fmt.Errorf("component %s: %w", name, err)
+			return nil, nil, fmt.Errorf("component %s: %w", name, err)
 		}
 		c := component{name: name}
 		for _, obj := range objs {
@@ -172,21 +177,33 @@ func readComponents(tree *deployTree) ([]component, error) {
 			}
 			c.objects = append(c.objects, obj)
 		}
+		if len(c.crds) == 0 {
+			if !optionName.MatchString(name) {
+				return nil, nil, fmt.Errorf("component %s has no CRD, and its name is no values key for its switch", name)
+			}
+			c.valueKey = name
+			options = append(options, c)
+			continue
+		}
 		if len(c.crds) != 1 {
-			return nil, fmt.Errorf("component %s has %d CRDs, not one: which kind names its switch?", name, len(c.crds))
+			return nil, nil, fmt.Errorf("component %s has %d CRDs, not one: which kind names its switch?", name, len(c.crds))
 		}
 		kind, _, _ := unstructured.NestedString(c.crds[0].Object, "spec", "names", "kind")
 		if kind == "" {
-			return nil, fmt.Errorf("component %s: its CRD names no kind", name)
+			return nil, nil, fmt.Errorf("component %s: its CRD names no kind", name)
 		}
 		c.kind, c.valueKey = kind, strings.ToLower(kind[:1])+kind[1:]
 		components = append(components, c)
 	}
 	if len(components) == 0 {
-		return nil, fmt.Errorf("deploy/components has no component")
+		return nil, nil, fmt.Errorf("deploy/components has no component of a kind")
 	}
-	return components, nil
+	return components, options, nil
 }
+
+// optionName is what an option's folder may be called: its name is its
+// values key.
+var optionName = regexp.MustCompile(`^[a-z][a-zA-Z0-9]*$`)
 
 // readNamespacedOverlay compares deploy/overlays/namespaced with the base
 // and the components it lists. Besides adding objects and leaving some out,

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -44,6 +45,14 @@ func (c *chart) files() (map[string][]byte, error) {
 		}
 		files["templates/"+comp.name+".yaml"] = []byte(header +
 			fmt.Sprintf("# The %s component (deploy/components/%s) but its CRDs, which are in crds/.\n", comp.name, comp.name) + objs)
+	}
+	for _, opt := range c.options {
+		objs, err := c.templates(opt.objects, ".Values."+opt.valueKey+".enabled")
+		if err != nil {
+			return nil, fmt.Errorf("component %s: %w", opt.name, err)
+		}
+		files["templates/"+opt.name+".yaml"] = []byte(header +
+			fmt.Sprintf("# The %s component (deploy/components/%s), which serves no kind: off unless %s.enabled.\n", opt.name, opt.name, opt.valueKey) + objs)
 	}
 	namespaced, err := c.templates(c.namespaced.added, ".Values.watchNamespace")
 	if err != nil {
@@ -270,6 +279,14 @@ func (c *chart) valuesYAML() (string, error) {
 	for _, comp := range c.components {
 		fmt.Fprintf(&b, "%s:\n  enabled: true\n", comp.valueKey)
 	}
+	if len(c.options) > 0 {
+		b.WriteString("# Components of deploy/components that serve no kind, off by default as deploy/kustomization.yaml leaves\n" +
+			"# them out: each needs more than the operator does (monitoring: the Prometheus Operator's CRDs;\n" +
+			"# docs/operating.md#monitoring).\n")
+	}
+	for _, opt := range c.options {
+		fmt.Fprintf(&b, "%s:\n  enabled: false\n", opt.valueKey)
+	}
 	return b.String(), nil
 }
 
@@ -308,7 +325,7 @@ func (c *chart) valuesSchema() ([]byte, error) {
 			"pattern":     "^([a-z0-9]([-a-z0-9]*[a-z0-9])?)?$",
 		},
 	}
-	for _, comp := range c.components {
+	for _, comp := range append(slices.Clone(c.components), c.options...) {
 		props[comp.valueKey] = map[string]any{
 			"type":                 "object",
 			"additionalProperties": false,

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 const repoRoot = "../.."
@@ -21,6 +22,23 @@ func TestSwitchesAreNamedAfterTheKinds(t *testing.T) {
 	g.Expect(c.namespaced.watched).To(Equal("websites"))
 	g.Expect(c.namespaced.components).To(Equal([]string{"website"}))
 	g.Expect(c.namespaced.removed).To(HaveKey("ClusterRoleBinding//platform-operator-website"))
+	// A component without a CRD serves no kind: an option, named after
+	// its folder.
+	g.Expect(valueKeys(c.options)).To(Equal([]string{"monitoring"}))
+}
+
+// Prometheus' templates in deploy/ ({{ $labels.name }}) reach the rendered
+// chart as they are: helm must not read them.
+func TestTemplatesOfDeployAreLiteralInTheChart(t *testing.T) {
+	g := NewWithT(t)
+	obj := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "monitoring.coreos.com/v1", "kind": "PrometheusRule",
+		"metadata": map[string]any{"name": "r", "namespace": "platform-operator-system"},
+		"spec":     map[string]any{"summary": "{{ $labels.name }} is down"},
+	}}
+	text, err := templateObject(obj, templateOptions{namespace: "platform-operator-system"})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(text).To(ContainSubstring("summary: '{{`{{`}} $labels.name }} is down'"))
 }
 
 // An overlay change that the chart cannot make stops the generation, rather

@@ -84,9 +84,10 @@ func templateObject(obj *unstructured.Unstructured, opts templateOptions) (strin
 		return "", fmt.Errorf("marshal %s: %w", id(obj), err)
 	}
 	text := string(data)
-	if strings.Contains(text, "{{") {
-		return "", fmt.Errorf("%s holds {{, which helm would read as a template", id(obj))
-	}
+	// Text of deploy/ that looks like a template (a PrometheusRule's
+	// {{ $labels.name }}, for Prometheus) is written as helm writes a
+	// literal {{, before the chart's own expressions go in.
+	text = strings.ReplaceAll(text, "{{", "{{`{{`}}")
 	text = replaceNamespace(text, opts.namespace)
 	for name, expr := range expressions {
 		text = strings.ReplaceAll(text, "'"+placeholder(name)+"'", expr)

@@ -23,6 +23,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"example.com/platform-operator/internal/controller"
+	"example.com/platform-operator/internal/operator/domainmetrics"
 )
 
 // newManager builds the controller manager for the controllers of p: one
@@ -100,6 +101,9 @@ func newManager(ctx context.Context, config *rest.Config, opts Options, leaseNS 
 			return nil, nil, fmt.Errorf("set up controller %s: %w", d.Name, err)
 		}
 	}
+	// The kinds' state at each scrape, read from the cache the controllers
+	// share: only the kinds that run, whose informers the cache holds.
+	domainmetrics.Register(mgr.GetCache(), controllerNames(p.run))
 	return mgr, stop, nil
 }
 

@@ -243,6 +243,8 @@ func TestMetricsAndProbes(t *testing.T) {
 	g.Expect(body).To(ContainSubstring(`platform_operator_resources{condition="Ready",kind="website",status="True"}`))
 	g.Expect(body).To(ContainSubstring("platform_operator_time_to_ready_seconds_bucket"))
 	g.Expect(body).To(ContainSubstring(`controller_runtime_reconcile_total{controller="website"`))
+	// The kinds' state, read from the cache (internal/operator/domainmetrics).
+	g.Expect(body).To(MatchRegexp(`platform_operator_website_replicas_desired\{name="[^"]+",namespace="[^"]+"\} \d`))
 
 	// Asked for gzip, as Prometheus asks, the operator answers uncompressed:
 	// a compressor would cost it more memory than the text costs bandwidth.

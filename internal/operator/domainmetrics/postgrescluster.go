@@ -1,0 +1,113 @@
+package domainmetrics
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"example.com/platform-operator/api/v1alpha1"
+)
+
+var (
+	postgresPhase = prometheus.NewDesc("platform_operator_postgrescluster_phase",
+		"Phase of a PostgresCluster (status.phase): 1 for the phase it is in, 0 for the others, as kube_pod_status_phase.",
+		[]string{"namespace", "name", "phase"}, nil)
+	postgresInstancesDesired = prometheus.NewDesc("platform_operator_postgrescluster_instances_desired",
+		"PostgreSQL instances a PostgresCluster asks for (spec.instances).", objectLabels, nil)
+	postgresInstancesReady = prometheus.NewDesc("platform_operator_postgrescluster_instances_ready",
+		"Instances of a PostgresCluster that accept connections and, replicas, stream from the primary (status.instances[].ready).", objectLabels, nil)
+	postgresPromotionEpoch = prometheus.NewDesc("platform_operator_postgrescluster_promotion_epoch",
+		"Changes of a PostgresCluster's target primary (status.promotionEpoch): its increase counts failovers and switchovers.", objectLabels, nil)
+	postgresInstanceLag = prometheus.NewDesc("platform_operator_postgrescluster_instance_lag_bytes",
+		"How far an instance's replay is behind the primary's current WAL position as last reported (status.instances[].lagBytes), by instance and its role (primary, replica, or empty before it reported).",
+		[]string{"namespace", "name", "instance", "role"}, nil)
+	postgresLastBackup = prometheus.NewDesc("platform_operator_postgrescluster_last_backup_success_timestamp_seconds",
+		"When the most recent successful backup of a PostgresCluster finished, the latest status.lastSuccessfulTime of the BackupJobs whose source it is, in seconds since the epoch; absent when none succeeded or BackupJobs are not served.", objectLabels, nil)
+)
+
+// postgresPhases are the phases every cluster has a series of, so that a
+// phase's series exists (at 0) before the first cluster enters it.
+var postgresPhases = []v1alpha1.PostgresClusterPhase{
+	v1alpha1.PostgresInitializing, v1alpha1.PostgresHealthy, v1alpha1.PostgresFailingOver, v1alpha1.PostgresSwitchingOver,
+	v1alpha1.PostgresUpgrading, v1alpha1.PostgresHibernated, v1alpha1.PostgresDegraded, v1alpha1.PostgresDeleting,
+}
+
+var postgresClusterKind = kind{
+	descs: []*prometheus.Desc{postgresPhase, postgresInstancesDesired, postgresInstancesReady, postgresPromotionEpoch,
+		postgresInstanceLag, postgresLastBackup},
+	collect: func(ctx context.Context, r client.Reader, running map[string]bool, emit emitter) error {
+		var list v1alpha1.PostgresClusterList
+		if err := r.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
+			return fmt.Errorf("list PostgresClusters from the cache: %w", err)
+		}
+		// Only where BackupJobs' controller runs is their informer in the
+		// cache: listing them otherwise would start one.
+		var lastBackups map[types.NamespacedName]float64
+		if running[BackupJob] {
+			var err error
+			if lastBackups, err = lastBackupOfClusters(ctx, r); err != nil {
+				return err
+			}
+		}
+		for i := range list.Items {
+			emitPostgresCluster(emit, &list.Items[i], lastBackups)
+		}
+		return nil
+	},
+}
+
+func emitPostgresCluster(emit emitter, pg *v1alpha1.PostgresCluster, lastBackups map[types.NamespacedName]float64) {
+	s := &pg.Status
+	phases := postgresPhases
+	if s.Phase != "" && !slices.Contains(phases, s.Phase) {
+		phases = append(slices.Clone(phases), s.Phase)
+	}
+	for _, p := range phases {
+		value := 0.0
+		if p == s.Phase {
+			value = 1
+		}
+		emit.gauge(postgresPhase, value, pg.Namespace, pg.Name, string(p))
+	}
+	// The API server defaults spec.instances to 1.
+	desired := max(pg.Spec.Instances, 1)
+	ready := 0
+	for _, inst := range s.Instances {
+		if inst.Ready {
+			ready++
+		}
+		emit.gauge(postgresInstanceLag, float64(inst.LagBytes), pg.Namespace, pg.Name, inst.Name, inst.Role)
+	}
+	emit.gauge(postgresInstancesDesired, float64(desired), pg.Namespace, pg.Name)
+	emit.gauge(postgresInstancesReady, float64(ready), pg.Namespace, pg.Name)
+	emit.gauge(postgresPromotionEpoch, float64(s.PromotionEpoch), pg.Namespace, pg.Name)
+	if t, ok := lastBackups[types.NamespacedName{Namespace: pg.Namespace, Name: pg.Name}]; ok {
+		emit.gauge(postgresLastBackup, t, pg.Namespace, pg.Name)
+	}
+	emit.conditions(PostgresCluster, pg, s.Conditions)
+}
+
+// lastBackupOfClusters is, for each PostgresCluster that a BackupJob backs
+// up, the latest time one of them last succeeded.
+func lastBackupOfClusters(ctx context.Context, r client.Reader) (map[types.NamespacedName]float64, error) {
+	var jobs v1alpha1.BackupJobList
+	if err := r.List(ctx, &jobs, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("list BackupJobs from the cache: %w", err)
+	}
+	last := map[types.NamespacedName]float64{}
+	for _, bj := range jobs.Items {
+		cluster := bj.Spec.Source.PostgresCluster
+		if cluster == "" || bj.Status.LastSuccessfulTime == nil {
+			continue
+		}
+		key := types.NamespacedName{Namespace: bj.Namespace, Name: cluster}
+		if t := unixSeconds(*bj.Status.LastSuccessfulTime); t > last[key] {
+			last[key] = t
+		}
+	}
+	return last, nil
+}
