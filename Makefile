@@ -75,8 +75,12 @@ build: ## Build bin/platform-operator and the kubectl plugin bin/kubectl-platfor
 krew: ## Build kubectl-platform's archives and krew manifest into bin/krew/ (VERSION=v… URL=… of the release).
 	hack/krew-manifest.sh
 
+.PHONY: tools
+tools: ## Build or install what the tests run (control plane, helm, promtool, PostgreSQL), side by side.
+	@$(MAKE) --no-print-directory -j4 kube-binaries helm promtool postgres
+
 .PHONY: test
-test: kube-binaries helm promtool postgres fmt-check vet verify-generate ## Run the whole test suite: unit, envtest, PostgreSQL, Helm chart, local cluster, end-to-end, reliability.
+test: tools fmt-check vet verify-generate ## Run the whole test suite: unit, envtest, PostgreSQL, Helm chart, local cluster, end-to-end, reliability.
 	KUBE_BIN_DIR=$(KUBE_BIN_DIR) KUBEBUILDER_ASSETS=$(KUBE_BIN_DIR) POSTGRES_BIN_DIR=$(POSTGRES_BIN_DIR) HELM_BIN_DIR=$(HELM_BIN_DIR) \
 		PROMTOOL_BIN_DIR=$(PROMTOOL_BIN_DIR) go test -timeout $(TEST_TIMEOUT) -count=1 $$(go list ./... | grep -v /test/reliability)
 	@# The reliability scenarios time failovers and outages against lease
