@@ -142,9 +142,11 @@ func copyYAMLTree(dir string, mem filesys.FileSystem, to string) error {
 }
 
 // Components returns the names of the components of repoRoot's
-// deploy/components, sorted: one per kind the operator serves.
+// deploy/components that serve a kind (they hold its CRD), sorted: one per
+// kind the operator serves. Options without a kind, such as monitoring,
+// are left out.
 func Components(repoRoot string) ([]string, error) {
-	matches, err := filepath.Glob(filepath.Join(repoRoot, "deploy", "components", "*", "kustomization.yaml"))
+	matches, err := filepath.Glob(filepath.Join(repoRoot, "deploy", "components", "*", "crd.yaml"))
 	if err != nil {
 		return nil, fmt.Errorf("list the components: %w", err)
 	}
