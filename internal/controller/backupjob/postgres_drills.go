@@ -124,7 +124,11 @@ func (r *Reconciler) startPostgresDrill(ctx context.Context, bj *v1alpha1.Backup
 // cluster is Healthy, a failure once it has waited too long.
 func (r *Reconciler) advancePostgresDrill(ctx context.Context, bj *v1alpha1.BackupJob, obs *observation, b *backup, drill *v1alpha1.PostgresCluster, now time.Time, out *outcome) {
 	b.verified = v1alpha1.VerificationRunning
-	if drill.Status.Phase == v1alpha1.PostgresHealthy && drill.Status.CurrentPrimary != "" {
+	// Healthy is not enough: a cluster restored from a backup holds the
+	// source's passwords until its primary sets the drill's own, which
+	// status.credentials.appliedVersion says it did; the verify Job logs in
+	// with the drill's.
+	if drill.Status.Phase == v1alpha1.PostgresHealthy && drill.Status.CurrentPrimary != "" && drill.Status.Credentials.AppliedVersion != "" {
 		job := &batchv1.Job{}
 		res := r.Children.Ensure(ctx, bj, children.Typed(desiredVerifyJob(bj, b, drill, r.baseBackup)), job, children.WithoutCreateEvent())
 		if r.judgeCreate(res, out) == runStarted {

@@ -353,9 +353,14 @@ func TestPostgresDrillQueriesARestoredCluster(t *testing.T) {
 
 	drill.Status.Phase, drill.Status.CurrentPrimary = v1alpha1.PostgresHealthy, drill.Name+"-1"
 	p.g.Expect(k8sClient.Status().Update(t.Context(), &drill)).To(Succeed())
+	p.at(2 * time.Second)
+	p.g.Expect(p.jobs()).To(HaveLen(1), "no query while the restored cluster still has the source's passwords")
+
+	drill.Status.Credentials.AppliedVersion = "1"
+	p.g.Expect(k8sClient.Status().Update(t.Context(), &drill)).To(Succeed())
 	p.at(3 * time.Second)
 	verify := backupjob.DrillName(p.bj.Name, p.created.Add(time.Second))
-	p.g.Expect(p.jobs()).To(ContainElement(HaveField("Name", verify)), "the query runs once the cluster is Healthy")
+	p.g.Expect(p.jobs()).To(ContainElement(HaveField("Name", verify)), "the query runs once the cluster is Healthy with its own passwords")
 
 	p.podOfJob(verify, "pg-verify", corev1.PodFailed, 1, `the verify query failed: ERROR: relation "orders" does not exist (SQLSTATE 42P01)`)
 	p.finishJob(verify, false)
@@ -414,6 +419,7 @@ func TestRetentionKeepsABackupItsPostgresDrillRestores(t *testing.T) {
 	// the backup.
 	p.g.Expect(k8sClient.Get(t.Context(), client.ObjectKeyFromObject(&drill), &drill)).To(Succeed())
 	drill.Status.Phase, drill.Status.CurrentPrimary = v1alpha1.PostgresHealthy, drill.Name+"-1"
+	drill.Status.Credentials.AppliedVersion = "1"
 	p.g.Expect(k8sClient.Status().Update(t.Context(), &drill)).To(Succeed())
 	p.at(5 * time.Second)
 	verify := backupjob.DrillName(p.bj.Name, p.created.Add(time.Second))
