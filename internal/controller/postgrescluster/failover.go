@@ -598,8 +598,11 @@ func lagsTooFar(in decideInput, m member) bool {
 
 // returning tells whether m, a primary that failed, is back under the
 // election's epoch with its data, a primary's: stopped, or running again.
+// A primary that fenced itself when it lost its lease (its report says
+// fenced) comes back so: it stopped, and it starts only as the target.
+// One fenced by spec.fencedInstances stays out.
 func returning(in decideInput, m member, epoch int64) bool {
-	return m.name != "" && m.exists && !m.fenced() && m.report != nil && m.report.Epoch >= epoch && sameSystem(in.status.SystemID, m) &&
+	return m.name != "" && m.exists && !m.fencedBySpec && m.report != nil && m.report.Epoch >= epoch && sameSystem(in.status.SystemID, m) &&
 		(m.report.StoppedData == v1alpha1.PostgresPrimaryRole || m.report.Role == v1alpha1.PostgresPrimaryRole)
 }
 

@@ -363,6 +363,29 @@ func TestDecide(t *testing.T) {
 			wantCurrent: "db-1", wantEpoch: 2, wantElection: true, wantReplicas: []string{"db-2"},
 		},
 		{
+			name:   "... and the former primary, which fenced itself when it lost its lease, takes its place again once it reports",
+			spec:   &v1alpha1.PostgresClusterSpec{Instances: 2, MaxLagOnFailover: ptr.To(resource.MustParse("1Mi"))},
+			status: v1alpha1.PostgresClusterStatus{CurrentPrimary: "db-1", PromotionEpoch: 2, ElectionStartedAt: at(0), SystemID: "42", LastPrimaryLSN: "0/5000000"},
+			member: []member{up("db-1", func() *v1alpha1.PostgresInstanceReport {
+				r := stopped(2, 1, "primary", "0/5000100")
+				r.Fenced = true
+				return r
+			}()), up("db-2", replicaReport(2, 1, "0/3000000"))},
+			now:       electionTimeout,
+			wantPhase: v1alpha1.PostgresDegraded, wantReason: v1alpha1.PostgresReplicasTooFarBehindReason, wantMessage: "starts again on its own data",
+			wantCurrent: "db-1", wantTgt: "db-1", wantEpoch: 2, wantElection: true, wantReplicas: []string{"db-2"},
+		},
+		{
+			name:   "... but not one fenced by spec.fencedInstances",
+			spec:   &v1alpha1.PostgresClusterSpec{Instances: 2, MaxLagOnFailover: ptr.To(resource.MustParse("1Mi")), FencedInstances: []string{"db-1"}},
+			status: v1alpha1.PostgresClusterStatus{CurrentPrimary: "db-1", PromotionEpoch: 2, ElectionStartedAt: at(0), SystemID: "42", LastPrimaryLSN: "0/5000000"},
+			member: []member{{name: "db-1", exists: true, fencedBySpec: true, report: stopped(2, 1, "primary", "0/5000100")},
+				up("db-2", replicaReport(2, 1, "0/3000000"))},
+			now:       electionTimeout,
+			wantPhase: v1alpha1.PostgresDegraded, wantReason: v1alpha1.PostgresReplicasTooFarBehindReason, wantMessage: "waiting for db-1",
+			wantCurrent: "db-1", wantEpoch: 2, wantElection: true, wantReplicas: []string{"db-2"},
+		},
+		{
 			name:      "... one within it is",
 			spec:      &v1alpha1.PostgresClusterSpec{Instances: 2, MaxLagOnFailover: ptr.To(resource.MustParse("1Mi"))},
 			status:    v1alpha1.PostgresClusterStatus{CurrentPrimary: "db-1", PromotionEpoch: 2, ElectionStartedAt: at(0), SystemID: "42", LastPrimaryLSN: "0/5000000"},
