@@ -37,17 +37,10 @@ not move its schedule.`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: o.completeNames(&v1alpha1.BackupJobList{}),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := o.client()
-			if err != nil {
-				return err
-			}
-			ns, err := o.namespace()
-			if err != nil {
-				return err
-			}
 			bj := &v1alpha1.BackupJob{}
-			if err := c.Get(cmd.Context(), client.ObjectKey{Namespace: ns, Name: args[0]}, bj); err != nil {
-				return fmt.Errorf("read BackupJob %s/%s: %w", ns, args[0], err)
+			c, err := o.getNamed(cmd.Context(), "BackupJob", args[0], bj)
+			if err != nil {
+				return err
 			}
 			return o.runNow(cmd.Context(), c, bj, w)
 		},
@@ -141,17 +134,10 @@ restore drill.`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: o.completeNames(&v1alpha1.BackupJobList{}),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := o.client()
-			if err != nil {
-				return err
-			}
-			ns, err := o.namespace()
-			if err != nil {
-				return err
-			}
 			bj := &v1alpha1.BackupJob{}
-			if err := c.Get(cmd.Context(), client.ObjectKey{Namespace: ns, Name: args[0]}, bj); err != nil {
-				return fmt.Errorf("read BackupJob %s/%s: %w", ns, args[0], err)
+			c, err := o.getNamed(cmd.Context(), "BackupJob", args[0], bj)
+			if err != nil {
+				return err
 			}
 			pinned, err := pinnedBackups(cmd.Context(), c, bj)
 			if err != nil {

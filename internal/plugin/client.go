@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"context"
 	"fmt"
 
 	snapshotv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
@@ -49,4 +50,22 @@ func (o *options) namespace() (string, error) {
 		return "", fmt.Errorf("read the namespace from the kubeconfig: %w", err)
 	}
 	return ns, nil
+}
+
+// getNamed reads the object called name, of the namespace the kubeconfig
+// flags give, into obj (kind names it in errors), and returns the client
+// for what follows.
+func (o *options) getNamed(ctx context.Context, kind, name string, obj client.Object) (client.Client, error) {
+	c, err := o.client()
+	if err != nil {
+		return nil, err
+	}
+	ns, err := o.namespace()
+	if err != nil {
+		return nil, err
+	}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, obj); err != nil {
+		return nil, fmt.Errorf("read %s %s/%s: %w", kind, ns, name, err)
+	}
+	return c, nil
 }

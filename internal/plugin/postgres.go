@@ -55,17 +55,10 @@ conditions with their messages.`,
 // getPostgresCluster reads the named PostgresCluster of the namespace the
 // flags say, with a client for what the command does next.
 func (o *options) getPostgresCluster(ctx context.Context, name string) (client.Client, *v1alpha1.PostgresCluster, error) {
-	c, err := o.client()
-	if err != nil {
-		return nil, nil, err
-	}
-	ns, err := o.namespace()
-	if err != nil {
-		return nil, nil, err
-	}
 	pg := &v1alpha1.PostgresCluster{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, pg); err != nil {
-		return nil, nil, fmt.Errorf("read PostgresCluster %s/%s: %w", ns, name, err)
+	c, err := o.getNamed(ctx, "PostgresCluster", name, pg)
+	if err != nil {
+		return nil, nil, err
 	}
 	return c, pg, nil
 }

@@ -1,10 +1,7 @@
 package plugin
 
 import (
-	"fmt"
-
 	"github.com/spf13/cobra"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	websitev1 "example.com/platform-operator/api/v1"
 	"example.com/platform-operator/internal/plugin/view"
@@ -26,17 +23,9 @@ reason; then every condition with its message.`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: o.completeNames(&websitev1.WebsiteList{}),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := o.client()
-			if err != nil {
-				return err
-			}
-			ns, err := o.namespace()
-			if err != nil {
-				return err
-			}
 			ws := &websitev1.Website{}
-			if err := c.Get(cmd.Context(), client.ObjectKey{Namespace: ns, Name: args[0]}, ws); err != nil {
-				return fmt.Errorf("read Website %s/%s: %w", ns, args[0], err)
+			if _, err := o.getNamed(cmd.Context(), "Website", args[0], ws); err != nil {
+				return err
 			}
 			view.WebsiteStatus(o.streams.Out, ws, o.now())
 			return nil
