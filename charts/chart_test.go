@@ -7,7 +7,6 @@ import (
 	"bytes"
 	"errors"
 	"io"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,6 +23,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/resid"
 	"sigs.k8s.io/yaml"
 
+	"example.com/platform-operator/internal/devenv"
 	"example.com/platform-operator/internal/helmtest"
 	"example.com/platform-operator/internal/platform"
 )
@@ -348,23 +348,7 @@ func helmEnv(t *testing.T) []string {
 // deploy/ read into memory, and returns its objects by id.
 func kustomizeBuild(t *testing.T, k types.Kustomization) map[string]*unstructured.Unstructured {
 	mem := filesys.MakeFsInMemory()
-	deploy := filepath.Join(repoRoot, "deploy")
-	err := filepath.WalkDir(deploy, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || filepath.Ext(path) != ".yaml" {
-			return err
-		}
-		rel, _ := filepath.Rel(deploy, path)
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		target := "/deploy/" + filepath.ToSlash(rel)
-		if err := mem.MkdirAll(filepath.Dir(target)); err != nil {
-			return err
-		}
-		return mem.WriteFile(target, data)
-	})
-	if err != nil {
+	if err := devenv.CopyYAMLTree(filepath.Join(repoRoot, "deploy"), mem, "/deploy"); err != nil {
 		t.Fatalf("read deploy/: %v", err)
 	}
 	k.TypeMeta = types.TypeMeta{APIVersion: types.KustomizationVersion, Kind: types.KustomizationKind}

@@ -2,8 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io/fs"
-	"os"
 	"path/filepath"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -11,6 +9,8 @@ import (
 	"sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
+
+	"example.com/platform-operator/internal/devenv"
 )
 
 // deployTree is deploy/ read into memory, where kustomizations that exist
@@ -23,27 +23,8 @@ type deployTree struct {
 // in-memory file system.
 func readDeploy(root string) (*deployTree, error) {
 	mem := filesys.MakeFsInMemory()
-	dir := filepath.Join(root, "deploy")
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || filepath.Ext(path) != ".yaml" {
-			return err
-		}
-		rel, err := filepath.Rel(dir, path)
-		if err != nil {
-			return err
-		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		target := "/deploy/" + filepath.ToSlash(rel)
-		if err := mem.MkdirAll(filepath.Dir(target)); err != nil {
-			return err
-		}
-		return mem.WriteFile(target, data)
-	})
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", dir, err)
+	if err := devenv.CopyYAMLTree(filepath.Join(root, "deploy"), mem, "/deploy"); err != nil {
+		return nil, err
 	}
 	return &deployTree{fs: mem}, nil
 }

@@ -36,7 +36,7 @@ func RenderKustomization(dir string) ([]byte, error) {
 func RenderComponents(repoRoot string, components []string) ([]byte, error) {
 	deployDir := filepath.Join(repoRoot, "deploy")
 	mem := filesys.MakeFsInMemory()
-	if err := copyYAMLTree(deployDir, mem, "/deploy"); err != nil {
+	if err := CopyYAMLTree(deployDir, mem, "/deploy"); err != nil {
 		return nil, err
 	}
 	k := types.Kustomization{
@@ -114,9 +114,11 @@ func dropOperatorWorkload(resources resmap.ResMap) error {
 	return nil
 }
 
-// copyYAMLTree copies the YAML files under dir on disk to the folder to of
-// mem.
-func copyYAMLTree(dir string, mem filesys.FileSystem, to string) error {
+// CopyYAMLTree copies the YAML files under dir on disk to the folder to of
+// mem: deploy/ read into memory, where kustomizations that exist nowhere on
+// disk can be put together and rendered (here, by the chart generator and
+// by the chart's tests).
+func CopyYAMLTree(dir string, mem filesys.FileSystem, to string) error {
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || filepath.Ext(path) != ".yaml" {
 			return err
