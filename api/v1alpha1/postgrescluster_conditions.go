@@ -18,6 +18,17 @@ const (
 	// PostgresDegradedCondition is True when something needs a person; the
 	// reason and message say what. False means nothing is wrong.
 	PostgresDegradedCondition = "Degraded"
+	// PostgresContinuousArchivingCondition, with spec.backup, is True
+	// while the primary's WAL reaches the object store; False says why
+	// not. Writes go on either way: WAL waits on the primary's volume.
+	PostgresContinuousArchivingCondition = "ContinuousArchiving"
+)
+
+// Reasons of ContinuousArchiving.
+const (
+	PostgresArchivingReason       = "Archiving"
+	PostgresArchiveFailingReason  = "ArchiveFailing"
+	PostgresArchiveStartingReason = "Starting"
 )
 
 // Reasons of the PostgresCluster's conditions.

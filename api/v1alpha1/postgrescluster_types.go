@@ -149,15 +149,125 @@ type PostgresInitDB struct {
 	SecretName string `json:"secretName,omitempty"`
 }
 
-// PostgresFromBackup restores the cluster from a BackupJob's backup of
-// another PostgresCluster.
-type PostgresFromBackup struct {
-	// backupJob names the BackupJob, in the cluster's namespace, whose
-	// backup to restore.
+// PostgresObjectStore is an S3-compatible bucket and a path in it.
+type PostgresObjectStore struct {
+	// endpoint is the store's S3 URL, http:// or https://HOST[:PORT].
 	// +required
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:Pattern=`^https?://[^\s/]+/?$`
+	Endpoint string `json:"endpoint"`
+
+	// bucket holds the archive; it is made when missing.
+	// +required
+	// +kubebuilder:validation:MinLength=3
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9][a-z0-9.-]*[a-z0-9]$`
+	Bucket string `json:"bucket"`
+
+	// path is the folder of this cluster's WAL and base backups in the
+	// bucket; unset, NAMESPACE/CLUSTER. A cluster archives only into a
+	// path that holds no WAL yet.
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$`
+	Path string `json:"path,omitempty"`
+
+	// region requests are signed for; us-east-1 unless set.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	Region string `json:"region,omitempty"`
+
+	// credentialsSecret names a Secret of the cluster's namespace with the
+	// keys accessKeyId and secretAccessKey. The instances read it when
+	// their pods start: a changed key reaches them as they restart.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	CredentialsSecret string `json:"credentialsSecret"`
+
+	// caSecret names a Secret of the cluster's namespace whose key ca.crt
+	// is the PEM bundle trusted for an https endpoint, besides the
+	// system's roots.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	CASecret string `json:"caSecret,omitempty"`
+
+	// compression of WAL and base backups: gzip (the default) or none.
+	// +optional
+	// +kubebuilder:default=gzip
+	// +kubebuilder:validation:Enum=gzip;none
+	Compression string `json:"compression,omitempty"`
+}
+
+// Keys of the Secret of PostgresObjectStore.credentialsSecret and caSecret.
+const (
+	ObjectStoreAccessKeyIDKey     = "accessKeyId"
+	ObjectStoreSecretAccessKeyKey = "secretAccessKey"
+	ObjectStoreCAKey              = "ca.crt"
+)
+
+// PostgresBackupSpec is the cluster's continuous backup.
+type PostgresBackupSpec struct {
+	// objectStore is where the primary archives every WAL file as it
+	// fills (continuous archiving), and where BackupJobs with target
+	// objectStore put base backups: with both, the cluster can be restored
+	// to any moment since its oldest base backup.
+	// +required
+	ObjectStore PostgresObjectStore `json:"objectStore"`
+
+	// archiveTimeout bounds how long a committed transaction waits to be
+	// archived on an idle cluster: a WAL file is switched and archived at
+	// least this often while anything is written. Shorter loses less with
+	// the whole cluster, and stores more (each file is 16 MB before
+	// compression). 5m unless set.
+	// +optional
+	// +kubebuilder:default="5m"
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('10s') && duration(self) <= duration('24h')",message="archiveTimeout must be between 10s and 24h"
+	ArchiveTimeout *metav1.Duration `json:"archiveTimeout,omitempty"`
+}
+
+// PostgresFromBackup restores the cluster from a BackupJob's backup of
+// another PostgresCluster.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.backupJob) != has(self.objectStore)",message="fromBackup takes backupJob or objectStore, one of them"
+// +kubebuilder:validation:XValidation:rule="[has(self.targetTime), has(self.targetLSN), has(self.targetName)].filter(x, x).size() <= 1",message="set at most one of targetTime, targetLSN and targetName"
+// +kubebuilder:validation:XValidation:rule="has(self.objectStore) || !(has(self.targetTime) || has(self.targetLSN) || has(self.targetName))",message="a recovery target needs objectStore: the WAL to replay comes from its archive"
+type PostgresFromBackup struct {
+	// backupJob names the BackupJob, in the cluster's namespace, whose
+	// volume backup (snapshot or base backup claim) to restore.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=52
-	BackupJob string `json:"backupJob"`
+	BackupJob string `json:"backupJob,omitempty"`
+
+	// objectStore restores from a cluster's archive in an object store: a
+	// base backup and the WAL archived after it. Its path is required:
+	// that of the cluster backed up (NAMESPACE/CLUSTER unless it set
+	// another), which need not exist any more.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="has(self.path)",message="objectStore.path is required in fromBackup: the path of the cluster to restore, such as NAMESPACE/CLUSTER"
+	ObjectStore *PostgresObjectStore `json:"objectStore,omitempty"`
+
+	// targetTime (RFC 3339) stops the recovery at the last transaction
+	// committed at or before it; unset, with no other target, recovery
+	// replays the whole archive.
+	// +optional
+	TargetTime *metav1.Time `json:"targetTime,omitempty"`
+
+	// targetLSN stops it at a WAL position, such as 0/3000060.
+	// +optional
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^[0-9A-Fa-f]{1,8}/[0-9A-Fa-f]{1,8}$`
+	TargetLSN string `json:"targetLSN,omitempty"`
+
+	// targetName stops it at a restore point made with
+	// pg_create_restore_point('NAME').
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	TargetName string `json:"targetName,omitempty"`
 
 	// name is the backup's (its VolumeSnapshot's or claim's); unset, the
 	// newest successful backup of the BackupJob.
@@ -268,6 +378,11 @@ type PostgresClusterSpec struct {
 	// +optional
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="bootstrap cannot change once the cluster exists"
 	Bootstrap *PostgresBootstrap `json:"bootstrap,omitempty"`
+
+	// backup is the cluster's continuous backup: WAL archiving to an
+	// object store, the base of point-in-time recovery.
+	// +optional
+	Backup *PostgresBackupSpec `json:"backup,omitempty"`
 
 	// superuserAccess, when true, lets the superuser postgres log in over
 	// the network with the password of the Secret CLUSTER-superuser. Off by
@@ -469,6 +584,34 @@ type PostgresCredentialsStatus struct {
 	AppliedVersion string `json:"appliedVersion,omitempty"`
 }
 
+// PostgresArchivingStatus is where continuous archiving stands, as the
+// primary reports it.
+type PostgresArchivingStatus struct {
+	// lastArchivedWAL is the last WAL file the store confirmed, and
+	// lastArchivedAt when.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	LastArchivedWAL string `json:"lastArchivedWAL,omitempty"`
+	// +optional
+	LastArchivedAt *metav1.Time `json:"lastArchivedAt,omitempty"`
+
+	// lastFailedWAL is the last WAL file whose archiving failed, at
+	// lastFailedAt, for lastFailure; kept after archiving recovers.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	LastFailedWAL string `json:"lastFailedWAL,omitempty"`
+	// +optional
+	LastFailedAt *metav1.Time `json:"lastFailedAt,omitempty"`
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	LastFailure string `json:"lastFailure,omitempty"`
+
+	// pendingWAL counts the WAL files written but not yet archived, which
+	// the primary keeps on its volume until they are.
+	// +optional
+	PendingWAL int64 `json:"pendingWAL,omitempty"`
+}
+
 // PostgresClusterStatus is what the operator last observed of a
 // PostgresCluster.
 type PostgresClusterStatus struct {
@@ -559,6 +702,11 @@ type PostgresClusterStatus struct {
 	// credentials tell which Secrets to use.
 	// +optional
 	Credentials PostgresCredentialsStatus `json:"credentials,omitempty"`
+
+	// archiving is where continuous archiving stands, with
+	// spec.backup.objectStore.
+	// +optional
+	Archiving *PostgresArchivingStatus `json:"archiving,omitempty"`
 
 	// writeService and readService are the Services applications connect
 	// to: CLUSTER-rw reaches the primary, CLUSTER-ro the replicas.
@@ -674,6 +822,9 @@ type PostgresInstanceReport struct {
 	// is fenced for, once it stopped PostgreSQL for it: cleanShutdown is
 	// then this run's, not a stale one of an earlier fence.
 	BackupFence string `json:"backupFence,omitempty"`
+	// archiving is a primary's continuous archiving, with
+	// spec.backup.objectStore.
+	Archiving *PostgresArchivingStatus `json:"archiving,omitempty"`
 	// message says what the instance is doing, or why it is not ready.
 	Message string `json:"message,omitempty"`
 }

@@ -15,19 +15,30 @@ const (
 	// BackupJob's volume backup (a snapshot or a base backup's claim); the
 	// instance never makes an empty database.
 	BootstrapVolumeBackup
+	// BootstrapObjectStore: the first instance fetches a base backup from
+	// an object store and replays the WAL archived after it, up to the
+	// recovery target, then promotes; the instance never makes an empty
+	// database either.
+	BootstrapObjectStore
 )
 
 // BootstrapOf is pg's bootstrap.
 func BootstrapOf(pg *v1alpha1.PostgresCluster) Bootstrap {
 	if b := pg.Spec.Bootstrap; b != nil && b.FromBackup != nil {
+		if b.FromBackup.ObjectStore != nil {
+			return BootstrapObjectStore
+		}
 		return BootstrapVolumeBackup
 	}
 	return BootstrapInitDB
 }
 
 func (b Bootstrap) String() string {
-	if b == BootstrapVolumeBackup {
+	switch b {
+	case BootstrapVolumeBackup:
 		return "volume backup"
+	case BootstrapObjectStore:
+		return "object store"
 	}
 	return "initdb"
 }
