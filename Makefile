@@ -10,6 +10,8 @@ KUBE_BIN_DIR = $(shell hack/kube-binaries.sh --dir)
 HELM_BIN_DIR = $(shell hack/helm.sh --dir)
 # Where hack/promtool.sh puts promtool, which the alert rules' tests run.
 PROMTOOL_BIN_DIR = $(shell hack/promtool.sh --dir)
+# Where hack/seaweedfs.sh puts weed, the local cluster's object store.
+SEAWEEDFS_BIN_DIR = $(shell hack/seaweedfs.sh --dir)
 # Where PostgreSQL 15's programs are, once hack/postgres.sh has installed them.
 POSTGRES_BIN_DIR = $(shell hack/postgres.sh --dir 2>/dev/null)
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
@@ -33,6 +35,10 @@ helm: ## Build helm (helm.sh/helm/v4) from the Go module proxy once per version:
 .PHONY: promtool
 promtool: ## Build promtool (github.com/prometheus/prometheus) from the Go module proxy once per version: the alert rules' tests run it.
 	@hack/promtool.sh >/dev/null
+
+.PHONY: seaweedfs
+seaweedfs: ## Build SeaweedFS's weed (an S3-compatible store) from the Go module proxy once per version: the local cluster's object store.
+	@hack/seaweedfs.sh >/dev/null
 
 .PHONY: postgres
 postgres: ## Install PostgreSQL 15 (apt-get) when missing: the instance manager's tests run it.
@@ -76,13 +82,13 @@ krew: ## Build kubectl-platform's archives and krew manifest into bin/krew/ (VER
 	hack/krew-manifest.sh
 
 .PHONY: tools
-tools: ## Build or install what the tests run (control plane, helm, promtool, PostgreSQL), side by side.
-	@$(MAKE) --no-print-directory -j4 kube-binaries helm promtool postgres
+tools: ## Build or install what the tests run (control plane, helm, promtool, object store, PostgreSQL), side by side.
+	@$(MAKE) --no-print-directory -j4 kube-binaries helm promtool seaweedfs postgres
 
 .PHONY: test
 test: tools fmt-check vet verify-generate ## Run the whole test suite: unit, envtest, PostgreSQL, Helm chart, local cluster, end-to-end, reliability.
 	KUBE_BIN_DIR=$(KUBE_BIN_DIR) KUBEBUILDER_ASSETS=$(KUBE_BIN_DIR) POSTGRES_BIN_DIR=$(POSTGRES_BIN_DIR) HELM_BIN_DIR=$(HELM_BIN_DIR) \
-		PROMTOOL_BIN_DIR=$(PROMTOOL_BIN_DIR) go test -timeout $(TEST_TIMEOUT) -count=1 $$(go list ./... | grep -v /test/reliability)
+		PROMTOOL_BIN_DIR=$(PROMTOOL_BIN_DIR) SEAWEEDFS_BIN_DIR=$(SEAWEEDFS_BIN_DIR) go test -timeout $(TEST_TIMEOUT) -count=1 $$(go list ./... | grep -v /test/reliability)
 	@# The reliability scenarios time failovers and outages against lease
 	@# deadlines: they get the machine to themselves, not two cores shared
 	@# with the end-to-end tests.

@@ -54,6 +54,7 @@ func run() error {
 	flag.IntVar(&cfg.cluster.APIServerPort, "port", 0, "API server port on 127.0.0.1 (default: a free port)")
 	flag.BoolVar(&cfg.cluster.Simulations, "simulations", true, "run the simulation parts: a volume provisioner for the StorageClass local, the VolumeSnapshot API with a snapshot simulator, PostgreSQL pods that run their instance manager")
 	flag.StringVar(&cfg.cluster.InstanceBinary, "instance-binary", "", "operator binary whose 'instance run' each PostgresCluster pod runs as a host process (default: the -operator binary; needs root)")
+	flag.StringVar(&cfg.cluster.ObjectStoreBinDir, "object-store-bin-dir", os.Getenv(localcluster.ObjectStoreBinDirEnv), "folder of SeaweedFS's weed (hack/seaweedfs.sh prints it): with -simulations, the cluster's S3 object store; none when empty")
 	flag.StringVar(&cfg.operator, "operator", "", "operator binary to install and run with its own ServiceAccount")
 	flag.StringVar(&cfg.apply, "apply", "", "with -operator: a file or folder of manifests to apply once the operator runs")
 	flag.Parse()

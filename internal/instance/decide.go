@@ -16,6 +16,10 @@ type local struct {
 	primaryData bool
 	// running: postgres runs; ready: it accepts connections.
 	running, ready bool
+	// recovering: the data is a base backup set up for archive recovery
+	// (recovery.signal), which PostgreSQL promotes once it reached the
+	// recovery target.
+	recovering bool
 	// streaming: a standby's WAL receiver streams from a primary.
 	streaming bool
 	// notStreamingSince: since when a running standby has not streamed.
@@ -101,6 +105,12 @@ const (
 	// stepDetach stops a standby's WAL receiver for an election: see
 	// view.election.
 	stepDetach
+	// stepFetch makes the first instance's data from a base backup in the
+	// object store, set up for archive recovery; stepRecover starts
+	// PostgreSQL on it, to replay the archive up to the recovery target
+	// and promote.
+	stepFetch
+	stepRecover
 	stepRun
 )
 
@@ -109,6 +119,7 @@ var stepNames = map[step]string{
 	stepStartPrimary: "start as primary", stepStartStandby: "start as standby", stepPromote: "promote",
 	stepStepDown: "step down", stepReleaseLease: "release the lease", stepFence: "fence",
 	stepRewind: "rewind", stepFollow: "follow the primary", stepRestore: "start from the restored backup", stepDetach: "detach from the primary", stepRun: "run",
+	stepFetch: "fetch the base backup", stepRecover: "recover from the archive",
 }
 
 func (s step) String() string { return stepNames[s] }
@@ -147,6 +158,8 @@ func next(me string, l local, v view, now time.Time) (step, string) {
 		switch {
 		case v.target == me && v.current == "" && v.bootstrap == pgspec.BootstrapVolumeBackup:
 			return stepWait, "waiting for the backup to be restored onto the claim"
+		case v.target == me && v.current == "" && v.bootstrap == pgspec.BootstrapObjectStore:
+			return stepFetch, "fetching the base backup from the object store"
 		case v.target == me && v.current == "":
 			return stepInitDB, "the first instance initializes the database"
 		case v.primaryReady:
@@ -184,6 +197,12 @@ func nextAsTarget(l local, v view, now time.Time) (step, string) {
 		return stepAcquireLease, "taking the primary's lease"
 	}
 	switch {
+	case l.recovering && !l.running:
+		return stepRecover, "recovering from the object store's archive"
+	case l.recovering:
+		// Never promoted by hand: PostgreSQL promotes at the recovery
+		// target, and only it knows when that is reached.
+		return stepWait, "replaying the archive up to the recovery target"
 	case !l.primaryData && !l.running && v.current == "" && v.bootstrap == pgspec.BootstrapVolumeBackup:
 		// The cluster never had a primary, starts from a backup, and this
 		// instance holds data: the backup restored onto its claim. Other

@@ -101,6 +101,8 @@ func Main(args []string, getenv func(string) string, stderr io.Writer) int {
 			return 1
 		}
 		return 0
+	case "wal-archive", "wal-restore":
+		return archiveTool(args, stderr)
 	case "verify":
 		opts, err := ParseVerifyOptions(args[1:], getenv, stderr)
 		if errors.Is(err, flag.ErrHelp) {
@@ -118,6 +120,42 @@ func Main(args []string, getenv func(string) string, stderr io.Writer) int {
 		}
 		return 0
 	}
-	fmt.Fprintf(stderr, "unknown subcommand %q: run, install, basebackup or verify\n", args[0])
+	fmt.Fprintf(stderr, "unknown subcommand %q: run, install, basebackup, verify, wal-archive or wal-restore\n", args[0])
 	return 2
+}
+
+// archiveTool runs `instance wal-archive --config FILE PATH` (PostgreSQL's
+// archive_command) or `instance wal-restore --config FILE NAME PATH` (its
+// restore_command). PostgreSQL logs what they write to stderr.
+func archiveTool(args []string, stderr io.Writer) int {
+	fs := flag.NewFlagSet("instance "+args[0], flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	config := fs.String("config", "", "the object store's configuration, written by the instance manager")
+	if err := fs.Parse(args[1:]); err != nil {
+		return 2
+	}
+	want := 1
+	if args[0] == "wal-restore" {
+		want = 2
+	}
+	if *config == "" || fs.NArg() != want {
+		fmt.Fprintf(stderr, "usage: platform-operator instance %s --config FILE %s\n", args[0], map[int]string{1: "PATH", 2: "NAME PATH"}[want])
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var err error
+	if args[0] == "wal-archive" {
+		err = ArchiveWAL(ctx, *config, fs.Arg(0))
+	} else {
+		err = RestoreWAL(ctx, *config, fs.Arg(0), fs.Arg(1))
+	}
+	switch {
+	case errors.Is(err, errNotArchived):
+		return 1
+	case err != nil:
+		fmt.Fprintf(stderr, "instance %s: %v\n", args[0], err)
+		return 1
+	}
+	return 0
 }

@@ -92,6 +92,10 @@ type Manager struct {
 	// handedOver is the shutdown position of this instance when it stepped
 	// down for a switchover, reported for its successor.
 	handedOver postgres.LSN
+	// archiveConfigWritten is what archiveConfigFile last got;
+	// archivingChecked is set once checkArchiving looked.
+	archiveConfigWritten []byte
+	archivingChecked     bool
 	// settings are those last written to the configuration.
 	settings *postgres.Settings
 	// applied maps a role to the resourceVersion of the Secret whose
@@ -235,6 +239,9 @@ func (m *Manager) tick(ctx context.Context) {
 	now := m.clock.Now()
 	pg := m.cluster(ctx)
 	if pg != nil {
+		if err := m.writeArchiveConfig(pg); err != nil {
+			m.log.Error(err, "The object store's configuration is not written")
+		}
 		m.applySettings(pg)
 		standbys := standbyNames(pg, m.opts.PodName)
 		m.expectedStandbys.Store(&standbys)
@@ -259,6 +266,7 @@ func (m *Manager) tick(ctx context.Context) {
 		pwCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		m.syncPasswords(pwCtx, pg, state)
 		m.syncSlots(pwCtx, pg, state, now)
+		m.checkArchiving(pwCtx, pg, state)
 		cancel()
 	}
 	state = m.observe(ctx, m.clock.Now())

@@ -135,10 +135,14 @@ func (m *Manager) local(s instanceState) local {
 		holdsLease:        m.lease.held(m.clock.Now()),
 		following:         m.following,
 	}
+	if s.initialized {
+		recovering, err := m.pg.RecoveryConfigured()
+		l.recovering = err == nil && recovering
+	}
 	if s.running && !s.ready {
 		// Starting or recovering: its role is the one its files give.
 		standby, err := m.pg.StandbyConfigured()
-		l.primaryData = err == nil && !standby
+		l.primaryData = err == nil && !standby && !l.recovering
 	}
 	return l
 }

@@ -20,6 +20,7 @@ import (
 
 	"k8s.io/client-go/rest"
 
+	"example.com/platform-operator/internal/objectstore"
 	"example.com/platform-operator/internal/pgspec"
 )
 
@@ -59,6 +60,15 @@ type Options struct {
 	// `instance watchdog`, to which the path of its file is added); none
 	// when empty, as in the tests that run managers in their own process.
 	WatchdogCommand []string
+
+	// SelfCommand runs this binary's `instance` subcommands (the binary
+	// and "instance"): PostgreSQL's archive_command and restore_command.
+	// Without it the instance archives nothing.
+	SelfCommand []string
+	// Archive is the object store the cluster archives WAL to, Recovery
+	// the one it is restored from (spec.backup and bootstrap.fromBackup,
+	// through the pod's environment); nil for none.
+	Archive, Recovery *objectstore.Location
 }
 
 const (
@@ -102,6 +112,19 @@ func ParseOptions(args []string, getenv func(string) string, usage io.Writer) (O
 		return opts, fmt.Errorf("the path of this program, for its fencing watchdog: %w", err)
 	}
 	opts.WatchdogCommand = []string{self, "instance", "watchdog"}
+	opts.SelfCommand = []string{self, "instance"}
+	for _, store := range []struct {
+		prefix string
+		loc    **objectstore.Location
+	}{{pgspec.ArchiveStore, &opts.Archive}, {pgspec.RecoveryStore, &opts.Recovery}} {
+		loc, ok, err := pgspec.LocationFromEnv(store.prefix, getenv)
+		if err != nil {
+			return opts, err
+		}
+		if ok {
+			*store.loc = &loc
+		}
+	}
 	return opts, nil
 }
 

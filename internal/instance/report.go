@@ -83,6 +83,9 @@ func (m *Manager) report(ctx context.Context, pg *v1alpha1.PostgresCluster, s in
 			r.Ready = m.lease.held(m.clock.Now())
 			r.CurrentLSN = lsnText(st.CurrentLSN)
 			r.PasswordVersion = m.applied[appRoleKey]
+			if pg != nil && pg.Spec.Backup != nil {
+				r.Archiving = m.archivingReport(ctx)
+			}
 			for _, sb := range st.Standbys {
 				if sb.State == "streaming" {
 					r.Standbys = append(r.Standbys, sb.ApplicationName)

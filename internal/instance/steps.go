@@ -40,7 +40,8 @@ func (m *Manager) settingsOf(pg *v1alpha1.PostgresCluster) postgres.Settings {
 	if !setsParameter(params, "max_slot_wal_keep_size") {
 		params["max_slot_wal_keep_size"] = maxSlotWALKeepSize(pg)
 	}
-	s := postgres.Settings{SuperuserAccess: pg.Spec.SuperuserAccess, Parameters: params, StreamThroughSlot: true}
+	s := postgres.Settings{SuperuserAccess: pg.Spec.SuperuserAccess, Parameters: params, StreamThroughSlot: true,
+		Archive: m.archiveSettings(pg), Recovery: m.recoverySettings(pg)}
 	var streaming []postgres.Standby
 	if m.lastRead.state != nil {
 		streaming = m.lastRead.state.Standbys
@@ -243,6 +244,16 @@ func (m *Manager) doStep(ctx context.Context, s step, pg *v1alpha1.PostgresClust
 		}
 		m.following = v.current
 		return nil
+	case stepFetch:
+		return m.fetchBaseBackup(ctx, pg)
+	case stepRecover:
+		// The recovery settings stay until PostgreSQL promoted and
+		// removed recovery.signal.
+		if _, err := m.pg.ConfigurePrimary(); err != nil {
+			return err
+		}
+		m.following = ""
+		return m.start(ctx)
 	case stepAcquireLease:
 		if err := m.lease.acquire(ctx); err != nil {
 			return err

@@ -76,7 +76,7 @@ func (c *Cluster) startObjectStore(ctx context.Context, binDir, address string) 
 		return nil, fmt.Errorf("simulation: object store ports: %w", err)
 	}
 	store.Endpoint = "http://" + net.JoinHostPort(address, strconv.Itoa(ports[6]))
-	p := NewProcess(ObjectStoreComponent, weed, filepath.Join(c.dir, ObjectStoreComponent+".log"), "server",
+	p := NewProcess(ObjectStoreComponent, weed, filepath.Join(c.dir, ObjectStoreComponent+".log"), "-logdir="+dir, "server",
 		"-ip="+address, "-ip.bind="+address, "-dir="+filepath.Join(dir, "data"),
 		"-master.port="+strconv.Itoa(ports[0]), "-master.port.grpc="+strconv.Itoa(ports[1]),
 		"-volume.port="+strconv.Itoa(ports[2]), "-volume.port.grpc="+strconv.Itoa(ports[3]),

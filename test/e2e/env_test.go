@@ -107,6 +107,11 @@ type envOptions struct {
 }
 
 func newEnvironment(ctx context.Context, opts envOptions) (*environment, error) {
+	// The PostgreSQL cluster runs the object store, which make test builds.
+	storeBinDir := ""
+	if opts.simulations {
+		storeBinDir = os.Getenv(localcluster.ObjectStoreBinDirEnv)
+	}
 	if opts.operatorArgs == nil {
 		opts.operatorArgs = []string{"--all-namespaces", "--verbose"}
 	}
@@ -117,7 +122,7 @@ func newEnvironment(ctx context.Context, opts envOptions) (*environment, error) 
 		OperatorBinary: operatorBinary,
 		OperatorArgs:   opts.operatorArgs,
 		DeferOperator:  opts.noOperator,
-		Cluster:        localcluster.Options{Simulations: opts.simulations},
+		Cluster:        localcluster.Options{Simulations: opts.simulations, ObjectStoreBinDir: storeBinDir},
 	})
 	if err != nil {
 		return nil, err

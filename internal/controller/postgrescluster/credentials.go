@@ -43,7 +43,54 @@ func (r *Reconciler) ensureSecrets(ctx context.Context, pg *v1alpha1.PostgresClu
 	if creds.appSecret != pgspec.GeneratedAppSecret(pg.Name) {
 		r.checkUserSecret(ctx, pg, &creds, out)
 	}
+	r.checkStoreSecrets(ctx, pg, out)
 	return creds
+}
+
+// checkStoreSecrets checks the Secrets of the object stores the user
+// named, which the instances' pods read their keys from: a pod whose
+// Secret lacks a key does not start, so the status says which first.
+func (r *Reconciler) checkStoreSecrets(ctx context.Context, pg *v1alpha1.PostgresCluster, out *outcome) {
+	type need struct{ field, secret, key string }
+	var needs []need
+	add := func(field string, store *v1alpha1.PostgresObjectStore) {
+		needs = append(needs,
+			need{field + ".credentialsSecret", store.CredentialsSecret, v1alpha1.ObjectStoreAccessKeyIDKey},
+			need{field + ".credentialsSecret", store.CredentialsSecret, v1alpha1.ObjectStoreSecretAccessKeyKey})
+		if store.CASecret != "" {
+			needs = append(needs, need{field + ".caSecret", store.CASecret, v1alpha1.ObjectStoreCAKey})
+		}
+	}
+	if b := pg.Spec.Backup; b != nil {
+		add("spec.backup.objectStore", &b.ObjectStore)
+	}
+	if b := pg.Spec.Bootstrap; b != nil && b.FromBackup != nil && b.FromBackup.ObjectStore != nil {
+		add("spec.bootstrap.fromBackup.objectStore", b.FromBackup.ObjectStore)
+	}
+	read := map[string]*corev1.Secret{}
+	for _, n := range needs {
+		secret, seen := read[n.secret]
+		if !seen {
+			secret = &corev1.Secret{}
+			err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: pg.Namespace, Name: n.secret}, secret)
+			switch {
+			case apierrors.IsNotFound(err):
+				secret = nil
+			case err != nil:
+				out.Add(fmt.Errorf("get Secret %s: %w", n.secret, err), false)
+				return
+			}
+			read[n.secret] = secret
+		}
+		switch {
+		case secret == nil:
+			out.report(v1alpha1.PostgresSecretMissingReason, fmt.Sprintf("Secret %s named by %s does not exist", n.secret, n.field))
+			return
+		case len(secret.Data[n.key]) == 0:
+			out.report(v1alpha1.PostgresSecretMissingReason, fmt.Sprintf("Secret %s named by %s has no %s key", n.secret, n.field, n.key))
+			return
+		}
+	}
 }
 
 // createSecretOnce creates the Secret that build makes unless it exists;

@@ -64,7 +64,7 @@ func DesiredPod(pg *v1alpha1.PostgresCluster, n int, opts PodOptions) *corev1.Po
 				Name:    pgspec.ContainerName,
 				Image:   pg.Spec.Image,
 				Command: []string{pgspec.ManagerPath, "instance", "run"},
-				Env: []corev1.EnvVar{
+				Env: append([]corev1.EnvVar{
 					{Name: pgspec.EnvPodName, ValueFrom: fieldRef("metadata.name")},
 					{Name: pgspec.EnvPodNamespace, ValueFrom: fieldRef("metadata.namespace")},
 					{Name: pgspec.EnvNodeName, ValueFrom: fieldRef("spec.nodeName")},
@@ -73,7 +73,7 @@ func DesiredPod(pg *v1alpha1.PostgresCluster, n int, opts PodOptions) *corev1.Po
 					{Name: pgspec.EnvPGData, Value: pgspec.PGData},
 					{Name: pgspec.EnvPGBinDir, Value: pgspec.BinDir},
 					{Name: pgspec.EnvSocketDir, Value: pgspec.SocketDir},
-				},
+				}, storeEnv(pg)...),
 				Ports: []corev1.ContainerPort{
 					{Name: portName, ContainerPort: pgspec.Port, Protocol: corev1.ProtocolTCP},
 					{Name: "status", ContainerPort: pgspec.StatusPort, Protocol: corev1.ProtocolTCP},
@@ -121,6 +121,19 @@ func podHash(pod *corev1.Pod) string {
 	}
 	sum := sha256.Sum256(data)
 	return hex.EncodeToString(sum[:8])
+}
+
+// storeEnv gives the instance manager the object stores of pg: the one it
+// archives to, the one it is restored from.
+func storeEnv(pg *v1alpha1.PostgresCluster) []corev1.EnvVar {
+	var env []corev1.EnvVar
+	if b := pg.Spec.Backup; b != nil {
+		env = append(env, pgspec.StoreEnv(pgspec.ArchiveStore, &b.ObjectStore, pgspec.StorePath(&b.ObjectStore, pg.Namespace, pg.Name))...)
+	}
+	if b := pg.Spec.Bootstrap; b != nil && b.FromBackup != nil && b.FromBackup.ObjectStore != nil {
+		env = append(env, pgspec.StoreEnv(pgspec.RecoveryStore, b.FromBackup.ObjectStore, b.FromBackup.ObjectStore.Path)...)
+	}
+	return env
 }
 
 func fieldRef(path string) *corev1.EnvVarSource {

@@ -14,6 +14,8 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -184,6 +186,15 @@ func (r *Reconciler) recordChanges(pg *v1alpha1.PostgresCluster, status v1alpha1
 			out[i.Name] = i.Fenced
 		}
 		return out
+	}
+	wasArchiving := meta.FindStatusCondition(pg.Status.Conditions, v1alpha1.PostgresContinuousArchivingCondition)
+	if c := meta.FindStatusCondition(status.Conditions, v1alpha1.PostgresContinuousArchivingCondition); c != nil && wasArchiving != nil && c.Reason != wasArchiving.Reason {
+		switch {
+		case c.Reason == v1alpha1.PostgresArchiveFailingReason:
+			r.Recorder.Eventf(pg, nil, corev1.EventTypeWarning, "ArchiveFailing", "Archive", "%s", c.Message)
+		case wasArchiving.Reason == v1alpha1.PostgresArchiveFailingReason && c.Status == metav1.ConditionTrue:
+			r.Recorder.Eventf(pg, nil, corev1.EventTypeNormal, "ArchiveResumed", "Archive", "%s", c.Message)
+		}
 	}
 	was := fenced(pg.Status)
 	for name, is := range fenced(status) {

@@ -78,7 +78,11 @@ func computeStatus(pg *v1alpha1.PostgresCluster, obs *observation, e election, c
 	}
 	status.ReadyInstances = fmt.Sprintf("%d/%d", ready, desired)
 
+	status.Archiving = archivingStatus(pg, obs, e)
 	conditions := conditionsFor(pg, obs, e, problem, ready, desired)
+	if c, ok := archivingCondition(pg, status.Archiving, e.primary); ok {
+		conditions = append(conditions, c)
+	}
 	reconciling, stalled := kit.KStatusConditions(*meta.FindStatusCondition(conditions, v1alpha1.PostgresReadyCondition),
 		*meta.FindStatusCondition(conditions, v1alpha1.PostgresDegradedCondition), kstatusReasons)
 	conditions = append(conditions, reconciling, stalled)

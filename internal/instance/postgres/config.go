@@ -34,9 +34,36 @@ type Settings struct {
 	// the standby has not received. Without the slot the standby cannot
 	// stream, so its primary must make it first.
 	StreamThroughSlot bool
+	// Archive, when set, archives every WAL file the instance writes or
+	// receives; nil turns archiving off.
+	Archive *Archive
+	// Recovery, when set, replays archived WAL up to a target, then
+	// promotes: the first instance of a cluster restored from an object
+	// store, while recovery.signal is there (WriteRecoverySignal).
+	Recovery *Recovery
 	// Parameters are the user's parameters, checked by ValidateParameters,
 	// and by CheckParameters before a new set of them is written.
 	Parameters map[string]string
+}
+
+// Archive is continuous archiving.
+type Archive struct {
+	// Command is archive_command: %p is the file's path.
+	Command string
+	// Timeout is archive_timeout, such as "300s": a WAL file is switched,
+	// and so archived, at least this often while anything is written.
+	Timeout string
+}
+
+// Recovery is a recovery from archived WAL. At most one target is set;
+// none replays the whole archive.
+type Recovery struct {
+	// RestoreCommand is restore_command: %f the file's name, %p where to
+	// write it.
+	RestoreCommand string
+	// TargetTime (a timestamp PostgreSQL reads, such as RFC 3339),
+	// TargetLSN and TargetName (a restore point) are recovery_target_*.
+	TargetTime, TargetLSN, TargetName string
 }
 
 // Synchronous is quorum synchronous replication: each commit waits until
@@ -130,6 +157,22 @@ func RenderConfig(c Config) (string, error) {
 		// The instance manager collects postgres's stderr.
 		{"log_destination", "stderr"},
 		{"logging_collector", "off"},
+	}
+	if a := c.Archive; a != nil {
+		// always: a standby archives what it receives too, so that a
+		// failover leaves no gap in the archive where the former primary
+		// had not archived yet; the store takes the same file twice.
+		owned = append(owned, [2]string{"archive_mode", "always"}, [2]string{"archive_command", a.Command}, [2]string{"archive_timeout", a.Timeout})
+	} else {
+		owned = append(owned, [2]string{"archive_mode", "off"})
+	}
+	if r := c.Recovery; r != nil {
+		owned = append(owned, [2]string{"restore_command", r.RestoreCommand}, [2]string{"recovery_target_action", "promote"})
+		for _, t := range [][2]string{{"recovery_target_time", r.TargetTime}, {"recovery_target_lsn", r.TargetLSN}, {"recovery_target_name", r.TargetName}} {
+			if t[1] != "" {
+				owned = append(owned, t)
+			}
+		}
 	}
 	if c.Primary != nil {
 		if err := c.Primary.validate(); err != nil {

@@ -32,7 +32,25 @@ func TestRenderConfig(t *testing.T) {
 				"log_destination = 'stderr'",
 				"logging_collector = 'off'",
 			},
-			absent: []string{"primary_conninfo"},
+			absent: []string{"primary_conninfo", "archive_command", "restore_command", "recovery_target_action"},
+		},
+		"archiving: standbys archive too, so that a failover leaves no gap": {
+			cfg: func() Config {
+				c := base
+				c.Archive = &Archive{Command: "/m wal-archive %p", Timeout: "300s"}
+				return c
+			}(),
+			want: []string{"archive_mode = 'always'", "archive_command = '/m wal-archive %p'", "archive_timeout = '300s'"},
+		},
+		"no archiving": {cfg: base, want: []string{"archive_mode = 'off'"}},
+		"a recovery to a point in time promotes there": {
+			cfg: func() Config {
+				c := base
+				c.Recovery = &Recovery{RestoreCommand: "r %f %p", TargetTime: "2026-12-07 06:00:00+00"}
+				return c
+			}(),
+			want:   []string{"restore_command = 'r %f %p'", "recovery_target_action = 'promote'", "recovery_target_time = '2026-12-07 06:00:00+00'"},
+			absent: []string{"recovery_target_lsn", "recovery_target_name"},
 		},
 		"standby": {
 			cfg: func() Config {

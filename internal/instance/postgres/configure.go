@@ -266,6 +266,12 @@ func changedParameters(before, after map[string]string) []string {
 func changeFor(changed []string, contexts map[string]string) Change {
 	change := NoChange
 	for _, name := range changed {
+		if strings.HasPrefix(name, "recovery_target_") && name != "recovery_target_timeline" {
+			// Read only when PostgreSQL starts in archive recovery: once a
+			// recovery promoted, taking them away needs no restart.
+			change = max(change, ReloadNeeded)
+			continue
+		}
 		switch contexts[name] {
 		case "postmaster", "internal", "":
 			return RestartNeeded

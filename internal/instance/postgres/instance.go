@@ -109,6 +109,11 @@ func (i *Instance) RanAsPrimary(ctx context.Context) (bool, error) {
 	if standby {
 		return false, nil
 	}
+	// A base backup being recovered holds the control data of the
+	// running primary it was copied from.
+	if recovering, err := i.RecoveryConfigured(); err != nil || recovering {
+		return false, err
+	}
 	cd, err := i.ControlData(ctx)
 	if err != nil {
 		return false, err

@@ -1,0 +1,150 @@
+package objectstore
+
+import (
+	"archive/tar"
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestWALObject(t *testing.T) {
+	tests := []struct{ name, want, err string }{
+		{"000000010000000000000003", "wals/0000000100000000/000000010000000000000003", ""},
+		{"00000002.history", "wals/00000002.history", ""},
+		{"000000010000000000000003.partial", "wals/0000000100000000/000000010000000000000003.partial", ""},
+		{"000000010000000000000003.00000028.backup", "wals/0000000100000000/000000010000000000000003.00000028.backup", ""},
+		{"../../etc/passwd", "", "not the name"},
+		{"00000001000000000000000g", "", "not the name"},
+	}
+	for _, tc := range tests {
+		got, err := walObject(tc.name)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("walObject(%q) = %q, %v; want an error with %q", tc.name, got, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("walObject(%q) = %q, %v; want %q", tc.name, got, err, tc.want)
+		}
+		if back := walFileOf(got + gzSuffix); back != tc.name {
+			t.Errorf("walFileOf(%q) = %q, want %q", got+gzSuffix, back, tc.name)
+		}
+	}
+	if n := walFileOf("base/x/backup.json"); n != "" {
+		t.Errorf("a base backup's record is not WAL, got %q", n)
+	}
+}
+
+func TestSegmentName(t *testing.T) {
+	const seg = 16 << 20
+	if got := SegmentName(1, 0x1FF, seg); got != "0000000100000001000000FF" {
+		t.Errorf("SegmentName = %s", got)
+	}
+	got := SegmentsBetween(2, 0xFF*seg+5, 0x100*seg+5, seg)
+	want := []string{"0000000200000000000000FF", "000000020000000100000000"}
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("SegmentsBetween = %v, want %v", got, want)
+	}
+}
+
+func TestChooseBaseBackup(t *testing.T) {
+	at := func(h int) time.Time { return time.Date(2026, 12, 7, h, 0, 0, 0, time.UTC) }
+	backups := []BackupInfo{
+		{ID: "a", EndedAt: at(1), EndLSN: "0/1000000"},
+		{ID: "b", EndedAt: at(3), EndLSN: "0/3000000"},
+		{ID: "c", EndedAt: at(5), EndLSN: "0/5000000"},
+	}
+	lsn := func(s string) uint64 { return map[string]uint64{"0/1000000": 0x1000000, "0/3000000": 0x3000000, "0/5000000": 0x5000000}[s] }
+	ptr := func(t time.Time) *time.Time { return &t }
+	tests := []struct {
+		name   string
+		target Target
+		want   string
+		err    string
+	}{
+		{"no target: the newest", Target{}, "c", ""},
+		{"a time: the newest consistent before it", Target{Time: ptr(at(4))}, "b", ""},
+		{"a time a backup ended at: that backup", Target{Time: ptr(at(3))}, "b", ""},
+		{"a time before every backup: refused", Target{Time: ptr(at(0))}, "", "before the oldest base backup"},
+		{"an LSN", Target{LSN: 0x4000000}, "b", ""},
+		{"an LSN before every backup", Target{LSN: 0x10}, "", "before the oldest base backup"},
+		{"a restore point: the oldest, from which any later point is reached", Target{Name: "before-upgrade"}, "a", ""},
+	}
+	for _, tc := range tests {
+		got, err := ChooseBaseBackup(backups, tc.target, lsn)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%s: got %s, %v; want an error with %q", tc.name, got.ID, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || got.ID != tc.want {
+			t.Errorf("%s: got %s, %v; want %s", tc.name, got.ID, err, tc.want)
+		}
+	}
+	if _, err := ChooseBaseBackup(nil, Target{}, lsn); err == nil || !strings.Contains(err.Error(), "no base backup") {
+		t.Errorf("no backups: %v", err)
+	}
+}
+
+func tarOf(t *testing.T, entries map[string]string) *bytes.Buffer {
+	t.Helper()
+	var b bytes.Buffer
+	w := tar.NewWriter(&b)
+	for name, content := range entries {
+		if err := w.WriteHeader(&tar.Header{Name: name, Mode: 0o600, Size: int64(len(content)), Typeflag: tar.TypeReg}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.Write([]byte(content)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return &b
+}
+
+func TestExtractTar(t *testing.T) {
+	dir := t.TempDir()
+	if err := extractTar(tarOf(t, map[string]string{"PG_VERSION": "15\n", "global/pg_control": "x"}), dir); err != nil {
+		t.Fatal(err)
+	}
+	if data, err := os.ReadFile(filepath.Join(dir, "global", "pg_control")); err != nil || string(data) != "x" {
+		t.Errorf("extracted %q, %v", data, err)
+	}
+	err := extractTar(tarOf(t, map[string]string{"../outside": "x"}), t.TempDir())
+	if err == nil || !strings.Contains(err.Error(), "leaves the data directory") {
+		t.Errorf("a name that leaves the directory: %v", err)
+	}
+}
+
+func TestLocationValidate(t *testing.T) {
+	err := Location{Endpoint: "s3.example.com", Prefix: "/x"}.Validate()
+	for _, want := range []string{"not an http:// or https:// URL", "bucket is empty", "starts or ends with a slash", "access key"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Validate() = %v, want it to say %q", err, want)
+		}
+	}
+	if err := (Location{Endpoint: "https://s3.example.com", Bucket: "b", AccessKeyID: "a", SecretAccessKey: "s"}).Validate(); err != nil {
+		t.Errorf("a whole location: %v", err)
+	}
+}
+
+func TestCompressIsDeterministic(t *testing.T) {
+	a, err := compress([]byte("the same WAL"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := compress([]byte("the same WAL"))
+	if !bytes.Equal(a, b) {
+		t.Error("one WAL file compressed twice differs: archiving it again would look like another cluster's")
+	}
+	if back, err := decompress(a); err != nil || string(back) != "the same WAL" {
+		t.Errorf("decompress = %q, %v", back, err)
+	}
+}
