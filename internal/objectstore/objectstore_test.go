@@ -58,7 +58,9 @@ func TestChooseBaseBackup(t *testing.T) {
 		{ID: "b", EndedAt: at(3), EndLSN: "0/3000000"},
 		{ID: "c", EndedAt: at(5), EndLSN: "0/5000000"},
 	}
-	lsn := func(s string) uint64 { return map[string]uint64{"0/1000000": 0x1000000, "0/3000000": 0x3000000, "0/5000000": 0x5000000}[s] }
+	lsn := func(s string) uint64 {
+		return map[string]uint64{"0/1000000": 0x1000000, "0/3000000": 0x3000000, "0/5000000": 0x5000000}[s]
+	}
 	ptr := func(t time.Time) *time.Time { return &t }
 	tests := []struct {
 		name   string
