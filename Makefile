@@ -103,12 +103,12 @@ test-unit: ## Run only the tests that need no API server.
 	go test -count=1 -short ./...
 
 .PHONY: cluster
-cluster: kube-binaries bin/localcluster ## Run the local cluster until Ctrl-C; prints how to point kubectl at it.
-	KUBE_BIN_DIR=$(KUBE_BIN_DIR) bin/localcluster
+cluster: kube-binaries seaweedfs bin/localcluster ## Run the local cluster until Ctrl-C; prints how to point kubectl at it.
+	KUBE_BIN_DIR=$(KUBE_BIN_DIR) SEAWEEDFS_BIN_DIR=$(SEAWEEDFS_BIN_DIR) bin/localcluster
 
 .PHONY: run
-run: kube-binaries build bin/localcluster ## Run the operator on the local cluster with its own ServiceAccount, apply examples/, until Ctrl-C.
-	KUBE_BIN_DIR=$(KUBE_BIN_DIR) bin/localcluster -operator bin/platform-operator -apply examples
+run: kube-binaries seaweedfs build bin/localcluster ## Run the operator on the local cluster with its own ServiceAccount, apply examples/, until Ctrl-C.
+	KUBE_BIN_DIR=$(KUBE_BIN_DIR) SEAWEEDFS_BIN_DIR=$(SEAWEEDFS_BIN_DIR) bin/localcluster -operator bin/platform-operator -apply examples
 
 # Run as a binary, not with go run, so that it is make's own child and stops
 # when make does.

@@ -57,6 +57,14 @@ func TestPostgresClusterValidation(t *testing.T) {
 		{"an owner the operator owns", "spec: {storage: {size: 1Gi}, bootstrap: {initdb: {owner: postgres}}}", "spec.bootstrap.initdb.owner", ""},
 		{"an unknown deletion policy", "spec: {storage: {size: 1Gi}, deletionPolicy: Destroy}", "spec.deletionPolicy", ""},
 		{"an image with spaces", "spec: {storage: {size: 1Gi}, image: 'postgres 15'}", "spec.image", ""},
+		{"an object store that is no URL", "spec: {storage: {size: 1Gi}, backup: {objectStore: {endpoint: s3.example.com, bucket: wal, credentialsSecret: keys}}}", "spec.backup.objectStore.endpoint", ""},
+		{"an object store without keys", "spec: {storage: {size: 1Gi}, backup: {objectStore: {endpoint: 'https://s3.example.com', bucket: wal}}}", "spec.backup.objectStore.credentialsSecret", "Required"},
+		{"an archive timeout of a second", "spec: {storage: {size: 1Gi}, backup: {archiveTimeout: 1s, objectStore: {endpoint: 'https://s3.example.com', bucket: wal, credentialsSecret: keys}}}", "spec.backup.archiveTimeout", "between 10s and 24h"},
+		{"a restore from a BackupJob and a store", "spec: {storage: {size: 1Gi}, bootstrap: {fromBackup: {backupJob: nightly, objectStore: {endpoint: 'https://s3.example.com', bucket: wal, path: prod/db, credentialsSecret: keys}}}}", "spec.bootstrap.fromBackup", "backupJob or objectStore"},
+		{"a restore from a store without its path", "spec: {storage: {size: 1Gi}, bootstrap: {fromBackup: {objectStore: {endpoint: 'https://s3.example.com', bucket: wal, credentialsSecret: keys}}}}", "spec.bootstrap.fromBackup.objectStore", "path is required"},
+		{"two recovery targets", "spec: {storage: {size: 1Gi}, bootstrap: {fromBackup: {targetLSN: 0/3000000, targetName: x, objectStore: {endpoint: 'https://s3.example.com', bucket: wal, path: prod/db, credentialsSecret: keys}}}}", "spec.bootstrap.fromBackup", "at most one of targetTime, targetLSN and targetName"},
+		{"a recovery target for a volume backup", "spec: {storage: {size: 1Gi}, bootstrap: {fromBackup: {backupJob: nightly, targetName: x}}}", "spec.bootstrap.fromBackup", "needs objectStore"},
+		{"a target LSN that is none", "spec: {storage: {size: 1Gi}, bootstrap: {fromBackup: {targetLSN: yesterday, objectStore: {endpoint: 'https://s3.example.com', bucket: wal, path: prod/db, credentialsSecret: keys}}}}", "spec.bootstrap.fromBackup.targetLSN", ""},
 	} {
 		t.Run("refused: "+tc.name, func(t *testing.T) {
 			g := NewWithT(t)

@@ -111,6 +111,13 @@ func (c *Cluster) startSimulations(ctx context.Context) error {
 			s.postgres.stop()
 			return err
 		}
+		if err := c.waitFor(ctx, "the object store's Secret to be written", func(ctx context.Context) error {
+			return publishObjectStore(ctx, cl, *store)
+		}); err != nil {
+			s.postgres.stop()
+			return err
+		}
+		s.postgres.extraHosts = fmt.Sprintf("%s\t%s\n", s.postgres.net.host, ObjectStoreHost)
 		c.mu.Lock()
 		c.objectStore = store
 		c.mu.Unlock()

@@ -12,6 +12,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // The object store, a simulation part: SeaweedFS's weed (hack/seaweedfs.sh
@@ -28,9 +33,26 @@ const ObjectStoreBinDirEnv = "SEAWEEDFS_BIN_DIR"
 // StartComponent: an outage of the store is a fault to test.
 const ObjectStoreComponent = "seaweedfs"
 
+// ObjectStoreHost is the name by which the PostgreSQL pods reach the
+// object store, at ObjectStorePort: every pod's hosts file names it, so
+// that a manifest (examples/postgrescluster.yaml) can give its endpoint,
+// PodObjectStoreEndpoint. Each cluster's store listens on the address of
+// its own network, so a fixed port never collides with another cluster's.
+const (
+	ObjectStoreHost        = "objectstore.local-cluster"
+	ObjectStorePort        = 8333
+	PodObjectStoreEndpoint = "http://objectstore.local-cluster:8333"
+)
+
+// ObjectStoreSecret is the Secret, in the default namespace, with the
+// store's keys (accessKeyId, secretAccessKey, as a PostgresCluster's
+// spec.backup.objectStore.credentialsSecret reads them) and its endpoint.
+const ObjectStoreSecret = "object-store"
+
 // ObjectStore is how to reach the local cluster's object store.
 type ObjectStore struct {
-	// Endpoint is the S3 endpoint, http://ADDRESS:PORT.
+	// Endpoint is the S3 endpoint from the host, http://ADDRESS:PORT; the
+	// pods use PodObjectStoreEndpoint.
 	Endpoint string
 	// Region is the region to sign requests for.
 	Region string
@@ -75,13 +97,13 @@ func (c *Cluster) startObjectStore(ctx context.Context, binDir, address string) 
 	if err != nil {
 		return nil, fmt.Errorf("simulation: object store ports: %w", err)
 	}
-	store.Endpoint = "http://" + net.JoinHostPort(address, strconv.Itoa(ports[6]))
+	store.Endpoint = "http://" + net.JoinHostPort(address, strconv.Itoa(ObjectStorePort))
 	p := NewProcess(ObjectStoreComponent, weed, filepath.Join(c.dir, ObjectStoreComponent+".log"), "-logdir="+dir, "server",
 		"-ip="+address, "-ip.bind="+address, "-dir="+filepath.Join(dir, "data"),
 		"-master.port="+strconv.Itoa(ports[0]), "-master.port.grpc="+strconv.Itoa(ports[1]),
 		"-volume.port="+strconv.Itoa(ports[2]), "-volume.port.grpc="+strconv.Itoa(ports[3]),
 		"-filer.port="+strconv.Itoa(ports[4]), "-filer.port.grpc="+strconv.Itoa(ports[5]),
-		"-s3", "-s3.port="+strconv.Itoa(ports[6]), "-s3.port.grpc="+strconv.Itoa(ports[7]), "-s3.config="+config)
+		"-s3", "-s3.port="+strconv.Itoa(ObjectStorePort), "-s3.port.grpc="+strconv.Itoa(ports[7]), "-s3.config="+config)
 	if err := c.run(p); err != nil {
 		return nil, fmt.Errorf("simulation: start the object store: %w", err)
 	}
@@ -91,6 +113,23 @@ func (c *Cluster) startObjectStore(ctx context.Context, binDir, address string) 
 		return nil, err
 	}
 	return store, nil
+}
+
+// publishObjectStore writes ObjectStoreSecret: the store's keys for
+// manifests to name, as a platform team would hand them out.
+func publishObjectStore(ctx context.Context, cl client.Client, store ObjectStore) error {
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: ObjectStoreSecret, Namespace: metav1.NamespaceDefault,
+			Labels: map[string]string{"app.kubernetes.io/part-of": "local-cluster-simulation"}},
+		StringData: map[string]string{
+			"accessKeyId": store.AccessKeyID, "secretAccessKey": store.SecretAccessKey,
+			"endpoint": PodObjectStoreEndpoint, "region": store.Region,
+		},
+	}
+	if err := cl.Create(ctx, secret); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("simulation: object store: Secret %s: %w", ObjectStoreSecret, err)
+	}
+	return nil
 }
 
 // writeS3Identities writes weed's S3 configuration: one identity, allowed

@@ -64,6 +64,10 @@ const (
 
 // postgresSimulation runs the instance managers of one cluster.
 type postgresSimulation struct {
+	// extraHosts are lines every pod's hosts file ends with: the object
+	// store's name. Set before the simulation's loops start.
+	extraHosts string
+
 	cl       client.Client
 	logf     func(string, ...any)
 	binary   string
@@ -348,7 +352,7 @@ func (s *postgresSimulation) writeHostsFiles() {
 		}
 	}
 	for _, inst := range s.instances {
-		if err := writeHostsFile(inst.netns, hostsFile(inst.hosts, entries)); err != nil {
+		if err := writeHostsFile(inst.netns, append(hostsFile(inst.hosts, entries), s.extraHosts...)); err != nil {
 			inst.note("%v", err)
 		}
 	}

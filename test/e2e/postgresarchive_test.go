@@ -41,7 +41,8 @@ func (e *environment) objectStoreOf(t *testing.T, ns, bucket, cluster string) (v
 	if err := e.Client.Create(t.Context(), secret); err != nil && !strings.Contains(err.Error(), "already exists") {
 		t.Fatal(err)
 	}
-	spec := v1alpha1.PostgresObjectStore{Endpoint: store.Endpoint, Bucket: bucket, CredentialsSecret: storeSecret}
+	// The pods reach the store by its name, as a manifest gives it.
+	spec := v1alpha1.PostgresObjectStore{Endpoint: localcluster.PodObjectStoreEndpoint, Bucket: bucket, CredentialsSecret: storeSecret}
 	client, err := objectstore.New(objectstore.Location{Endpoint: store.Endpoint, Bucket: bucket, Prefix: ns + "/" + cluster, Region: store.Region,
 		AccessKeyID: store.AccessKeyID, SecretAccessKey: store.SecretAccessKey})
 	if err != nil {
