@@ -19,12 +19,16 @@ func Conditions(w io.Writer, conditions []metav1.Condition, generation int64, no
 		fmt.Fprintln(w, "  none yet: the operator has not reported on this object")
 		return
 	}
+	typeWidth := 17
+	for _, c := range conditions {
+		typeWidth = max(typeWidth, len(c.Type))
+	}
 	for _, c := range conditions {
 		stale := ""
 		if c.ObservedGeneration != 0 && c.ObservedGeneration < generation {
 			stale = fmt.Sprintf("  (of gen. %d, not %d)", c.ObservedGeneration, generation)
 		}
-		fmt.Fprintf(w, "  %-17s %-7s %-24s %s%s\n", c.Type, c.Status, c.Reason, Age(&c.LastTransitionTime, now), stale)
+		fmt.Fprintf(w, "  %-*s %-7s %-24s %s%s\n", typeWidth, c.Type, c.Status, c.Reason, Age(&c.LastTransitionTime, now), stale)
 		if c.Message != "" {
 			fmt.Fprint(w, wrap(c.Message, "      ", Width))
 		}

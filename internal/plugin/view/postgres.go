@@ -43,6 +43,11 @@ func PostgresStatus(w io.Writer, pg *v1alpha1.PostgresCluster, backups []v1alpha
 	if pg.Spec.Hibernate {
 		fmt.Fprintln(w, "Hibernate:   true (every pod deleted, claims kept)")
 	}
+	if b := pg.Spec.Backup; b != nil {
+		// The label ends the indent of the first line.
+		text := wrap(archiving(pg, now), "             ", Width)
+		fmt.Fprint(w, "Archiving:"+strings.TrimPrefix(text, "          "))
+	}
 	if s.ObservedGeneration != 0 && s.ObservedGeneration < pg.Generation {
 		fmt.Fprintf(w, "Status is of generation %d; the spec is at %d: the operator has not caught up\n",
 			s.ObservedGeneration, pg.Generation)
@@ -53,6 +58,22 @@ func PostgresStatus(w io.Writer, pg *v1alpha1.PostgresCluster, backups []v1alpha
 	postgresBackups(w, backups, now)
 	fmt.Fprintln(w)
 	Conditions(w, s.Conditions, pg.Generation, now)
+}
+
+// archiving says where continuous archiving stands: the last WAL file
+// archived and when, what waits, and the failure when the last try failed.
+func archiving(pg *v1alpha1.PostgresCluster, now time.Time) string {
+	store := pg.Spec.Backup.ObjectStore
+	where := fmt.Sprintf("to s3://%s at %s", store.Bucket, store.Endpoint)
+	a := pg.Status.Archiving
+	if a == nil || (a.LastArchivedWAL == "" && a.LastFailedWAL == "") {
+		return where + ": nothing archived yet"
+	}
+	text := fmt.Sprintf("%s: %s archived %s, %d waiting", where, orNone(a.LastArchivedWAL), ago(a.LastArchivedAt, now), a.PendingWAL)
+	if c := meta.FindStatusCondition(pg.Status.Conditions, v1alpha1.PostgresContinuousArchivingCondition); c != nil && c.Reason == v1alpha1.PostgresArchiveFailingReason {
+		text += fmt.Sprintf("; FAILING since %s: %s", ago(a.LastFailedAt, now), orNone(a.LastFailure))
+	}
+	return text
 }
 
 func durability(pg *v1alpha1.PostgresCluster) string {

@@ -118,6 +118,17 @@ func TestPostgresStatus(t *testing.T) {
 			},
 		},
 		{
+			name: "archiving, failing",
+			pg: pgWith(func(pg *v1alpha1.PostgresCluster) {
+				pg.Spec.Backup = &v1alpha1.PostgresBackupSpec{ObjectStore: v1alpha1.PostgresObjectStore{Endpoint: "https://s3.example.com", Bucket: "wal"}}
+				pg.Status.Archiving = &v1alpha1.PostgresArchivingStatus{LastArchivedWAL: "000000020000000000000005", LastArchivedAt: at(-2 * time.Minute),
+					LastFailedWAL: "000000020000000000000006", LastFailedAt: at(-time.Minute), LastFailure: "connection refused", PendingWAL: 4}
+				pg.Status.Conditions = append(pg.Status.Conditions, metav1.Condition{Type: "ContinuousArchiving", Status: "False", Reason: "ArchiveFailing"})
+			}),
+			want: []string{"Archiving:   to s3://wal at https://s3.example.com: 000000020000000000000005\n",
+				"             archived 2m ago, 4 waiting; FAILING since 60s ago: connection"},
+		},
+		{
 			name: "not reported yet",
 			pg: pgWith(func(pg *v1alpha1.PostgresCluster) {
 				pg.Status = v1alpha1.PostgresClusterStatus{}
