@@ -226,6 +226,14 @@ type PostgresBackupSpec struct {
 	// +kubebuilder:default="5m"
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('10s') && duration(self) <= duration('24h')",message="archiveTimeout must be between 10s and 24h"
 	ArchiveTimeout *metav1.Duration `json:"archiveTimeout,omitempty"`
+
+	// retention is the recovery window, such as 30d: base backups and WAL
+	// that no moment of the last 30 days needs are deleted from the store
+	// by the primary, never the newest base backup nor the WAL after it.
+	// Units m, h, d or w. Unset, nothing is deleted.
+	// +optional
+	// +kubebuilder:validation:Pattern=`^[1-9][0-9]{0,4}[mhdw]$`
+	Retention string `json:"retention,omitempty"`
 }
 
 // PostgresFromBackup restores the cluster from a BackupJob's backup of
@@ -610,6 +618,17 @@ type PostgresArchivingStatus struct {
 	// the primary keeps on its volume until they are.
 	// +optional
 	PendingWAL int64 `json:"pendingWAL,omitempty"`
+
+	// firstRecoverabilityPoint is the earliest moment the store can
+	// restore the cluster to (its oldest base backup's end), and
+	// lastSuccessfulBackup when its newest base backup ended; baseBackups
+	// counts them. The primary reads them from the store every minute.
+	// +optional
+	FirstRecoverabilityPoint *metav1.Time `json:"firstRecoverabilityPoint,omitempty"`
+	// +optional
+	LastSuccessfulBackup *metav1.Time `json:"lastSuccessfulBackup,omitempty"`
+	// +optional
+	BaseBackups int32 `json:"baseBackups,omitempty"`
 }
 
 // PostgresClusterStatus is what the operator last observed of a

@@ -209,6 +209,9 @@ func (m *Manager) archivingReport(ctx context.Context) *v1alpha1.PostgresArchivi
 		return &v1alpha1.PostgresArchivingStatus{LastFailure: "the archiver's state cannot be read: " + err.Error()}
 	}
 	a := &v1alpha1.PostgresArchivingStatus{LastArchivedWAL: stats.LastArchivedWAL, LastFailedWAL: stats.LastFailedWAL, PendingWAL: int64(stats.Pending)}
+	if c := m.catalog.latest.Load(); c != nil {
+		a.FirstRecoverabilityPoint, a.LastSuccessfulBackup, a.BaseBackups = c.first, c.last, c.count
+	}
 	if !stats.LastArchivedAt.IsZero() {
 		a.LastArchivedAt = timePtr(stats.LastArchivedAt)
 	}

@@ -96,6 +96,8 @@ type Manager struct {
 	// archivingChecked is set once checkArchiving looked.
 	archiveConfigWritten []byte
 	archivingChecked     bool
+	// catalog reads the store's base backups and applies retention.
+	catalog catalogKeeper
 	// settings are those last written to the configuration.
 	settings *postgres.Settings
 	// applied maps a role to the resourceVersion of the Secret whose
@@ -267,6 +269,7 @@ func (m *Manager) tick(ctx context.Context) {
 		m.syncPasswords(pwCtx, pg, state)
 		m.syncSlots(pwCtx, pg, state, now)
 		m.checkArchiving(pwCtx, pg, state)
+		m.maybeCatalog(pwCtx, pg, state, now)
 		cancel()
 	}
 	state = m.observe(ctx, m.clock.Now())

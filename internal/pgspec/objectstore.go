@@ -2,6 +2,8 @@ package pgspec
 
 import (
 	"fmt"
+	"strconv"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -86,4 +88,21 @@ func LocationFromEnv(prefix string, getenv func(string) string) (objectstore.Loc
 		return loc, true, fmt.Errorf("the object store of %s*: %w", prefix, err)
 	}
 	return loc, true, nil
+}
+
+// RetentionWindow is spec.backup.retention as a duration; 0 when unset.
+func RetentionWindow(b *v1alpha1.PostgresBackupSpec) (time.Duration, error) {
+	if b == nil || b.Retention == "" {
+		return 0, nil
+	}
+	s := b.Retention
+	n, err := strconv.Atoi(s[:len(s)-1])
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("spec.backup.retention %q: a positive number and a unit, m, h, d or w", s)
+	}
+	unit := map[byte]time.Duration{'m': time.Minute, 'h': time.Hour, 'd': 24 * time.Hour, 'w': 7 * 24 * time.Hour}[s[len(s)-1]]
+	if unit == 0 {
+		return 0, fmt.Errorf("spec.backup.retention %q: the unit is m, h, d or w", s)
+	}
+	return time.Duration(n) * unit, nil
 }
