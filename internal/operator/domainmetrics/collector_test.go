@@ -82,6 +82,21 @@ func fixtures() []client.Object {
 				Conditions: []metav1.Condition{{Type: v1alpha1.PostgresPrimaryAvailableCondition, Status: metav1.ConditionFalse}},
 			},
 		},
+		// A cluster that archives WAL, and failed to since it last did.
+		&v1alpha1.PostgresCluster{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: "wal"},
+			Spec:       v1alpha1.PostgresClusterSpec{Instances: 1},
+			Status: v1alpha1.PostgresClusterStatus{
+				Phase:     v1alpha1.PostgresHealthy,
+				Instances: []v1alpha1.PostgresInstanceStatus{{Name: "wal-1", Role: "primary", Ready: true}},
+				Archiving: &v1alpha1.PostgresArchivingStatus{
+					LastArchivedWAL: "000000010000000000000007", LastArchivedAt: ts(-10 * time.Minute),
+					LastFailedWAL: "000000010000000000000008", LastFailedAt: ts(-time.Minute), LastFailure: "connection refused",
+					PendingWAL: 5,
+				},
+				Conditions: []metav1.Condition{{Type: v1alpha1.PostgresContinuousArchivingCondition, Status: metav1.ConditionFalse, Reason: v1alpha1.PostgresArchiveFailingReason}},
+			},
+		},
 	}
 }
 
@@ -133,21 +148,37 @@ platform_operator_backupjob_next_schedule_timestamp_seconds{name="nightly",names
 # TYPE platform_operator_condition gauge
 platform_operator_condition{kind="backupjob",name="nightly",namespace="db",status="False",type="Verified"} 1
 platform_operator_condition{kind="postgrescluster",name="pg",namespace="db",status="False",type="PrimaryAvailable"} 1
+platform_operator_condition{kind="postgrescluster",name="wal",namespace="db",status="False",type="ContinuousArchiving"} 1
 platform_operator_condition{kind="website",name="docs",namespace="web",status="False",type="Ready"} 1
 platform_operator_condition{kind="website",name="docs",namespace="web",status="Unknown",type="Degraded"} 1
+# HELP platform_operator_postgrescluster_archive_pending_wal WAL files a PostgresCluster's primary has written and not yet archived (status.archiving.pendingWAL): it keeps them on its volume until the object store has them; absent without status.archiving.
+# TYPE platform_operator_postgrescluster_archive_pending_wal gauge
+platform_operator_postgrescluster_archive_pending_wal{name="wal",namespace="db"} 5
+# HELP platform_operator_postgrescluster_continuous_archiving Reason of a PostgresCluster's ContinuousArchiving condition: 1 for the reason it has (Archiving, ArchiveFailing, Starting, NoPrimary), 0 for the others; absent without the condition (no spec.backup).
+# TYPE platform_operator_postgrescluster_continuous_archiving gauge
+platform_operator_postgrescluster_continuous_archiving{name="wal",namespace="db",reason="ArchiveFailing"} 1
+platform_operator_postgrescluster_continuous_archiving{name="wal",namespace="db",reason="Archiving"} 0
+platform_operator_postgrescluster_continuous_archiving{name="wal",namespace="db",reason="NoPrimary"} 0
+platform_operator_postgrescluster_continuous_archiving{name="wal",namespace="db",reason="Starting"} 0
 # HELP platform_operator_postgrescluster_instance_lag_bytes How far an instance's replay is behind the primary's current WAL position as last reported (status.instances[].lagBytes), by instance and its role (primary, replica, or empty before it reported).
 # TYPE platform_operator_postgrescluster_instance_lag_bytes gauge
 platform_operator_postgrescluster_instance_lag_bytes{instance="pg-1",name="pg",namespace="db",role="primary"} 0
 platform_operator_postgrescluster_instance_lag_bytes{instance="pg-2",name="pg",namespace="db",role="replica"} 1.6777216e+07
+platform_operator_postgrescluster_instance_lag_bytes{instance="wal-1",name="wal",namespace="db",role="primary"} 0
 # HELP platform_operator_postgrescluster_instances_desired PostgreSQL instances a PostgresCluster asks for (spec.instances).
 # TYPE platform_operator_postgrescluster_instances_desired gauge
 platform_operator_postgrescluster_instances_desired{name="pg",namespace="db"} 2
+platform_operator_postgrescluster_instances_desired{name="wal",namespace="db"} 1
 # HELP platform_operator_postgrescluster_instances_ready Instances of a PostgresCluster that accept connections and, replicas, stream from the primary (status.instances[].ready).
 # TYPE platform_operator_postgrescluster_instances_ready gauge
 platform_operator_postgrescluster_instances_ready{name="pg",namespace="db"} 1
+platform_operator_postgrescluster_instances_ready{name="wal",namespace="db"} 1
 # HELP platform_operator_postgrescluster_last_backup_success_timestamp_seconds When the most recent successful backup of a PostgresCluster finished, the latest status.lastSuccessfulTime of the BackupJobs whose source it is, in seconds since the epoch; absent when none succeeded or BackupJobs are not served.
 # TYPE platform_operator_postgrescluster_last_backup_success_timestamp_seconds gauge
 platform_operator_postgrescluster_last_backup_success_timestamp_seconds{name="pg",namespace="db"} 1.7999928e+09
+# HELP platform_operator_postgrescluster_last_archived_timestamp_seconds When the object store last confirmed a WAL file of a PostgresCluster (status.archiving.lastArchivedAt), in seconds since the epoch; absent before the first or without status.archiving.
+# TYPE platform_operator_postgrescluster_last_archived_timestamp_seconds gauge
+platform_operator_postgrescluster_last_archived_timestamp_seconds{name="wal",namespace="db"} 1.7999994e+09
 # HELP platform_operator_postgrescluster_phase Phase of a PostgresCluster (status.phase): 1 for the phase it is in, 0 for the others, as kube_pod_status_phase.
 # TYPE platform_operator_postgrescluster_phase gauge
 platform_operator_postgrescluster_phase{name="pg",namespace="db",phase="Degraded"} 0
@@ -158,9 +189,18 @@ platform_operator_postgrescluster_phase{name="pg",namespace="db",phase="Hibernat
 platform_operator_postgrescluster_phase{name="pg",namespace="db",phase="Initializing"} 0
 platform_operator_postgrescluster_phase{name="pg",namespace="db",phase="SwitchingOver"} 0
 platform_operator_postgrescluster_phase{name="pg",namespace="db",phase="Upgrading"} 0
+platform_operator_postgrescluster_phase{name="wal",namespace="db",phase="Degraded"} 0
+platform_operator_postgrescluster_phase{name="wal",namespace="db",phase="Deleting"} 0
+platform_operator_postgrescluster_phase{name="wal",namespace="db",phase="FailingOver"} 0
+platform_operator_postgrescluster_phase{name="wal",namespace="db",phase="Healthy"} 1
+platform_operator_postgrescluster_phase{name="wal",namespace="db",phase="Hibernated"} 0
+platform_operator_postgrescluster_phase{name="wal",namespace="db",phase="Initializing"} 0
+platform_operator_postgrescluster_phase{name="wal",namespace="db",phase="SwitchingOver"} 0
+platform_operator_postgrescluster_phase{name="wal",namespace="db",phase="Upgrading"} 0
 # HELP platform_operator_postgrescluster_promotion_epoch Changes of a PostgresCluster's target primary (status.promotionEpoch): its increase counts failovers and switchovers.
 # TYPE platform_operator_postgrescluster_promotion_epoch gauge
 platform_operator_postgrescluster_promotion_epoch{name="pg",namespace="db"} 3
+platform_operator_postgrescluster_promotion_epoch{name="wal",namespace="db"} 0
 # HELP platform_operator_tenant_credentials_expiry_timestamp_seconds When the token in a Tenant's credentials Secret expires (status.credentials.expiresAt), in seconds since the epoch; absent when the Tenant has no credentials.
 # TYPE platform_operator_tenant_credentials_expiry_timestamp_seconds gauge
 platform_operator_tenant_credentials_expiry_timestamp_seconds{name="team-a",namespace=""} 1.8000864e+09

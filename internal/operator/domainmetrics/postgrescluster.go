@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -27,6 +28,13 @@ var (
 		[]string{"namespace", "name", "instance", "role"}, nil)
 	postgresLastBackup = prometheus.NewDesc("platform_operator_postgrescluster_last_backup_success_timestamp_seconds",
 		"When the most recent successful backup of a PostgresCluster finished, the latest status.lastSuccessfulTime of the BackupJobs whose source it is, in seconds since the epoch; absent when none succeeded or BackupJobs are not served.", objectLabels, nil)
+	postgresArchivePendingWAL = prometheus.NewDesc("platform_operator_postgrescluster_archive_pending_wal",
+		"WAL files a PostgresCluster's primary has written and not yet archived (status.archiving.pendingWAL): it keeps them on its volume until the object store has them; absent without status.archiving.", objectLabels, nil)
+	postgresLastArchived = prometheus.NewDesc("platform_operator_postgrescluster_last_archived_timestamp_seconds",
+		"When the object store last confirmed a WAL file of a PostgresCluster (status.archiving.lastArchivedAt), in seconds since the epoch; absent before the first or without status.archiving.", objectLabels, nil)
+	postgresContinuousArchiving = prometheus.NewDesc("platform_operator_postgrescluster_continuous_archiving",
+		"Reason of a PostgresCluster's ContinuousArchiving condition: 1 for the reason it has (Archiving, ArchiveFailing, Starting, NoPrimary), 0 for the others; absent without the condition (no spec.backup).",
+		[]string{"namespace", "name", "reason"}, nil)
 )
 
 // postgresPhases are the phases every cluster has a series of, so that a
@@ -36,9 +44,15 @@ var postgresPhases = []v1alpha1.PostgresClusterPhase{
 	v1alpha1.PostgresUpgrading, v1alpha1.PostgresHibernated, v1alpha1.PostgresDegraded, v1alpha1.PostgresDeleting,
 }
 
+// archivingReasons are the reasons of ContinuousArchiving that a cluster
+// with the condition has a series of, as postgresPhases.
+var archivingReasons = []string{
+	v1alpha1.PostgresArchivingReason, v1alpha1.PostgresArchiveFailingReason, v1alpha1.PostgresArchiveStartingReason, v1alpha1.PostgresNoPrimaryReason,
+}
+
 var postgresClusterKind = kind{
 	descs: []*prometheus.Desc{postgresPhase, postgresInstancesDesired, postgresInstancesReady, postgresPromotionEpoch,
-		postgresInstanceLag, postgresLastBackup},
+		postgresInstanceLag, postgresLastBackup, postgresArchivePendingWAL, postgresLastArchived, postgresContinuousArchiving},
 	collect: func(ctx context.Context, r client.Reader, running map[string]bool, emit emitter) error {
 		var list v1alpha1.PostgresClusterList
 		if err := r.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
@@ -88,7 +102,36 @@ func emitPostgresCluster(emit emitter, pg *v1alpha1.PostgresCluster, lastBackups
 	if t, ok := lastBackups[types.NamespacedName{Namespace: pg.Namespace, Name: pg.Name}]; ok {
 		emit.gauge(postgresLastBackup, t, pg.Namespace, pg.Name)
 	}
+	emitArchiving(emit, pg)
 	emit.conditions(PostgresCluster, pg, s.Conditions)
+}
+
+// emitArchiving sends where continuous archiving stands: status.archiving's
+// figures and the reason of ContinuousArchiving, which
+// platform_operator_condition does not carry (an alert tells a failing
+// archive from one that has not started).
+func emitArchiving(emit emitter, pg *v1alpha1.PostgresCluster) {
+	if a := pg.Status.Archiving; a != nil {
+		emit.gauge(postgresArchivePendingWAL, float64(a.PendingWAL), pg.Namespace, pg.Name)
+		if a.LastArchivedAt != nil {
+			emit.gauge(postgresLastArchived, unixSeconds(*a.LastArchivedAt), pg.Namespace, pg.Name)
+		}
+	}
+	c := meta.FindStatusCondition(pg.Status.Conditions, v1alpha1.PostgresContinuousArchivingCondition)
+	if c == nil {
+		return
+	}
+	reasons := archivingReasons
+	if c.Reason != "" && !slices.Contains(reasons, c.Reason) {
+		reasons = append(slices.Clone(reasons), c.Reason)
+	}
+	for _, r := range reasons {
+		value := 0.0
+		if r == c.Reason {
+			value = 1
+		}
+		emit.gauge(postgresContinuousArchiving, value, pg.Namespace, pg.Name, r)
+	}
 }
 
 // lastBackupOfClusters is, for each PostgresCluster that a BackupJob backs
