@@ -232,6 +232,37 @@ func TestPostgresClusterNamesOnlySecretsItsAuthorMayRead(t *testing.T) {
 	g.Expect(e.user.Update(ctx, changed, client.DryRunAll)).To(Succeed(), "nor is a change to name it refused")
 	g.Expect(e.user.Create(ctx, naming("db", "bound"), client.DryRunAll)).To(MatchError(ContainSubstring("rule user-secrets")),
 		"another Secret still")
+
+	// The keys of an object store reach the instances too: archiving to a
+	// store, or restoring from one, with a Secret she may not read is
+	// refused; with one she may, taken; a change of the image of a
+	// cluster that names one she may not read, refused.
+	store := func(name, field, secret string) *unstructured.Unstructured {
+		pg := naming(name, "")
+		spec := map[string]any{"endpoint": "https://s3.example.com", "bucket": "wal", "path": "shop/db", "credentialsSecret": secret}
+		if field == "backup" {
+			_ = unstructured.SetNestedMap(pg.Object, map[string]any{"objectStore": spec}, "spec", "backup")
+		} else {
+			_ = unstructured.SetNestedMap(pg.Object, map[string]any{"fromBackup": map[string]any{"objectStore": spec}}, "spec", "bootstrap")
+		}
+		return pg
+	}
+	for _, field := range []string{"backup", "fromBackup"} {
+		err := e.user.Create(ctx, store("archived", field, "s3-keys"), client.DryRunAll)
+		g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "%s with a Secret she may not read: want 403 Forbidden, got %v", field, err)
+		g.Expect(err).To(MatchError(ContainSubstring("rule store-secrets: the object stores' credentialsSecret and caSecret name the Secrets s3-keys, and jane may not get every one")), field)
+		g.Expect(e.user.Create(ctx, store("archived", field, "payroll"), client.DryRunAll)).To(Succeed(), "%s with a Secret she may read", field)
+	}
+	archived := store("archived", "backup", "s3-keys")
+	g.Expect(e.admin.Create(ctx, archived)).To(Succeed())
+	g.Expect(e.user.Get(ctx, client.ObjectKeyFromObject(archived), archived)).To(Succeed())
+	relabelled = archived.DeepCopy()
+	relabelled.SetLabels(map[string]string{"team": "payments"})
+	g.Expect(e.user.Update(ctx, relabelled, client.DryRunAll)).To(Succeed(), "another change of a cluster naming a store Secret she may not read")
+	otherImage = archived.DeepCopy()
+	_ = unstructured.SetNestedField(otherImage.Object, "registry.example/mine:1", "spec", "image")
+	g.Expect(e.user.Update(ctx, otherImage, client.DryRunAll)).To(MatchError(ContainSubstring("rule store-secrets")),
+		"the image changed of a cluster naming a store Secret she may not read")
 }
 
 // The token of a PostgresCluster's instance, bound to its pod db-3, may
