@@ -78,14 +78,21 @@ func TakeBaseBackup(ctx context.Context, opts BaseBackupOptions, log logr.Logger
 		return pgspec.BaseBackupResult{}, err
 	}
 	result := pgspec.BaseBackupResult{StartLSN: label.StartLSN.String(), EndLSN: label.EndLSN.String(), Timeline: label.Timeline, FromStandby: label.FromStandby}
-	if opts.TerminationLog != "" {
-		data, err := json.Marshal(result)
-		if err != nil {
-			return result, fmt.Errorf("encode the result: %w", err)
-		}
-		if err := os.WriteFile(opts.TerminationLog, data, 0o644); err != nil {
-			return result, fmt.Errorf("write the result to %s: %w", opts.TerminationLog, err)
-		}
+	return result, writeResult(opts.TerminationLog, result)
+}
+
+// writeResult writes a base backup's result to the termination log at
+// path, where the operator reads it; nowhere for an empty path.
+func writeResult(path string, result pgspec.BaseBackupResult) error {
+	if path == "" {
+		return nil
 	}
-	return result, nil
+	data, err := json.Marshal(result)
+	if err != nil {
+		return fmt.Errorf("encode the result: %w", err)
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		return fmt.Errorf("write the result to %s: %w", path, err)
+	}
+	return nil
 }

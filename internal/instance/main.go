@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/go-logr/zapr"
 	"go.uber.org/zap"
@@ -17,11 +18,11 @@ import (
 
 // Main runs `platform-operator instance SUBCOMMAND`: run (the instance
 // manager), install DEST, basebackup (a BackupJob run's copy of a
-// PostgresCluster) or verify (a restore drill's query). It returns the exit
-// code.
+// PostgresCluster into a claim), basebackup-to-store (into its object
+// store) or verify (a restore drill's query). It returns the exit code.
 func Main(args []string, getenv func(string) string, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "usage: platform-operator instance run [flags] | install DEST | basebackup [flags] | verify [flags]")
+		fmt.Fprintln(stderr, "usage: platform-operator instance run [flags] | install DEST | basebackup [flags] | basebackup-to-store [flags] | verify [flags]")
 		return 2
 	}
 	switch args[0] {
@@ -103,6 +104,27 @@ func Main(args []string, getenv func(string) string, stderr io.Writer) int {
 		return 0
 	case "wal-archive", "wal-restore":
 		return archiveTool(args, stderr)
+	case "basebackup-to-store":
+		opts, err := ParseStoreBackupOptions(args[1:], getenv, stderr)
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		if err != nil {
+			fmt.Fprintln(stderr, "instance basebackup-to-store:", err)
+			return 2
+		}
+		zl, err := zap.NewProduction()
+		if err != nil {
+			fmt.Fprintln(stderr, "instance basebackup-to-store:", err)
+			return 1
+		}
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		if _, err := TakeStoreBackup(ctx, opts, time.Now, zapr.NewLogger(zl)); err != nil {
+			fmt.Fprintln(stderr, "instance basebackup-to-store:", err)
+			return 1
+		}
+		return 0
 	case "verify":
 		opts, err := ParseVerifyOptions(args[1:], getenv, stderr)
 		if errors.Is(err, flag.ErrHelp) {
@@ -120,7 +142,7 @@ func Main(args []string, getenv func(string) string, stderr io.Writer) int {
 		}
 		return 0
 	}
-	fmt.Fprintf(stderr, "unknown subcommand %q: run, install, basebackup, verify, wal-archive or wal-restore\n", args[0])
+	fmt.Fprintf(stderr, "unknown subcommand %q: run, install, basebackup, basebackup-to-store, verify, wal-archive or wal-restore\n", args[0])
 	return 2
 }
 

@@ -39,12 +39,27 @@ type BackupInfo struct {
 // PutBaseBackup stores the tar stream of a data directory as backup
 // info.ID, then its record: what ListBaseBackups finds is whole.
 func (c *Client) PutBaseBackup(ctx context.Context, data io.Reader, info BackupInfo) error {
-	if !backupID.MatchString(info.ID) {
-		return fmt.Errorf("base backup ID %q: lower case letters, digits, '-' and '.' only", info.ID)
+	compressed, err := c.PutBaseBackupData(ctx, info.ID, data)
+	if err != nil {
+		return err
 	}
-	info.Compressed = c.loc.Compress
+	info.Compressed = compressed
+	return c.PutBackupRecord(ctx, info)
+}
+
+// PutBaseBackupData stores the tar stream of base backup id without its
+// record, and says whether it is stored compressed, for the record. It is
+// for a writer that learns what the record says only once the stream is
+// over (where a pg_basebackup's WAL ends is in the stream's last file):
+// PutBackupRecord then makes the backup whole. Until then no listing
+// finds it; a reader error aborts the upload.
+func (c *Client) PutBaseBackupData(ctx context.Context, id string, data io.Reader) (bool, error) {
+	if !backupID.MatchString(id) {
+		return false, fmt.Errorf("base backup ID %q: lower case letters, digits, '-' and '.' only", id)
+	}
+	compressed := c.loc.Compress
 	body := data
-	if info.Compressed {
+	if compressed {
 		pr, pw := io.Pipe()
 		go func() {
 			zw, _ := gzip.NewWriterLevel(pw, gzip.BestSpeed)
@@ -57,10 +72,10 @@ func (c *Client) PutBaseBackup(ctx context.Context, data io.Reader, info BackupI
 		body = pr
 		defer pr.Close()
 	}
-	if err := c.putStream(ctx, backupData(info.ID, info.Compressed), body); err != nil {
-		return err
+	if err := c.putStream(ctx, backupData(id, compressed), body); err != nil {
+		return false, err
 	}
-	return c.PutBackupRecord(ctx, info)
+	return compressed, nil
 }
 
 // PutBackupRecord writes the record of a base backup whose data is

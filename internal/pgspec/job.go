@@ -14,6 +14,9 @@ type Tool string
 const (
 	// ToolBaseBackup streams a base backup of an instance into a claim.
 	ToolBaseBackup Tool = "pg-basebackup"
+	// ToolStoreBackup streams a base backup of a primary into its
+	// cluster's object store.
+	ToolStoreBackup Tool = "pg-basebackup-store"
 	// ToolVerify runs a restore drill's query.
 	ToolVerify Tool = "pg-verify"
 )

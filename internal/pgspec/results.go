@@ -8,4 +8,11 @@ type BaseBackupResult struct {
 	EndLSN      string `json:"endLSN"`
 	Timeline    int64  `json:"timeline"`
 	FromStandby bool   `json:"fromStandby"`
+	// BackupID names a backup put in an object store, in its location;
+	// empty for a backup into a claim.
+	BackupID string `json:"backupID,omitempty"`
+	// Size is the bytes of an object-store backup's tar stream, before
+	// compression: a claim has a capacity to show, the store nothing the
+	// operator reads.
+	Size int64 `json:"size,omitempty"`
 }
