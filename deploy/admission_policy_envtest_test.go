@@ -233,6 +233,18 @@ func backupClaim(ns string, change func(*corev1.PersistentVolumeClaim)) *corev1.
 	return claim
 }
 
+// backupRecord is the record of a backup in an object store, as a run of
+// BackupJob nightly makes it, changed by change.
+func backupRecord(ns string, change func(*corev1.ConfigMap)) *corev1.ConfigMap {
+	record := &corev1.ConfigMap{ObjectMeta: meta(ns, "nightly-1700000000",
+		managed(map[string]string{tenantv1.BackupJobLabel: "nightly", "example.com/run": "nightly-1700000000"}))}
+	record.Annotations = map[string]string{"example.com/backupjob-uid": "bj-uid"}
+	if change != nil {
+		change(record)
+	}
+	return record
+}
+
 func tokenRequest(boundTo *corev1.Secret, seconds int64) *authenticationv1.TokenRequest {
 	r := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To(seconds)}}
 	if boundTo != nil {
@@ -341,6 +353,7 @@ func testOperatorsWorkIsAllowed(t *testing.T, e *policyEnv) {
 	// drill (its claim from the backup).
 	g.Expect(e.operator.Create(ctx, backupJob(plainNS), client.DryRunAll)).To(Succeed(), "a run's Job")
 	g.Expect(e.operator.Create(ctx, backupClaim(plainNS, nil), client.DryRunAll)).To(Succeed(), "a backup claim")
+	g.Expect(e.operator.Create(ctx, backupRecord(plainNS, nil), client.DryRunAll)).To(Succeed(), "the record of a backup in an object store")
 	drill := backupClaim(plainNS, func(c *corev1.PersistentVolumeClaim) {
 		c.Name = "nightly-1700000000-verify"
 		c.Annotations = nil
@@ -527,6 +540,10 @@ func testStolenTokenIsConfined(t *testing.T, e *policyEnv) {
 		{"Job of another BackupJob", create(backupJob(plainNS, func(j *batchv1.Job) { j.OwnerReferences[0].Name = "other" })), "rule backup-objects"},
 		{"Job in kube-system", create(backupJob("kube-system")), "rule no-system-namespaces"},
 		{"claim of no BackupJob", create(backupClaim(plainNS, func(c *corev1.PersistentVolumeClaim) { c.Annotations = nil })), "rule backup-objects"},
+		{"ConfigMap of no BackupJob", create(backupRecord(plainNS, func(c *corev1.ConfigMap) { delete(c.Labels, tenantv1.BackupJobLabel) })), "rule backup-objects"},
+		{"backup record that no BackupJob made", create(backupRecord(plainNS, func(c *corev1.ConfigMap) { c.Annotations = nil })), "rule backup-objects"},
+		{"ConfigMap in kube-system", create(backupRecord("kube-system", nil)), "rule no-system-namespaces"},
+		{"an application's ConfigMap", create(&corev1.ConfigMap{ObjectMeta: meta(plainNS, "settings", nil)}), "rule managed-by-label"},
 		{"copy of another claim", create(backupClaim(plainNS, func(c *corev1.PersistentVolumeClaim) {
 			c.Spec.DataSource = &corev1.TypedLocalObjectReference{Kind: "PersistentVolumeClaim", Name: "database"}
 		})), "rule claim-sources"},

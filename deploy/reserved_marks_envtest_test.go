@@ -32,7 +32,7 @@ func TestReservedMarksAreTheOperators(t *testing.T) {
 	const ns = "shop"
 	g.Expect(e.admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
 	g.Expect(e.admin.Create(ctx, &rbacv1.Role{ObjectMeta: meta(ns, "storage", nil), Rules: []rbacv1.PolicyRule{
-		{APIGroups: []string{"", "batch", "snapshot.storage.k8s.io"}, Resources: []string{"persistentvolumeclaims", "jobs", "volumesnapshots"},
+		{APIGroups: []string{"", "batch", "snapshot.storage.k8s.io"}, Resources: []string{"persistentvolumeclaims", "configmaps", "jobs", "volumesnapshots"},
 			Verbs: []string{"get", "create", "update", "patch"}},
 	}})).To(Succeed())
 	g.Expect(e.admin.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: meta(ns, "jane-storage", nil),
@@ -71,9 +71,10 @@ func TestReservedMarksAreTheOperators(t *testing.T) {
 			map[string]string{tenantv1.PostgresClusterLabel: "db"}), Spec: backup.Spec}),
 		"a snapshot labelled as a successful backup": create(snapshot(map[string]string{tenantv1.BackupJobLabel: "nightly",
 			"example.com/run": "nightly-1700000120", "example.com/result": "Succeeded"})),
-		"a Job labelled as a run's": create(job),
-		"a backup's result changed": patchClaim(backup, func(c *corev1.PersistentVolumeClaim) { c.Labels["example.com/result"] = "Failed" }),
-		"a backup's result removed": patchClaim(backup, func(c *corev1.PersistentVolumeClaim) { delete(c.Labels, "example.com/result") }),
+		"a Job labelled as a run's":                                   create(job),
+		"a ConfigMap dressed as the record of an object-store backup": create(backupRecord(ns, func(c *corev1.ConfigMap) { c.Name = "nightly-1700000300" })),
+		"a backup's result changed":                                   patchClaim(backup, func(c *corev1.PersistentVolumeClaim) { c.Labels["example.com/result"] = "Failed" }),
+		"a backup's result removed":                                   patchClaim(backup, func(c *corev1.PersistentVolumeClaim) { delete(c.Labels, "example.com/result") }),
 		"a backup's scheduled time changed": patchClaim(backup, func(c *corev1.PersistentVolumeClaim) {
 			c.Annotations["example.com/scheduled-time"] = "2020-01-01T00:00:00Z"
 		}),
@@ -98,6 +99,7 @@ func TestReservedMarksAreTheOperators(t *testing.T) {
 		"her claim relabelled":             patchClaim(mine, func(c *corev1.PersistentVolumeClaim) { c.Labels["team"] = "web" }),
 		"her claim pinned":                 patchClaim(mine, func(c *corev1.PersistentVolumeClaim) { c.Labels[tenantv1.PinnedLabel] = "true" }),
 		"a snapshot of her own":            create(snapshot(map[string]string{"team": "shop"})),
+		"a ConfigMap of her own":           create(&corev1.ConfigMap{ObjectMeta: meta(ns, "settings", map[string]string{"team": "shop"})}),
 	}
 	for name, attempt := range allowed {
 		g.Expect(attempt(ctx, e.user)).To(Succeed(), name)

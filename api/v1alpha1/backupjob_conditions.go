@@ -189,6 +189,12 @@ const (
 	// a snapshot target.
 	BackupJobSourceNotMountableReason = "SourceNotMountable"
 
+	// BackupJobObjectStoreMissingReason (Degraded=True, Ready=False): the
+	// target is objectStore but the source PostgresCluster has no
+	// spec.backup.objectStore to put base backups in. Runs are not started
+	// and count as missed.
+	BackupJobObjectStoreMissingReason = "ObjectStoreMissing"
+
 	// BackupJobTooManyMissedRunsReason (Degraded=True): more than 100
 	// scheduled times passed without a run, which points at a stopped
 	// operator or a clock that jumped. Set startingDeadlineSeconds, or check

@@ -43,6 +43,12 @@ const (
 	// position where a restore's recovery starts (its backup_label's START
 	// WAL LOCATION).
 	BackupStartLSNAnnotation = "example.com/start-lsn"
+	// BackupObjectStoreAnnotation, on the record of a base backup in an
+	// object store (target.objectStore), is the folder of the cluster in
+	// the store, as a path-style S3 URL: ENDPOINT/BUCKET/PATH. The backup
+	// is named after its run there; restore it with a PostgresCluster's
+	// spec.bootstrap.fromBackup.objectStore.
+	BackupObjectStoreAnnotation = "example.com/object-store"
 	// BackupEndLSNAnnotation, on a base backup's claim, is the WAL
 	// position from which the backup is consistent (the end of the WAL
 	// range in its manifest): every transaction whose commit ended there or
@@ -58,6 +64,8 @@ const (
 // +kubebuilder:validation:XValidation:rule="!has(self.target) || !has(self.target.snapshot) || !has(self.jobTemplate)",message="a snapshot target takes no jobTemplate: the snapshot is the copy",fieldPath=".jobTemplate",reason=FieldValueForbidden
 // +kubebuilder:validation:XValidation:rule="!has(self.verify) || has(self.source.postgresCluster) || (has(self.verify.jobTemplate) && !has(self.verify.sql))",message="a claim's backups are checked by verify.jobTemplate (required), not verify.sql",fieldPath=".verify",reason=FieldValueInvalid
 // +kubebuilder:validation:XValidation:rule="!has(self.verify) || !has(self.source.postgresCluster) || (has(self.verify.sql) && !has(self.verify.jobTemplate))",message="a PostgresCluster's backups are checked by verify.sql (required), a query run in a restored copy, not verify.jobTemplate",fieldPath=".verify",reason=FieldValueInvalid
+// +kubebuilder:validation:XValidation:rule="!has(self.target) || !has(self.target.objectStore) || has(self.source.postgresCluster)",message="target.objectStore takes a postgresCluster source: it holds base backups of a PostgresCluster, in the object store of its spec.backup",fieldPath=".target.objectStore",reason=FieldValueForbidden
+// +kubebuilder:validation:XValidation:rule="!has(self.verify) || !has(self.target) || !has(self.target.objectStore)",message="restore drills of object-store backups are not supported yet: remove verify, or use a volume or snapshot target",fieldPath=".verify",reason=FieldValueForbidden
 type BackupJobSpec struct {
 	// schedule says when runs start: five cron fields (minute, hour, day of
 	// month, month, day of week; names such as MON or JAN allowed), or one of
@@ -126,8 +134,8 @@ type BackupJobSpec struct {
 	// +required
 	Source BackupSource `json:"source"`
 
-	// target says where each run's copy goes: a new volume (the default) or a
-	// volume snapshot.
+	// target says where each run's copy goes: a new volume (the default), a
+	// volume snapshot, or, for a PostgresCluster, its object store.
 	// +optional
 	// +kubebuilder:default={volume: {}}
 	Target *BackupTarget `json:"target,omitempty"`
@@ -270,10 +278,10 @@ type BackupSource struct {
 	AllowPrimaryFencing bool `json:"allowPrimaryFencing,omitempty"`
 }
 
-// BackupTarget is where each run's copy goes: exactly one of volume and
-// snapshot.
+// BackupTarget is where each run's copy goes: exactly one of volume,
+// snapshot and objectStore.
 //
-// +kubebuilder:validation:XValidation:rule="has(self.volume) != has(self.snapshot)",message="set exactly one of volume and snapshot"
+// +kubebuilder:validation:XValidation:rule="[has(self.volume), has(self.snapshot), has(self.objectStore)].filter(x, x).size() == 1",message="set exactly one of volume, snapshot and objectStore"
 type BackupTarget struct {
 	// volume makes a new PersistentVolumeClaim per run, mounted at /backup
 	// in the run's Job, for the Job to copy /source into.
@@ -286,7 +294,29 @@ type BackupTarget struct {
 	// Degraded condition.
 	// +optional
 	Snapshot *BackupSnapshotTarget `json:"snapshot,omitempty"`
+
+	// objectStore streams a base backup of the PostgresCluster
+	// (spec.source.postgresCluster) per run into the object store of the
+	// cluster's spec.backup.objectStore, where its WAL is archived: with
+	// both, the cluster can be restored to any moment since the backup
+	// (spec.bootstrap.fromBackup.objectStore). The run's Job copies the
+	// primary with pg_basebackup, as the backup role; it ends once the
+	// WAL the backup needs is archived. The operator records each backup
+	// in a ConfigMap named after its run, labelled as other backups are;
+	// the backup in the store has the run's name too. A cluster without
+	// spec.backup has its runs skipped, and Degraded says why. Retention
+	// and deletionPolicy Delete do not delete object-store backups yet;
+	// restore drills (spec.verify) are not supported for them.
+	// +optional
+	ObjectStore *BackupObjectStoreTarget `json:"objectStore,omitempty"`
 }
+
+// BackupObjectStoreTarget asks for base backups in the object store of
+// the source PostgresCluster (its spec.backup.objectStore). It has no
+// fields: the cluster's store, path and credentials are the ones its WAL
+// is archived with, so that a backup and the WAL after it are found
+// together.
+type BackupObjectStoreTarget struct{}
 
 // BackupVolumeTarget describes the claim made for each run.
 type BackupVolumeTarget struct {
@@ -457,7 +487,7 @@ type BackupVerify struct {
 
 // BackupKind is what a backup is.
 //
-// +kubebuilder:validation:Enum=Volume;Snapshot
+// +kubebuilder:validation:Enum=Volume;Snapshot;ObjectStore
 type BackupKind string
 
 const (
@@ -465,6 +495,9 @@ const (
 	VolumeBackup BackupKind = "Volume"
 	// SnapshotBackup is a VolumeSnapshot of the source.
 	SnapshotBackup BackupKind = "Snapshot"
+	// ObjectStoreBackup is a base backup in a PostgresCluster's object
+	// store, recorded in a ConfigMap of the same name.
+	ObjectStoreBackup BackupKind = "ObjectStore"
 )
 
 // BackupResult is the outcome of the run that made a backup.
@@ -529,15 +562,17 @@ const (
 
 // Backup is one backup of a BackupJob, as status lists it.
 type Backup struct {
-	// name of the PersistentVolumeClaim or VolumeSnapshot, in the
-	// BackupJob's namespace. It is also the name of the run's Job.
+	// name of the PersistentVolumeClaim or VolumeSnapshot, or of the
+	// ConfigMap that records a base backup in an object store (named so
+	// there too), in the BackupJob's namespace. It is also the name of the
+	// run's Job.
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
 	Name string `json:"name"`
 
-	// kind is Volume (a PersistentVolumeClaim) or Snapshot (a
-	// VolumeSnapshot).
+	// kind is Volume (a PersistentVolumeClaim), Snapshot (a
+	// VolumeSnapshot) or ObjectStore (a base backup in an object store).
 	// +required
 	Kind BackupKind `json:"kind"`
 
@@ -551,8 +586,9 @@ type Backup struct {
 	// +required
 	Result BackupResult `json:"result"`
 
-	// size of the backup: the claim's capacity or the snapshot's restore
-	// size, once the backup has a result.
+	// size of the backup: the claim's capacity, the snapshot's restore
+	// size, or the bytes of an object-store backup before compression,
+	// once the backup has a result.
 	// +optional
 	Size *resource.Quantity `json:"size,omitempty"`
 
@@ -562,9 +598,11 @@ type Backup struct {
 	Verified VerificationResult `json:"verified,omitempty"`
 
 	// keptBy lists the retention rules that keep the backup. It is empty for
-	// a run in progress, which retention never deletes, and for a backup
+	// a run in progress, which retention never deletes, for a backup
 	// the operator is deleting: one that stays listed so could not be
-	// deleted, and the RetentionApplied condition says why.
+	// deleted, and the RetentionApplied condition says why; and for an
+	// object-store backup the policy no longer keeps, which retention does
+	// not delete yet (the RetentionApplied condition lists them).
 	// +optional
 	// +listType=set
 	// +kubebuilder:validation:MaxItems=7

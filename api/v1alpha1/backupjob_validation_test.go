@@ -155,6 +155,11 @@ spec:
 spec:
   schedule: "@daily"
   source: {postgresCluster: db}`},
+		{"a PostgresCluster's base backups into its object store", `
+spec:
+  schedule: "@daily"
+  source: {postgresCluster: db}
+  target: {objectStore: {}}`},
 		{"a PostgresCluster's backups checked by a query", `
 spec:
   schedule: "@daily"
@@ -243,8 +248,17 @@ spec:
 		// source and target
 		{"no source", strings.Replace(minimalBackupJob, "source: {persistentVolumeClaimName: data}", "", 1), "spec.source"},
 		{"claim name not a DNS name", strings.Replace(minimalBackupJob, "persistentVolumeClaimName: data", "persistentVolumeClaimName: Data_1", 1), "spec.source.persistentVolumeClaimName"},
-		{"empty target", backupJobWith("target: {}"), "spec.target: Invalid value: set exactly one of volume and snapshot"},
-		{"volume and snapshot", backupJobWith("target: {volume: {}, snapshot: {}}"), "spec.target: Invalid value: set exactly one of volume and snapshot"},
+		{"empty target", backupJobWith("target: {}"), "spec.target: Invalid value: set exactly one of volume, snapshot and objectStore"},
+		{"volume and snapshot", backupJobWith("target: {volume: {}, snapshot: {}}"), "spec.target: Invalid value: set exactly one of volume, snapshot and objectStore"},
+		{"volume and objectStore", backupJobWith("target: {volume: {}, objectStore: {}}"), "spec.target: Invalid value: set exactly one of volume, snapshot and objectStore"},
+		{"objectStore of a claim", backupJobWith("target: {objectStore: {}}"),
+			"spec.target.objectStore: Forbidden: target.objectStore takes a postgresCluster source"},
+		{"verify of an objectStore target", `
+spec:
+  schedule: "@daily"
+  source: {postgresCluster: db}
+  target: {objectStore: {}}
+  verify: {sql: SELECT true}`, "spec.verify: Forbidden: restore drills of object-store backups are not supported yet"},
 		{"volume size 0", backupJobWith("target: {volume: {size: 0}}"), "spec.target.volume.size: Invalid value: 0: size must be greater than zero"},
 		{"negative volume size", backupJobWith("target: {volume: {size: -1Gi}}"), "spec.target.volume.size"},
 		{"volume size that is no quantity", backupJobWith("target: {volume: {size: lots}}"), "spec.target.volume.size"},

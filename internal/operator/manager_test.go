@@ -64,7 +64,7 @@ func TestWatchedObjectsAreTheControllersWatches(t *testing.T) {
 	}
 
 	withoutSnapshots := plan{run: []controller.Descriptor{d}, servedOptional: map[string]map[schema.GroupVersionResource]bool{d.Name: {backupjob.SnapshotAPI: false}}}
-	g.Expect(kinds(withoutSnapshots)).To(ConsistOf("*v1alpha1.BackupJob", "*v1.Job", "*v1.PersistentVolumeClaim"))
+	g.Expect(kinds(withoutSnapshots)).To(ConsistOf("*v1alpha1.BackupJob", "*v1.Job", "*v1.PersistentVolumeClaim", "*v1.ConfigMap"))
 	withSnapshots := plan{run: []controller.Descriptor{d}, servedOptional: map[string]map[schema.GroupVersionResource]bool{d.Name: {backupjob.SnapshotAPI: true}}}
-	g.Expect(kinds(withSnapshots)).To(ConsistOf("*v1alpha1.BackupJob", "*v1.Job", "*v1.PersistentVolumeClaim", "*v1.VolumeSnapshot"))
+	g.Expect(kinds(withSnapshots)).To(ConsistOf("*v1alpha1.BackupJob", "*v1.Job", "*v1.PersistentVolumeClaim", "*v1.ConfigMap", "*v1.VolumeSnapshot"))
 }

@@ -70,14 +70,18 @@ retention may delete it when no rule keeps it.`
 }
 
 // backupObject is an empty object of the kind of bj's backup named name,
-// as status lists it: a claim or a VolumeSnapshot.
+// as status lists it: a claim, a VolumeSnapshot, or the ConfigMap that
+// records a base backup in an object store.
 func backupObject(bj *v1alpha1.BackupJob, name string) (client.Object, error) {
 	i := slices.IndexFunc(bj.Status.Backups, func(b v1alpha1.Backup) bool { return b.Name == name })
 	if i < 0 {
 		return nil, fmt.Errorf("BackupJob %s lists no backup %s in its status (kubectl platform bj list %s)", bj.Name, name, bj.Name)
 	}
-	if bj.Status.Backups[i].Kind == v1alpha1.SnapshotBackup {
+	switch bj.Status.Backups[i].Kind {
+	case v1alpha1.SnapshotBackup:
 		return &snapshotv1.VolumeSnapshot{}, nil
+	case v1alpha1.ObjectStoreBackup:
+		return &corev1.ConfigMap{}, nil
 	}
 	return &corev1.PersistentVolumeClaim{}, nil
 }

@@ -8,6 +8,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -144,14 +145,20 @@ func desiredBaseBackupJob(bj *v1alpha1.BackupJob, rn run, pg *v1alpha1.PostgresC
 
 // baseBackupStart is what the successful base backup b records of itself,
 // read from its Job's pod: the termination message of `instance
-// basebackup` (the WAL position and timeline where the backup starts). It
-// is nil for other runs, and when the pod or its message is gone: the
-// backup is whole all the same, its start is then not on record.
+// basebackup` or `instance basebackup-to-store` (the WAL position and
+// timeline where the backup starts, where it ends, and the size of a
+// backup in the store). It is nil for other runs, and when the pod or its
+// message is gone: the backup is whole all the same, its start is then
+// not on record.
 func (r *Reconciler) baseBackupStart(ctx context.Context, bj *v1alpha1.BackupJob, b *backup) map[string]string {
 	if bj.Spec.Source.PostgresCluster == "" {
 		return nil
 	}
-	terminated, err := r.terminatedContainers(ctx, bj.Namespace, b.name, string(pgspec.ToolBaseBackup), corev1.PodSucceeded)
+	tool := pgspec.ToolBaseBackup
+	if b.kind == v1alpha1.ObjectStoreBackup {
+		tool = pgspec.ToolStoreBackup
+	}
+	terminated, err := r.terminatedContainers(ctx, bj.Namespace, b.name, string(tool), corev1.PodSucceeded)
 	if err != nil {
 		ctrl.LoggerFrom(ctx).Info("The start and end of a base backup are not recorded", "run", b.name, "error", err.Error())
 		return nil
@@ -179,11 +186,15 @@ func parseBaseBackupResult(t *corev1.ContainerStateTerminated) map[string]string
 	if startErr != nil || endErr != nil || end < start {
 		return nil
 	}
-	return map[string]string{
+	annotations := map[string]string{
 		v1alpha1.BackupStartLSNAnnotation: start.String(),
 		v1alpha1.BackupEndLSNAnnotation:   end.String(),
 		v1alpha1.BackupTimelineAnnotation: strconv.FormatInt(result.Timeline, 10),
 	}
+	if result.Size > 0 {
+		annotations[storeSizeAnnotation] = resource.NewQuantity(result.Size, resource.BinarySI).String()
+	}
+	return annotations
 }
 
 // terminatedContainers are the terminated states of container in the pods

@@ -111,6 +111,9 @@ func TestParseBaseBackupResult(t *testing.T) {
 	}{
 		"the result": {terminated(0, good),
 			map[string]string{v1alpha1.BackupStartLSNAnnotation: "16/B374D848", v1alpha1.BackupEndLSNAnnotation: "16/B4000100", v1alpha1.BackupTimelineAnnotation: "3"}},
+		"an object-store backup's, with its size": {terminated(0, `{"startLSN":"0/4000028","endLSN":"0/4000100","timeline":1,"fromStandby":false,"backupID":"nightly-1","size":31457280}`),
+			map[string]string{v1alpha1.BackupStartLSNAnnotation: "0/4000028", v1alpha1.BackupEndLSNAnnotation: "0/4000100", v1alpha1.BackupTimelineAnnotation: "1",
+				storeSizeAnnotation: "30Mi"}},
 		"a failed container's":    {terminated(1, good), nil},
 		"the end of a log":        {terminated(0, "pg_basebackup: error: connection refused"), nil},
 		"not a position":          {terminated(0, `{"startLSN":"nowhere","endLSN":"0/2","timeline":3}`), nil},

@@ -50,8 +50,8 @@ func AddToScheme(s *runtime.Scheme) error {
 	return snapshotv1.AddToScheme(s)
 }
 
-// CacheByObject keeps of Jobs and claims only those the operator manages,
-// by its label. VolumeSnapshots are not listed here: the cache refuses a
+// CacheByObject keeps of Jobs, claims and ConfigMaps (the records of
+// object-store backups) only those the operator manages, by its label. VolumeSnapshots are not listed here: the cache refuses a
 // setting for a type the cluster does not serve, and the Descriptor's cache
 // settings cannot depend on what is served, so where they are served the
 // controller's watch caches them with the operator's defaults.
@@ -59,16 +59,19 @@ func CacheByObject() map[client.Object]children.CacheSetting {
 	return map[client.Object]children.CacheSetting{
 		&batchv1.Job{}:                  children.CacheConfig("", nil),
 		&corev1.PersistentVolumeClaim{}: children.CacheConfig("", nil),
+		&corev1.ConfigMap{}:             children.CacheConfig("", nil),
 	}
 }
 
 // SetupWithManager registers the reconciler: it watches BackupJobs, the
-// Jobs they control (runs and drills), and the claims and, where served,
-// snapshots labelled for them (backups have no owner reference).
+// Jobs they control (runs and drills), and the claims, object-store
+// backup records and, where served, snapshots labelled for them (backups
+// have no owner reference).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error {
 	watches := []kit.Watch{
 		r.loop.Owned(&batchv1.Job{}),
 		kit.Mapped(&corev1.PersistentVolumeClaim{}, backupJobOf),
+		kit.Mapped(&corev1.ConfigMap{}, backupJobOf),
 	}
 	if r.SnapshotsServed {
 		watches = append(watches, kit.Mapped(&snapshotv1.VolumeSnapshot{}, backupJobOf))

@@ -23,7 +23,10 @@ func drillCandidate(backups []*backup, everyNth int32) *backup {
 	var newest *backup
 	var pending int32
 	for _, b := range backups {
-		if b.result != v1alpha1.BackupSucceeded || b.deleting() {
+		// An object-store backup has no drill yet: the API refuses verify
+		// with an objectStore target, and backups left by one when the
+		// target changed are skipped.
+		if b.result != v1alpha1.BackupSucceeded || b.deleting() || b.kind == v1alpha1.ObjectStoreBackup {
 			continue
 		}
 		if b.verified != "" {

@@ -88,7 +88,10 @@ func (r *Reconciler) Finalize(ctx context.Context, bj *v1alpha1.BackupJob) (kit.
 		}
 		var going []string
 		for _, b := range obs.backups {
-			if b.pinned {
+			// An object-store backup's record stays with its backup, which
+			// the operator does not delete from the store yet (see
+			// storebackup.go): deleting the record alone would hide it.
+			if b.pinned || b.kind == v1alpha1.ObjectStoreBackup {
 				continue
 			}
 			if !b.deleting() {

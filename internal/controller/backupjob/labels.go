@@ -14,8 +14,9 @@ import (
 // read from the backup itself: which run made it, when it was scheduled,
 // how the run ended and how its drill ended.
 const (
-	// RunLabel names the run that made an object: its Job and its claim or
-	// snapshot. Its value is the run's name, RunName.
+	// RunLabel names the run that made an object: its Job and its claim,
+	// snapshot or object-store record. Its value is the run's name,
+	// RunName.
 	RunLabel = "example.com/run"
 
 	// DrillLabel marks a restore drill's claim and Job; its value is the

@@ -39,7 +39,8 @@ type observation struct {
 	// waiting is why a due run of a PostgresCluster waits, nil when none
 	// does.
 	waiting *cause
-	// backups are the claims or snapshots that runs made, newest first.
+	// backups are the claims, snapshots or object-store records that runs
+	// made, newest first.
 	backups []*backup
 	// inherited names the backups labelled for the BackupJob's name that an
 	// earlier BackupJob of that name made (see MadeByAnnotation): listed
@@ -63,7 +64,8 @@ type observation struct {
 	drillClusters map[string]*v1alpha1.PostgresCluster
 }
 
-// backup is a run's claim or snapshot as status and retention see it.
+// backup is a run's claim, snapshot or object-store record as status and
+// retention see it.
 type backup struct {
 	name      string
 	kind      v1alpha1.BackupKind
@@ -142,6 +144,16 @@ func (r *Reconciler) observe(ctx context.Context, bj *v1alpha1.BackupJob, now ti
 			obs.drillClaims[name] = c
 		} else if isBackup(bj.Name, c) {
 			obs.addBackup(bj, c, claimBackup(c))
+		}
+	}
+
+	records := &corev1.ConfigMapList{}
+	if err := r.Client.List(ctx, records, client.InNamespace(bj.Namespace), selector); err != nil {
+		return nil, fmt.Errorf("list the records of object-store backups: %w", err)
+	}
+	for i := range records.Items {
+		if cm := &records.Items[i]; isBackup(bj.Name, cm) {
+			obs.addBackup(bj, cm, recordBackup(cm))
 		}
 	}
 

@@ -35,6 +35,9 @@ type retentionResult struct {
 	// inherited names the backups an earlier BackupJob of the name made,
 	// which retention leaves alone.
 	inherited []string
+	// storeKept names the object-store backups the policy no longer
+	// keeps, which retention does not delete yet (see storebackup.go).
+	storeKept []string
 }
 
 // blockedAfter is how long a backup may take to go after its deletion
@@ -81,6 +84,13 @@ func (r *Reconciler) applyRetention(ctx context.Context, bj *v1alpha1.BackupJob,
 		// is gone: else the run would cut its snapshot again. One that a
 		// restore drill reads is deleted once the drill is over.
 		if !v.Delete || b == nil || b.pinned || obs.drilling(b.name) || obs.fenceOfRun(b.name) != nil {
+			continue
+		}
+		if b.kind == v1alpha1.ObjectStoreBackup {
+			// Deleting its record would delete nothing in the store, and
+			// say that it did: the backup stays, listed, until the store's
+			// own retention can delete it with the WAL only it needs.
+			res.storeKept = append(res.storeKept, b.name)
 			continue
 		}
 		deleted, err := r.deleteBackup(ctx, bj, b)

@@ -95,6 +95,7 @@ func (r *Reconciler) newLoop() *kit.Loop[v1alpha1.BackupJob, *v1alpha1.BackupJob
 // +kubebuilder:rbac:groups=example.com,resources=backupjobs/finalizers,verbs=update
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups=snapshot.storage.k8s.io,resources=volumesnapshots,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=example.com,resources=postgresclusters,verbs=get;list;watch;patch;create;delete

@@ -8,6 +8,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -15,10 +16,10 @@ import (
 	"example.com/platform-operator/internal/controller/kit"
 )
 
-// recordResults writes on each backup claim whose run's Job finished how it
-// ended, before anything may delete the Job: the result must outlive the
-// bounded Job history. A running backup whose Job is gone (see jobGone)
-// gets it back only when it never had one.
+// recordResults writes on each backup claim (or object-store record) whose
+// run's Job finished how it ended, before anything may delete the Job: the
+// result must outlive the bounded Job history. A running backup whose Job
+// is gone (see jobGone) gets it back only when it never had one.
 func (r *Reconciler) recordResults(ctx context.Context, bj *v1alpha1.BackupJob, obs *observation, now time.Time, out *outcome) {
 	for _, b := range obs.backups {
 		if b.kind == v1alpha1.SnapshotBackup && b.result == v1alpha1.BackupSucceeded && !b.deleting() &&
@@ -26,7 +27,7 @@ func (r *Reconciler) recordResults(ctx context.Context, bj *v1alpha1.BackupJob, 
 			out.Add(r.labelSnapshotSucceeded(ctx, b), false)
 			continue
 		}
-		if b.kind != v1alpha1.VolumeBackup || b.result != v1alpha1.BackupRunning || b.deleting() {
+		if b.kind == v1alpha1.SnapshotBackup || b.result != v1alpha1.BackupRunning || b.deleting() {
 			continue
 		}
 		job := obs.runJobs[b.name]
@@ -55,7 +56,7 @@ func (r *Reconciler) recordResults(ctx context.Context, bj *v1alpha1.BackupJob, 
 				out.Add(err, false)
 				continue
 			}
-			r.Recorder.Eventf(bj, job, corev1.EventTypeNormal, "RunSucceeded", "Run", "Run %s succeeded: backup claim %s is complete", b.name, b.name)
+			r.Recorder.Eventf(bj, job, corev1.EventTypeNormal, "RunSucceeded", "Run", "Run %s succeeded: %s", b.name, completeMessage(b))
 			continue
 		}
 		if err := r.recordResult(ctx, b, v1alpha1.BackupFailed, v1alpha1.BackupJobJobFailedReason, message, at); err != nil {
@@ -74,12 +75,24 @@ func (r *Reconciler) recordResults(ctx context.Context, bj *v1alpha1.BackupJob, 
 // whole or in part, and the run failed for want of a result. One whose Job
 // was never created (the create failed) gets it.
 func (r *Reconciler) jobGone(ctx context.Context, bj *v1alpha1.BackupJob, obs *observation, b *backup, now time.Time, out *outcome) {
-	live := &corev1.PersistentVolumeClaim{}
-	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(b.object), live); err != nil {
-		out.Add(client.IgnoreNotFound(fmt.Errorf("get backup claim %s: %w", b.name, err)), false)
-		return
+	var live client.Object
+	var fresh *backup
+	switch b.kind {
+	case v1alpha1.ObjectStoreBackup:
+		record := &corev1.ConfigMap{}
+		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(b.object), record); err != nil {
+			out.Add(client.IgnoreNotFound(fmt.Errorf("get the record of object-store backup %s: %w", b.name, err)), false)
+			return
+		}
+		live, fresh = record, recordBackup(record)
+	default:
+		claim := &corev1.PersistentVolumeClaim{}
+		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(b.object), claim); err != nil {
+			out.Add(client.IgnoreNotFound(fmt.Errorf("get backup claim %s: %w", b.name, err)), false)
+			return
+		}
+		live, fresh = claim, claimBackup(claim)
 	}
-	fresh := claimBackup(live)
 	if fresh.result != v1alpha1.BackupRunning {
 		*b = *fresh
 		return
@@ -94,14 +107,14 @@ func (r *Reconciler) jobGone(ctx context.Context, bj *v1alpha1.BackupJob, obs *o
 }
 
 // jobRecorded is the UID of the Job that was made for the backup claim
-// claim, as status.active (or the claim itself) recorded it.
-func jobRecorded(bj *v1alpha1.BackupJob, claim *corev1.PersistentVolumeClaim) (types.UID, bool) {
+// (or record) backup, as status.active (or the claim itself) recorded it.
+func jobRecorded(bj *v1alpha1.BackupJob, backup client.Object) (types.UID, bool) {
 	for _, ref := range bj.Status.Active {
-		if ref.Kind == "Job" && ref.Name == claim.Name {
+		if ref.Kind == "Job" && ref.Name == backup.GetName() {
 			return ref.UID, true
 		}
 	}
-	uid, ok := claim.Annotations[JobStartedAnnotation]
+	uid, ok := backup.GetAnnotations()[JobStartedAnnotation]
 	return types.UID(uid), ok
 }
 
@@ -119,7 +132,8 @@ func (r *Reconciler) liveJob(ctx context.Context, namespace, name string) (*batc
 	return job, nil
 }
 
-// recordResult writes a run's result on its backup claim, and sets it on b.
+// recordResult writes a run's result on its backup claim (or record), and
+// sets it on b.
 func (r *Reconciler) recordResult(ctx context.Context, b *backup, result v1alpha1.BackupResult, reason, message string, at time.Time) error {
 	return r.recordResultWith(ctx, b, result, reason, message, at, nil)
 }
@@ -127,28 +141,36 @@ func (r *Reconciler) recordResult(ctx context.Context, b *backup, result v1alpha
 // recordResultWith records the result as recordResult does, with more
 // annotations that say what the backup holds.
 func (r *Reconciler) recordResultWith(ctx context.Context, b *backup, result v1alpha1.BackupResult, reason, message string, at time.Time, annotations map[string]string) error {
-	claim, ok := b.object.(*corev1.PersistentVolumeClaim)
-	if !ok {
+	if b.kind == v1alpha1.SnapshotBackup {
 		return nil // a snapshot's status is its record
 	}
-	updated := claim.DeepCopy()
-	if updated.Labels == nil {
-		updated.Labels = map[string]string{}
+	updated, ok := b.object.DeepCopyObject().(client.Object)
+	if !ok {
+		return fmt.Errorf("backup %s: %T is not an object", b.name, b.object)
 	}
-	if updated.Annotations == nil {
-		updated.Annotations = map[string]string{}
+	labels, all := updated.GetLabels(), updated.GetAnnotations()
+	if labels == nil {
+		labels = map[string]string{}
 	}
-	updated.Labels[ResultLabel] = string(result)
-	updated.Annotations[finishedAnnotation] = stamp(at)
+	if all == nil {
+		all = map[string]string{}
+	}
+	labels[ResultLabel] = string(result)
+	all[finishedAnnotation] = stamp(at)
 	for k, v := range annotations {
-		updated.Annotations[k] = v
+		all[k] = v
 	}
 	if result == v1alpha1.BackupFailed {
-		updated.Annotations[ResultReasonAnnotation] = reason
-		updated.Annotations[ResultMessageAnnotation] = kit.TruncateMessage(message)
+		all[ResultReasonAnnotation] = reason
+		all[ResultMessageAnnotation] = kit.TruncateMessage(message)
 	}
-	if err := r.Client.Patch(ctx, updated, client.MergeFrom(claim)); err != nil {
-		return fmt.Errorf("record the result of run %s on its claim: %w", b.name, err)
+	updated.SetLabels(labels)
+	updated.SetAnnotations(all)
+	if err := r.Client.Patch(ctx, updated, client.MergeFrom(b.object)); err != nil {
+		return fmt.Errorf("record the result of run %s on its %s: %w", b.name, recordNoun(b), err)
+	}
+	if size, err := resource.ParseQuantity(all[storeSizeAnnotation]); err == nil && b.kind == v1alpha1.ObjectStoreBackup {
+		b.size = &size
 	}
 	b.object = updated
 	b.result, b.recorded, b.finished = result, true, at

@@ -236,6 +236,8 @@ func (r *Reconciler) startRun(ctx context.Context, bj *v1alpha1.BackupJob, obs *
 	switch {
 	case bj.Spec.Source.PostgresCluster != "" && snapshot:
 		return r.startPostgresRun(ctx, bj, obs, run, now, out)
+	case bj.Spec.Source.PostgresCluster != "" && objectStoreTarget(bj) != nil:
+		return r.startStoreBackupRun(ctx, bj, obs, run, out)
 	case bj.Spec.Source.PostgresCluster != "":
 		return r.startBaseBackupRun(ctx, bj, obs, run, out)
 	}
@@ -294,18 +296,27 @@ func (r *Reconciler) ensureRunJob(ctx context.Context, bj *v1alpha1.BackupJob, o
 	return runStarted
 }
 
-// desiredJobOfRun is the Job of a run with a volume target: a base backup
-// of the instance its claim names for a PostgresCluster source, else the
-// user's template, on the node where its source is mounted.
+// desiredJobOfRun is the Job of a run with a volume or objectStore
+// target: for a PostgresCluster source, a base backup of the instance its
+// claim or record names, into the claim or the cluster's object store;
+// else the user's template, on the node where its source is mounted.
 func (r *Reconciler) desiredJobOfRun(ctx context.Context, bj *v1alpha1.BackupJob, obs *observation, run run, out *outcome) (*batchv1.Job, startOutcome) {
 	if bj.Spec.Source.PostgresCluster != "" {
 		b := obs.backupNamed(run.name)
 		if obs.cluster == nil || b == nil {
-			out.Add(fmt.Errorf("run %s: no PostgresCluster %s or no backup claim to make its Job for", run.name, bj.Spec.Source.PostgresCluster), false)
+			out.Add(fmt.Errorf("run %s: no PostgresCluster %s or no backup claim or record to make its Job for", run.name, bj.Spec.Source.PostgresCluster), false)
 			return nil, runFailed
 		}
 		source := b.object.GetAnnotations()[v1alpha1.BackupSourceInstanceAnnotation]
-		return desiredBaseBackupJob(bj, run, obs.cluster, source, r.baseBackup), runStarted
+		if b.kind != v1alpha1.ObjectStoreBackup {
+			return desiredBaseBackupJob(bj, run, obs.cluster, source, r.baseBackup), runStarted
+		}
+		if problem := objectStoreProblem(obs.cluster); problem != nil {
+			// spec.backup was removed since the run's record was made.
+			out.report(problem.reason, problem.message)
+			return nil, runFailed
+		}
+		return desiredStoreBackupJob(bj, run, obs.cluster, source, r.baseBackup), runStarted
 	}
 	desired := desiredRunJob(bj, run)
 	if r.refuseTemplate(bj, jobTemplatePath, bj.Spec.JobTemplate, desired, out) {

@@ -21,6 +21,8 @@ func (o *observation) sourceProblem(bj *v1alpha1.BackupJob, postgresServed bool)
 		return &cause{reason: v1alpha1.BackupJobSourceNotFoundReason,
 			message: fmt.Sprintf("spec.source.postgresCluster: PostgresCluster %s not found in namespace %s; runs are skipped and counted as missed until it exists",
 				src.PostgresCluster, bj.Namespace)}
+	case src.PostgresCluster != "" && objectStoreTarget(bj) != nil && objectStoreProblem(o.cluster) != nil:
+		return objectStoreProblem(o.cluster)
 	case src.PostgresCluster != "" && snapshotTarget(bj) != nil && o.cluster.Spec.Instances <= 1 && !src.AllowPrimaryFencing:
 		return &cause{reason: v1alpha1.BackupJobPrimaryFencingRefusedReason,
 			message: fmt.Sprintf("PostgresCluster %s has a single instance, its primary: a cold snapshot would stop its writes while it is taken. "+

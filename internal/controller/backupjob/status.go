@@ -239,7 +239,7 @@ func blockedMessage(blocked []string) string {
 var kstatusReasons = kit.KStatusReasons{Stalled: []string{
 	v1alpha1.BackupJobInvalidScheduleReason, v1alpha1.BackupJobUnknownTimeZoneReason, v1alpha1.BackupJobSourceNotFoundReason,
 	v1alpha1.BackupJobSnapshotAPIMissingReason, v1alpha1.BackupJobInvalidSpecReason, v1alpha1.BackupJobPrimaryFencingRefusedReason,
-	v1alpha1.BackupJobSourceIsPostgresClusterReason, v1alpha1.BackupJobSourceNotMountableReason,
+	v1alpha1.BackupJobSourceIsPostgresClusterReason, v1alpha1.BackupJobSourceNotMountableReason, v1alpha1.BackupJobObjectStoreMissingReason,
 	v1alpha1.BackupJobTooManyMissedRunsReason, v1alpha1.BackupJobDeletionBlockedReason,
 }}
 
@@ -247,7 +247,7 @@ func blocksReady(c *cause) bool {
 	switch c.reason {
 	case v1alpha1.BackupJobInvalidScheduleReason, v1alpha1.BackupJobUnknownTimeZoneReason, v1alpha1.BackupJobSourceNotFoundReason,
 		v1alpha1.BackupJobSnapshotAPIMissingReason, v1alpha1.BackupJobInvalidSpecReason, v1alpha1.BackupJobPrimaryFencingRefusedReason,
-		v1alpha1.BackupJobSourceIsPostgresClusterReason, v1alpha1.BackupJobSourceNotMountableReason:
+		v1alpha1.BackupJobSourceIsPostgresClusterReason, v1alpha1.BackupJobSourceNotMountableReason, v1alpha1.BackupJobObjectStoreMissingReason:
 		return true
 	}
 	return false
@@ -315,6 +315,11 @@ func retentionCondition(ret retentionResult) metav1.Condition {
 		c.Status, c.Reason, c.Message = metav1.ConditionFalse, v1alpha1.BackupJobDeletionBlockedReason, blockedMessage(ret.blocked)
 	default:
 		c.Status, c.Reason, c.Message = metav1.ConditionTrue, v1alpha1.BackupJobRetentionAppliedReason, "Only the backups the retention policy keeps exist"
+	}
+	if len(ret.storeKept) > 0 {
+		names := slices.Sorted(slices.Values(ret.storeKept))
+		c.Message = kit.TruncateMessage(fmt.Sprintf("%s. Kept all the same: %d object-store backups the policy no longer keeps (%s); "+
+			"retention does not delete backups from the object store yet", c.Message, len(names), strings.Join(names, ", ")))
 	}
 	if len(ret.inherited) > 0 {
 		names := slices.Sorted(slices.Values(ret.inherited))
