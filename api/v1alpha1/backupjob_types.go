@@ -304,9 +304,12 @@ type BackupTarget struct {
 	// WAL the backup needs is archived. The operator records each backup
 	// in a ConfigMap named after its run, labelled as other backups are;
 	// the backup in the store has the run's name too. A cluster without
-	// spec.backup has its runs skipped, and Degraded says why. Retention
-	// and deletionPolicy Delete do not delete object-store backups yet;
-	// restore drills (spec.verify) are not supported for them.
+	// spec.backup has its runs skipped, and Degraded says why. The
+	// BackupJob's retention and deletionPolicy Delete do not delete
+	// object-store backups: the cluster's spec.backup.retention does,
+	// with the WAL only they need. Their records stay, also after that
+	// (not yet removed with the backup). Restore drills (spec.verify) are
+	// not supported for them.
 	// +optional
 	ObjectStore *BackupObjectStoreTarget `json:"objectStore,omitempty"`
 }
@@ -601,8 +604,9 @@ type Backup struct {
 	// a run in progress, which retention never deletes, for a backup
 	// the operator is deleting: one that stays listed so could not be
 	// deleted, and the RetentionApplied condition says why; and for an
-	// object-store backup the policy no longer keeps, which retention does
-	// not delete yet (the RetentionApplied condition lists them).
+	// object-store backup the policy no longer keeps, which the
+	// BackupJob's retention does not delete (the RetentionApplied
+	// condition lists them).
 	// +optional
 	// +listType=set
 	// +kubebuilder:validation:MaxItems=7

@@ -36,7 +36,8 @@ type retentionResult struct {
 	// which retention leaves alone.
 	inherited []string
 	// storeKept names the object-store backups the policy no longer
-	// keeps, which retention does not delete yet (see storebackup.go).
+	// keeps, which the BackupJob's retention does not delete (see
+	// storebackup.go).
 	storeKept []string
 }
 
@@ -88,8 +89,8 @@ func (r *Reconciler) applyRetention(ctx context.Context, bj *v1alpha1.BackupJob,
 		}
 		if b.kind == v1alpha1.ObjectStoreBackup {
 			// Deleting its record would delete nothing in the store, and
-			// say that it did: the backup stays, listed, until the store's
-			// own retention can delete it with the WAL only it needs.
+			// say that it did: the backup stays, listed; the cluster's
+			// spec.backup.retention deletes it with the WAL only it needs.
 			res.storeKept = append(res.storeKept, b.name)
 			continue
 		}

@@ -319,7 +319,7 @@ func retentionCondition(ret retentionResult) metav1.Condition {
 	if len(ret.storeKept) > 0 {
 		names := slices.Sorted(slices.Values(ret.storeKept))
 		c.Message = kit.TruncateMessage(fmt.Sprintf("%s. Kept all the same: %d object-store backups the policy no longer keeps (%s); "+
-			"retention does not delete backups from the object store yet", c.Message, len(names), strings.Join(names, ", ")))
+			"the PostgresCluster's spec.backup.retention deletes backups from the object store, not the BackupJob's", c.Message, len(names), strings.Join(names, ", ")))
 	}
 	if len(ret.inherited) > 0 {
 		names := slices.Sorted(slices.Values(ret.inherited))

@@ -33,8 +33,12 @@ import (
 // code treat it as one more kind of backup. Unlike a claim, deleting the
 // record deletes nothing in the store: retention and deletionPolicy
 // Delete leave object-store backups alone (and say so in
-// RetentionApplied) until a retention of the store itself deletes a
-// backup together with the WAL only it needs: a follow-up of issue 51.
+// RetentionApplied). What deletes them from the store is the cluster's
+// spec.backup.retention, run by its primary, which deletes a base backup
+// together with the WAL only it needs. Not done yet: removing the record
+// of a backup that it deleted (the cluster's status counts the store's
+// backups, it does not name them), so records of deleted backups stay
+// listed.
 
 // storeSizeAnnotation, on an object-store backup's record, is the size of
 // its tar stream before compression, as its Job reported it.
