@@ -87,10 +87,11 @@ func (r *Reconciler) applyRetention(ctx context.Context, bj *v1alpha1.BackupJob,
 		if !v.Delete || b == nil || b.pinned || obs.drilling(b.name) || obs.fenceOfRun(b.name) != nil {
 			continue
 		}
-		if b.kind == v1alpha1.ObjectStoreBackup {
+		if b.kind == v1alpha1.ObjectStoreBackup && !goneFromStore(b, obs.cluster) {
 			// Deleting its record would delete nothing in the store, and
 			// say that it did: the backup stays, listed; the cluster's
-			// spec.backup.retention deletes it with the WAL only it needs.
+			// spec.backup.retention deletes it with the WAL only it needs,
+			// and its record goes once the cluster's status shows it gone.
 			res.storeKept = append(res.storeKept, b.name)
 			continue
 		}
@@ -107,6 +108,17 @@ func (r *Reconciler) applyRetention(ctx context.Context, bj *v1alpha1.BackupJob,
 	// else's finalizer holds shows up as blocked from the next reconcile.
 	obs.backups = slices.DeleteFunc(obs.backups, func(b *backup) bool { return deletedNames[b.name] })
 	return res
+}
+
+// goneFromStore tells whether the object-store backup b is no longer in
+// the store, as the cluster's status says: its oldest base backup
+// (status.archiving.firstRecoverabilityPoint, which the primary reads from
+// the store) ended after b did, so the cluster's retention deleted b.
+func goneFromStore(b *backup, pg *v1alpha1.PostgresCluster) bool {
+	if pg == nil || pg.Status.Archiving == nil || pg.Status.Archiving.FirstRecoverabilityPoint == nil || b.finished.IsZero() {
+		return false
+	}
+	return b.finished.Before(pg.Status.Archiving.FirstRecoverabilityPoint.Time)
 }
 
 // drilling tells whether a restore drill of backup name still has
