@@ -107,7 +107,8 @@ cluster: kube-binaries seaweedfs bin/localcluster ## Run the local cluster until
 	KUBE_BIN_DIR=$(KUBE_BIN_DIR) SEAWEEDFS_BIN_DIR=$(SEAWEEDFS_BIN_DIR) bin/localcluster
 
 .PHONY: run
-run: kube-binaries seaweedfs build bin/localcluster ## Run the operator on the local cluster with its own ServiceAccount, apply examples/, until Ctrl-C.
+run: bin/localcluster ## Run the operator on the local cluster with its own ServiceAccount, apply examples/, until Ctrl-C.
+	@$(MAKE) --no-print-directory -j3 kube-binaries seaweedfs build
 	KUBE_BIN_DIR=$(KUBE_BIN_DIR) SEAWEEDFS_BIN_DIR=$(SEAWEEDFS_BIN_DIR) bin/localcluster -operator bin/platform-operator -apply examples
 
 # Run as a binary, not with go run, so that it is make's own child and stops
