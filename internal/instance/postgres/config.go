@@ -163,8 +163,6 @@ func RenderConfig(c Config) (string, error) {
 		// failover leaves no gap in the archive where the former primary
 		// had not archived yet; the store takes the same file twice.
 		owned = append(owned, [2]string{"archive_mode", "always"}, [2]string{"archive_command", a.Command}, [2]string{"archive_timeout", a.Timeout})
-	} else {
-		owned = append(owned, [2]string{"archive_mode", "off"})
 	}
 	if r := c.Recovery; r != nil {
 		owned = append(owned, [2]string{"restore_command", r.RestoreCommand}, [2]string{"recovery_target_action", "promote"})
