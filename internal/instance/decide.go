@@ -1,6 +1,7 @@
 package instance
 
 import (
+	"strings"
 	"time"
 
 	"example.com/platform-operator/internal/instance/postgres"
@@ -20,6 +21,10 @@ type local struct {
 	// (recovery.signal), which PostgreSQL promotes once it reached the
 	// recovery target.
 	recovering bool
+	// recoveryStopped is why PostgreSQL last exited during the recovery
+	// (its FATAL message), at recoveryStoppedAt; "" when it did not.
+	recoveryStopped   string
+	recoveryStoppedAt time.Time
 	// streaming: a standby's WAL receiver streams from a primary.
 	streaming bool
 	// notStreamingSince: since when a running standby has not streamed.
@@ -124,6 +129,10 @@ var stepNames = map[step]string{
 
 func (s step) String() string { return stepNames[s] }
 
+// recoveryRetry is how long a recovery that stopped short of its target
+// waits before it is started again.
+const recoveryRetry = time.Minute
+
 // rewindAfter is how long a standby may fail to stream from a ready primary
 // before it is rewound: a standby that went past the primary's fork point
 // (a former primary, or one that received WAL the new primary never had)
@@ -197,6 +206,14 @@ func nextAsTarget(l local, v view, now time.Time) (step, string) {
 		return stepAcquireLease, "taking the primary's lease"
 	}
 	switch {
+	case l.recovering && !l.running && l.recoveryStopped != "" && now.Sub(l.recoveryStoppedAt) < recoveryRetry:
+		// A target beyond the archive's end stops recovery before it is
+		// reached: said, then tried again, in case the source archives on.
+		why := "PostgreSQL stopped recovering: " + l.recoveryStopped
+		if strings.Contains(l.recoveryStopped, "recovery ended before configured recovery target was reached") {
+			why = "the recovery target is after the end of the archive (" + l.recoveryStopped + "): tried again every minute, in case the source archives on"
+		}
+		return stepWait, why
 	case l.recovering && !l.running:
 		return stepRecover, "recovering from the object store's archive"
 	case l.recovering:

@@ -98,6 +98,10 @@ type Manager struct {
 	archivingChecked     bool
 	// catalog reads the store's base backups and applies retention.
 	catalog catalogKeeper
+	// recoveryStopped is why PostgreSQL last exited during an archive
+	// recovery (its FATAL message), at recoveryStoppedAt.
+	recoveryStopped   string
+	recoveryStoppedAt time.Time
 	// settings are those last written to the configuration.
 	settings *postgres.Settings
 	// applied maps a role to the resourceVersion of the Secret whose

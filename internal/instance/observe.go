@@ -37,6 +37,9 @@ func (m *Manager) observe(ctx context.Context, now time.Time) instanceState {
 			case !m.stopping:
 				m.log.Info("PostgreSQL exited; it is started again (crash recovery)", "error", errString(m.proc.Wait()))
 			}
+			if recovering, err := m.pg.RecoveryConfigured(); err == nil && recovering {
+				m.recoveryStopped, m.recoveryStoppedAt = m.proc.LastFatal(), now
+			}
 			m.proc = nil
 			m.pid.Store(0)
 		default:
@@ -138,6 +141,9 @@ func (m *Manager) local(s instanceState) local {
 	if s.initialized {
 		recovering, err := m.pg.RecoveryConfigured()
 		l.recovering = err == nil && recovering
+		if l.recovering {
+			l.recoveryStopped, l.recoveryStoppedAt = m.recoveryStopped, m.recoveryStoppedAt
+		}
 	}
 	if s.running && !s.ready {
 		// Starting or recovering: its role is the one its files give.

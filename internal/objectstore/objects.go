@@ -3,6 +3,8 @@ package objectstore
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -18,26 +20,68 @@ import (
 // ErrNotFound is what reading an object that is not there returns.
 var ErrNotFound = errors.New("not in the object store")
 
+// digestKey is the user metadata that holds an object's SHA-256, so that
+// whether the store holds the same content can be asked without reading
+// the object back.
+const digestKey = "sha256"
+
+// digest is data's SHA-256, hex.
+func digest(data []byte) string {
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
+}
+
 // put stores data at name and confirms it: an object is reported stored
-// only once the store answered the write and holds that many bytes.
+// only once the store answered the write and holds that many bytes, with
+// data's digest.
 func (c *Client) put(ctx context.Context, name string, data []byte) error {
 	ctx, cancel := withTimeout(ctx)
 	defer cancel()
 	key := c.key(name)
+	sum := digest(data)
 	if _, err := c.s3.PutObject(ctx, &s3.PutObjectInput{
 		Bucket: aws.String(c.loc.Bucket), Key: aws.String(key),
 		Body: bytes.NewReader(data), ContentLength: aws.Int64(int64(len(data))),
+		Metadata: map[string]string{digestKey: sum},
 	}); err != nil {
 		return fmt.Errorf("write %s to %s: %w", key, c.loc, err)
 	}
-	size, err := c.size(ctx, name)
+	stored, err := c.head(ctx, name)
 	if err != nil {
 		return fmt.Errorf("confirm %s: %w", key, err)
 	}
-	if size != int64(len(data)) {
-		return fmt.Errorf("confirm %s: the store holds %d bytes of %d", key, size, len(data))
+	if stored.size != int64(len(data)) {
+		return fmt.Errorf("confirm %s: the store holds %d bytes of %d", key, stored.size, len(data))
 	}
 	return nil
+}
+
+// stored is what the store says of an object without reading it.
+type stored struct {
+	size int64
+	// digest is its SHA-256 as written by put; "" when it has none.
+	digest string
+}
+
+// head is what the store says of the object at name; ErrNotFound when
+// there is none.
+func (c *Client) head(ctx context.Context, name string) (stored, error) {
+	key := c.key(name)
+	out, err := c.s3.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(c.loc.Bucket), Key: aws.String(key)})
+	if notFound(err) {
+		return stored{}, fmt.Errorf("%s: %w", key, ErrNotFound)
+	}
+	if err != nil {
+		return stored{}, fmt.Errorf("read %s of %s: %w", key, c.loc, err)
+	}
+	st := stored{size: aws.ToInt64(out.ContentLength)}
+	for k, v := range out.Metadata {
+		// Stores and HTTP differ on the case of metadata names.
+		if strings.EqualFold(k, digestKey) {
+			st.digest = v
+		}
+	}
+	return st, nil
 }
 
 // putStream stores what r gives at name, in parts, without holding it
@@ -51,19 +95,6 @@ func (c *Client) putStream(ctx context.Context, name string, r io.Reader) error 
 		return fmt.Errorf("write %s to %s: %w", key, c.loc, err)
 	}
 	return nil
-}
-
-// size is the size of the object at name, ErrNotFound when there is none.
-func (c *Client) size(ctx context.Context, name string) (int64, error) {
-	key := c.key(name)
-	out, err := c.s3.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(c.loc.Bucket), Key: aws.String(key)})
-	if notFound(err) {
-		return 0, fmt.Errorf("%s: %w", key, ErrNotFound)
-	}
-	if err != nil {
-		return 0, fmt.Errorf("read %s of %s: %w", key, c.loc, err)
-	}
-	return aws.ToInt64(out.ContentLength), nil
 }
 
 // get opens the object at name; ErrNotFound when there is none. The

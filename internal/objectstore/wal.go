@@ -34,9 +34,9 @@ func (c *Client) ArchiveWAL(ctx context.Context, path string) error {
 		}
 		object += gzSuffix
 	}
-	stored, err := c.getAll(ctx, object)
+	same, err := c.holds(ctx, object, data)
 	switch {
-	case err == nil && bytes.Equal(stored, data):
+	case err == nil && same:
 		return nil
 	case err == nil:
 		return fmt.Errorf("%s is in %s already, with other content: another cluster archives to this path, or this one's history forked from it", name, c.loc)
@@ -44,6 +44,29 @@ func (c *Client) ArchiveWAL(ctx context.Context, path string) error {
 		return err
 	}
 	return c.put(ctx, object, data)
+}
+
+// holds tells whether the object at name has data's content, by its digest
+// (put writes one), else by reading it; ErrNotFound when there is none.
+// Every standby archives what the primary archived too: asking costs one
+// request, not a download.
+func (c *Client) holds(ctx context.Context, name string, data []byte) (bool, error) {
+	headCtx, cancel := withTimeout(ctx)
+	defer cancel()
+	s, err := c.head(headCtx, name)
+	switch {
+	case err != nil:
+		return false, err
+	case s.size != int64(len(data)):
+		return false, nil
+	case s.digest != "":
+		return s.digest == digest(data), nil
+	}
+	existing, err := c.getAll(ctx, name)
+	if err != nil {
+		return false, err
+	}
+	return bytes.Equal(existing, data), nil
 }
 
 // RestoreWAL writes the archived WAL file name to dest (restore_command's

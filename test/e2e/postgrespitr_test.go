@@ -49,8 +49,8 @@ func (e *environment) batchesOf(t *testing.T, ns, cluster string) string {
 // WAL position noted after the second, then the table is dropped. A new
 // cluster restored at that time holds exactly batches 1 and 2 and the
 // table; one restored at that position the same; one restored at the
-// restore point batch 1 alone. A target before the oldest base backup is
-// refused with the reason. The source cluster need not run: the store is
+// restore point batch 1 alone. A target before the oldest base backup, or
+// after the archive's end, is refused with the reason. The source cluster need not run: the store is
 // enough.
 func TestPostgresClusterPointInTimeRecovery(t *testing.T) {
 	g := NewWithT(t)
@@ -112,6 +112,9 @@ func TestPostgresClusterPointInTimeRecovery(t *testing.T) {
 	env.newPostgresCluster(t, ns, "at-lsn", 1, 0, from(func(f *v1alpha1.PostgresFromBackup) { f.TargetLSN = afterBatch2 }))
 	env.newPostgresCluster(t, ns, "at-name", 1, 0, from(func(f *v1alpha1.PostgresFromBackup) { f.TargetName = "after-batch-1" }))
 	env.newPostgresCluster(t, ns, "too-early", 1, 0, from(func(f *v1alpha1.PostgresFromBackup) { f.TargetTime = &metav1.Time{Time: beforeBackups} }))
+	env.newPostgresCluster(t, ns, "too-late", 1, 0, from(func(f *v1alpha1.PostgresFromBackup) {
+		f.TargetTime = &metav1.Time{Time: time.Now().Add(time.Hour).Truncate(time.Second)}
+	}))
 	for _, name := range []string{"at-time", "at-lsn", "at-name"} {
 		env.waitPostgresReady(t, ns, name, 1)
 	}
@@ -128,6 +131,14 @@ func TestPostgresClusterPointInTimeRecovery(t *testing.T) {
 		return ""
 	}).WithTimeout(time.Minute).WithPolling(time.Second).Should(ContainSubstring("before the oldest base backup"), "a target before every backup is refused, saying why")
 	g.Expect(pgCondition(env.postgresCluster(g, ns, "too-early"), v1alpha1.PostgresReadyCondition)).To(Equal(metav1.ConditionFalse))
+	g.Eventually(func(g Gomega) string {
+		pg := env.postgresCluster(g, ns, "too-late")
+		for _, i := range pg.Status.Instances {
+			return i.Message
+		}
+		return ""
+	}).WithTimeout(2*time.Minute).WithPolling(time.Second).Should(ContainSubstring("the recovery target is after the end of the archive"), "a target after the archive's end, saying why")
+	g.Expect(pgCondition(env.postgresCluster(g, ns, "too-late"), v1alpha1.PostgresReadyCondition)).To(Equal(metav1.ConditionFalse), "never promoted short of its target")
 }
 
 // superuserExec runs sql as the superuser postgres (spec.superuserAccess)

@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"bytes"
 	"strings"
 	"testing"
 
@@ -35,5 +36,21 @@ func TestLineLogger(t *testing.T) {
 	}
 	if n := strings.Count(got[3], "x"); n != maxLogLine+1 {
 		t.Errorf("the long line has %d x, want %d", n, maxLogLine+1)
+	}
+}
+
+func TestFatalRecorderKeepsTheLastFatalLine(t *testing.T) {
+	var out bytes.Buffer
+	f := &fatalRecorder{out: &out}
+	for _, chunk := range []string{"2026-12-07 LOG:  starting\n2026-12-07 FATAL:  recovery ended ", "before configured recovery target was reached\n", "LOG:  shut down\n"} {
+		if _, err := f.Write([]byte(chunk)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := f.lastFatal(); got != "FATAL:  recovery ended before configured recovery target was reached" {
+		t.Errorf("lastFatal = %q", got)
+	}
+	if !strings.Contains(out.String(), "LOG:  shut down") {
+		t.Error("the output is not passed on whole")
 	}
 }

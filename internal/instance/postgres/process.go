@@ -66,6 +66,7 @@ type Process struct {
 	inst   *Instance
 	cmd    *exec.Cmd
 	exited chan struct{}
+	fatal  *fatalRecorder
 
 	mu      sync.Mutex
 	waitErr error
@@ -110,12 +111,13 @@ func (i *Instance) start(ctx context.Context, dataDir string, options ...string)
 	if out == nil {
 		out = &lineLogger{log: i.Log.WithName("postgres")}
 	}
-	cmd.Stdout = out
-	cmd.Stderr = out
+	fatal := &fatalRecorder{out: out}
+	cmd.Stdout = fatal
+	cmd.Stderr = fatal
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start PostgreSQL: %w", err)
 	}
-	p := &Process{inst: i, cmd: cmd, exited: make(chan struct{})}
+	p := &Process{inst: i, cmd: cmd, exited: make(chan struct{}), fatal: fatal}
 	log := i.Log.WithValues("pid", cmd.Process.Pid, "dataDir", dataDir)
 	log.Info("Started PostgreSQL")
 	go func() {
@@ -128,6 +130,10 @@ func (i *Instance) start(ctx context.Context, dataDir string, options ...string)
 	}()
 	return p, nil
 }
+
+// LastFatal is the last FATAL or PANIC message postgres wrote, such as
+// why it exited; "" for none.
+func (p *Process) LastFatal() string { return p.fatal.lastFatal() }
 
 // PID is the postmaster's process ID.
 func (p *Process) PID() int { return p.cmd.Process.Pid }
