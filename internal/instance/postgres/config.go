@@ -44,7 +44,24 @@ type Settings struct {
 	// Parameters are the user's parameters, checked by ValidateParameters,
 	// and by CheckParameters before a new set of them is written.
 	Parameters map[string]string
+	// TLS, when set, turns TLS on (ssl = on, with its files) and makes
+	// pg_hba accept TCP connections only over TLS (hostssl); nil leaves
+	// TLS off, as for an instance whose certificate is not written yet.
+	TLS *TLS
 }
+
+// TLS are the files of the instance's server certificate, as WriteTLS
+// writes them.
+type TLS struct {
+	// CertFile and KeyFile are the server's certificate and key, CAFile
+	// the cluster's CA certificate, which clients and standbys verify the
+	// server with.
+	CertFile, KeyFile, CAFile string
+}
+
+// MinTLSVersion is ssl_min_protocol_version: every client the operator
+// makes (pgx, libpq 15) speaks TLS 1.3.
+const MinTLSVersion = "TLSv1.3"
 
 // Archive is continuous archiving.
 type Archive struct {
@@ -171,6 +188,13 @@ func RenderConfig(c Config) (string, error) {
 				owned = append(owned, t)
 			}
 		}
+	}
+	if t := c.TLS; t != nil {
+		if t.CertFile == "" || t.KeyFile == "" || t.CAFile == "" {
+			return "", fmt.Errorf("TLS needs a certificate, a key and a CA file")
+		}
+		owned = append(owned, [2]string{"ssl", "on"}, [2]string{"ssl_cert_file", t.CertFile}, [2]string{"ssl_key_file", t.KeyFile},
+			[2]string{"ssl_ca_file", t.CAFile}, [2]string{"ssl_min_protocol_version", MinTLSVersion})
 	}
 	if c.Primary != nil {
 		if err := c.Primary.validate(); err != nil {

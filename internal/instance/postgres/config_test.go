@@ -32,7 +32,33 @@ func TestRenderConfig(t *testing.T) {
 				"log_destination = 'stderr'",
 				"logging_collector = 'off'",
 			},
-			absent: []string{"primary_conninfo", "archive_command", "restore_command", "recovery_target_action"},
+			absent: []string{"primary_conninfo", "archive_command", "restore_command", "recovery_target_action", "ssl"},
+		},
+		"tls: on, with the files, TLS 1.3 at least": {
+			cfg: func() Config {
+				c := base
+				c.TLS = &TLS{CertFile: "/run/postgresql/tls.crt", KeyFile: "/run/postgresql/tls.key", CAFile: "/run/postgresql/ca.crt"}
+				return c
+			}(),
+			want: []string{"ssl = 'on'", "ssl_cert_file = '/run/postgresql/tls.crt'", "ssl_key_file = '/run/postgresql/tls.key'",
+				"ssl_ca_file = '/run/postgresql/ca.crt'", "ssl_min_protocol_version = 'TLSv1.3'"},
+		},
+		"tls without a key is refused": {
+			cfg: func() Config {
+				c := base
+				c.TLS = &TLS{CertFile: "/run/postgresql/tls.crt", CAFile: "/run/postgresql/ca.crt"}
+				return c
+			}(),
+			wantErr: "TLS needs",
+		},
+		"standby verifying its primary": {
+			cfg: func() Config {
+				c := base
+				c.Primary = &ConnInfo{Host: "pg-1.pg.ns.svc.cluster.local", Port: 5432, User: ReplicationUser, PassFile: "/p", ApplicationName: "pg-2",
+					SSLMode: "verify-full", SSLRootCert: "/run/postgresql/ca.crt"}
+				return c
+			}(),
+			want: []string{`primary_conninfo = 'host=''pg-1.pg.ns.svc.cluster.local'' port=''5432'' user=''streaming_replica'' passfile=''/p'' application_name=''pg-2'' sslmode=''verify-full'' sslrootcert=''/run/postgresql/ca.crt'''`},
 		},
 		"archiving: standbys archive too, so that a failover leaves no gap": {
 			cfg: func() Config {
@@ -61,7 +87,7 @@ func TestRenderConfig(t *testing.T) {
 				return c
 			}(),
 			// libpq's quotes inside the file's quotes, doubled.
-			want: []string{`primary_conninfo = 'host=''10.0.0.1'' port=''5432'' user=''streaming_replica'' passfile=''/etc/pg/pgpass'' application_name=''pg-2'' sslmode=''disable'''`},
+			want: []string{`primary_conninfo = 'host=''10.0.0.1'' port=''5432'' user=''streaming_replica'' passfile=''/etc/pg/pgpass'' application_name=''pg-2'' sslmode=''prefer'''`},
 		},
 		"synchronous ANY 1 of 2": {
 			cfg: func() Config {
@@ -138,27 +164,42 @@ func TestRenderConfig(t *testing.T) {
 
 func TestRenderHBA(t *testing.T) {
 	tests := map[string]struct {
-		superuserAccess bool
-		want            []string
+		superuserAccess, tls bool
+		want                 []string
 	}{
-		"no superuser access": {false, []string{
+		"no superuser access": {false, false, []string{
 			"local all all trust",
 			"host replication streaming_replica all scram-sha-256",
 			"host replication streaming_backup all scram-sha-256",
 			"host all postgres all reject",
 			"host all all all scram-sha-256",
 		}},
-		"superuser access": {true, []string{
+		"superuser access": {true, false, []string{
 			"local all all trust",
 			"host replication streaming_replica all scram-sha-256",
 			"host replication streaming_backup all scram-sha-256",
 			"host all all all scram-sha-256",
 		}},
+		// Every TCP line needs TLS: sslmode=disable matches none. The
+		// socket stays trusted.
+		"tls": {false, true, []string{
+			"local all all trust",
+			"hostssl replication streaming_replica all scram-sha-256",
+			"hostssl replication streaming_backup all scram-sha-256",
+			"hostssl all postgres all reject",
+			"hostssl all all all scram-sha-256",
+		}},
+		"tls and superuser access": {true, true, []string{
+			"local all all trust",
+			"hostssl replication streaming_replica all scram-sha-256",
+			"hostssl replication streaming_backup all scram-sha-256",
+			"hostssl all all all scram-sha-256",
+		}},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			var got []string
-			for _, line := range strings.Split(RenderHBA(tc.superuserAccess), "\n") {
+			for _, line := range strings.Split(RenderHBA(tc.superuserAccess, tc.tls), "\n") {
 				if line == "" || strings.HasPrefix(line, "#") {
 					continue
 				}

@@ -29,9 +29,14 @@ type ConnInfo struct {
 	// ApplicationName names the connection in pg_stat_activity and
 	// pg_stat_replication; synchronous_standby_names matches it.
 	ApplicationName string
-	// SSLMode is libpq's sslmode; empty means "disable" until the operator
-	// manages certificates.
+	// SSLMode is libpq's sslmode; empty means libpq's default, "prefer":
+	// TLS when the server offers it, unverified. The instance manager's
+	// own connections between instances say verify-full (or verify-ca)
+	// with SSLRootCert; the Unix socket never uses TLS.
 	SSLMode string
+	// SSLRootCert is the file of the CA certificates the server's
+	// certificate is verified with (libpq's sslrootcert).
+	SSLRootCert string
 }
 
 // String renders the connection as a libpq keyword/value string, every value
@@ -59,12 +64,13 @@ func (c ConnInfo) String() string {
 	add("passfile", c.PassFile)
 	add("application_name", c.ApplicationName)
 	add("sslmode", c.sslMode())
+	add("sslrootcert", c.SSLRootCert)
 	return b.String()
 }
 
 func (c ConnInfo) sslMode() string {
 	if c.SSLMode == "" {
-		return "disable"
+		return "prefer"
 	}
 	return c.SSLMode
 }
@@ -86,6 +92,7 @@ func (c ConnInfo) validate() error {
 	for _, f := range [][2]string{
 		{"host", c.Host}, {"user", c.User}, {"dbname", c.DBName}, {"password", c.Password},
 		{"passfile", c.PassFile}, {"application_name", c.ApplicationName}, {"sslmode", c.SSLMode},
+		{"sslrootcert", c.SSLRootCert},
 	} {
 		if strings.ContainsAny(f[1], "\x00\n\r") {
 			return fmt.Errorf("connection info: %s contains a newline or a NUL character", f[0])

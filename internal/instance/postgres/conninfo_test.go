@@ -13,11 +13,11 @@ func TestConnInfoString(t *testing.T) {
 	}{
 		"standby of a primary": {
 			in:   ConnInfo{Host: "10.0.0.1", Port: 5432, User: ReplicationUser, PassFile: "/etc/pg/pgpass", ApplicationName: "pg-1"},
-			want: `host='10.0.0.1' port='5432' user='streaming_replica' passfile='/etc/pg/pgpass' application_name='pg-1' sslmode='disable'`,
+			want: `host='10.0.0.1' port='5432' user='streaming_replica' passfile='/etc/pg/pgpass' application_name='pg-1' sslmode='prefer'`,
 		},
 		"password left out": {
 			in:   ConnInfo{Host: "h", User: "u", Password: "secret", DBName: "d"},
-			want: `host='h' user='u' dbname='d' sslmode='disable'`,
+			want: `host='h' user='u' dbname='d' sslmode='prefer'`,
 		},
 		"quotes, backslashes and spaces": {
 			in:   ConnInfo{Host: "/run/pg sock", User: `o'brien\x`, SSLMode: "require"},

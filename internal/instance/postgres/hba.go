@@ -24,17 +24,25 @@ const SuperUser = "postgres"
 //     BackupUser, with a password;
 //   - the superuser cannot log in over the network unless superuserAccess;
 //   - everyone else logs in with a password.
-func RenderHBA(superuserAccess bool) string {
+//
+// With tls every network line is hostssl: a connection without TLS
+// matches no line and is refused. Without it (no certificate written yet)
+// they are host lines.
+func RenderHBA(superuserAccess, tls bool) string {
+	network := "host   "
+	if tls {
+		network = "hostssl"
+	}
 	lines := []string{
 		"# Written by the PostgreSQL instance manager; changes are overwritten.",
 		"# TYPE  DATABASE     USER               ADDRESS  METHOD",
 		"local   all          all                         trust",
-		"host    replication  " + ReplicationUser + "  all      scram-sha-256",
-		"host    replication  " + BackupUser + "   all      scram-sha-256",
+		network + " replication  " + ReplicationUser + "  all      scram-sha-256",
+		network + " replication  " + BackupUser + "   all      scram-sha-256",
 	}
 	if !superuserAccess {
-		lines = append(lines, "host    all          "+SuperUser+"           all      reject")
+		lines = append(lines, network+" all          "+SuperUser+"           all      reject")
 	}
-	lines = append(lines, "host    all          all                all      scram-sha-256")
+	lines = append(lines, network+" all          all                all      scram-sha-256")
 	return strings.Join(lines, "\n") + "\n"
 }
