@@ -381,8 +381,13 @@ func testOperatorsWorkIsAllowed(t *testing.T, e *policyEnv) {
 	// rights with the operator's).
 	g.Expect(e.operator.Apply(ctx, postgrescluster.DesiredRole(pg), client.FieldOwner(platform.Name))).To(Succeed(), "their Role")
 	g.Expect(apply(postgrescluster.DesiredRoleBinding(pg))).To(Succeed(), "its binding")
-	for _, secret := range postgrescluster.DesiredGeneratedSecrets(pg, "pa55word", "cluster.local") {
+	for _, secret := range postgrescluster.DesiredGeneratedSecrets(pg, "pa55word", "cluster.local", []byte("CA")) {
 		g.Expect(e.operator.Create(ctx, secret, client.DryRunAll)).To(Succeed(), "its credentials: Secret %s", secret.Name)
+	}
+	certs, err := postgrescluster.DesiredTLSSecrets(pg, "cluster.local", time.Now())
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, secret := range certs {
+		g.Expect(e.operator.Create(ctx, secret, client.DryRunAll)).To(Succeed(), "its certificates: Secret %s", secret.Name)
 	}
 	pod := postgrescluster.DesiredPod(pg, 2, postgrescluster.PodOptions{InstanceImage: "example.com/platform-operator:v1", ClusterDomain: "cluster.local"})
 	g.Expect(e.operator.Create(ctx, pod, client.DryRunAll)).To(Succeed(), "a pet, as its instance account")

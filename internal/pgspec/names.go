@@ -83,3 +83,37 @@ func Wanted(pg *v1alpha1.PostgresCluster, instance string) bool {
 	n := Ordinal(pg.Name, instance)
 	return n >= 1 && n <= int(pg.Spec.Instances)
 }
+
+// CASecret is the cluster's CA, which the operator makes once and signs
+// the server certificate with: ca.crt and ca.key. Only the operator reads
+// it; ca.crt is also in ServerSecret and the application's Secret.
+func CASecret(cluster string) string { return cluster + "-ca" }
+
+// ServerSecret is the instances' server certificate (kubernetes.io/tls:
+// tls.crt, tls.key, ca.crt), which the operator renews and the instance
+// managers read.
+func ServerSecret(cluster string) string { return cluster + "-server" }
+
+// Keys of CASecret and ServerSecret.
+const (
+	CACertKey = "ca.crt"
+	CAKeyKey  = "ca.key"
+)
+
+// ServerHosts are the DNS names a server certificate of the cluster must
+// cover: every instance it can have (CLUSTER-1 to CLUSTER-MaxInstances,
+// short and through the headless Service), its Services in every form a
+// client in the cluster writes them (short, with the namespace, with svc,
+// and fully qualified), and localhost.
+func ServerHosts(cluster, namespace, clusterDomain string) []string {
+	var hosts []string
+	for n := 1; n <= MaxInstances; n++ {
+		instance := InstanceName(cluster, n)
+		hosts = append(hosts, instance, InstanceHost(instance, cluster, namespace, clusterDomain))
+	}
+	for _, service := range []string{HeadlessService(cluster), WriteService(cluster), ReadService(cluster)} {
+		long := ServiceHost(service, namespace, clusterDomain)
+		hosts = append(hosts, service, service+"."+namespace, service+"."+namespace+".svc", long)
+	}
+	return append(hosts, "localhost")
+}

@@ -26,10 +26,16 @@ type credentials struct {
 // that exists is never written again, so a password a person changed stays
 // (the primary's instance manager sets it in the database). A user's
 // application Secret must exist and hold a username and a password.
-func (r *Reconciler) ensureSecrets(ctx context.Context, pg *v1alpha1.PostgresCluster, out *outcome) credentials {
+//
+// The generated application Secret carries the CA's certificate, caCert:
+// it waits for the CA (nil while there is none).
+func (r *Reconciler) ensureSecrets(ctx context.Context, pg *v1alpha1.PostgresCluster, caCert []byte, out *outcome) credentials {
 	creds := credentials{appSecret: pgspec.AppSecret(pg)}
-	for i := range DesiredGeneratedSecrets(pg, "", r.ClusterDomain) {
-		build := func(p string) *corev1.Secret { return DesiredGeneratedSecrets(pg, p, r.ClusterDomain)[i] }
+	for i, s := range DesiredGeneratedSecrets(pg, "", r.ClusterDomain, caCert) {
+		if s.Name == pgspec.GeneratedAppSecret(pg.Name) && len(caCert) == 0 {
+			continue
+		}
+		build := func(p string) *corev1.Secret { return DesiredGeneratedSecrets(pg, p, r.ClusterDomain, caCert)[i] }
 		live, err := r.createSecretOnce(ctx, pg, build)
 		if err != nil {
 			out.Add(err, false)

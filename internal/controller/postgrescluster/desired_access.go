@@ -18,7 +18,7 @@ func DesiredAccount(pg *v1alpha1.PostgresCluster) *corev1ac.ServiceAccountApplyC
 
 // DesiredRole is what the instance managers of pg may do, each right
 // limited to the objects of pg by name: read their cluster and its
-// Secrets, write their reports on their pods, and hold the primary's
+// Secrets (the server certificate's, never the CA's key), write their reports on their pods, and hold the primary's
 // Lease. The operator holds every right it grants here (RBAC refuses to let
 // anyone grant more than they hold).
 func DesiredRole(pg *v1alpha1.PostgresCluster) *rbacv1ac.RoleApplyConfiguration {
@@ -32,7 +32,8 @@ func DesiredRole(pg *v1alpha1.PostgresCluster) *rbacv1ac.RoleApplyConfiguration 
 			rbacv1ac.PolicyRule().WithAPIGroups("").WithResources("pods").
 				WithResourceNames(pods...).WithVerbs("get", "list", "watch", "patch"),
 			rbacv1ac.PolicyRule().WithAPIGroups("").WithResources("secrets").
-				WithResourceNames(pgspec.AppSecret(pg), pgspec.SuperuserSecret(pg.Name), pgspec.ReplicationSecret(pg.Name), pgspec.BackupSecret(pg.Name)).WithVerbs("get", "list", "watch"),
+				WithResourceNames(pgspec.AppSecret(pg), pgspec.SuperuserSecret(pg.Name), pgspec.ReplicationSecret(pg.Name), pgspec.BackupSecret(pg.Name),
+					pgspec.ServerSecret(pg.Name)).WithVerbs("get", "list", "watch"),
 			rbacv1ac.PolicyRule().WithAPIGroups("coordination.k8s.io").WithResources("leases").
 				WithResourceNames(pgspec.LeaseName(pg.Name)).WithVerbs("get", "list", "watch", "update"),
 		)

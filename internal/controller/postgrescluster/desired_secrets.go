@@ -24,6 +24,10 @@ const (
 	DBNameKey   = "dbname"
 	URIKey      = "uri"
 	JDBCURIKey  = "jdbc-uri"
+	// CACertKey is the cluster's CA certificate, which a client verifies
+	// the server with (sslrootcert): a client mounts the Secret and
+	// points sslrootcert at the file.
+	CACertKey = pgspec.CACertKey
 )
 
 // passwordAlphabet is what generated passwords are made of: letters and
@@ -52,18 +56,27 @@ func writeHost(pg *v1alpha1.PostgresCluster, clusterDomain string) string {
 }
 
 // DesiredAppSecret is the generated Secret of the application's owner,
-// with password, and what a client needs to connect through CLUSTER-rw.
-func DesiredAppSecret(pg *v1alpha1.PostgresCluster, password, clusterDomain string) *corev1.Secret {
+// with password, and what a client needs to connect through CLUSTER-rw
+// with TLS: the CA's certificate caCert, and URIs that verify the server
+// (sslmode=verify-full).
+func DesiredAppSecret(pg *v1alpha1.PostgresCluster, password, clusterDomain string, caCert []byte) *corev1.Secret {
 	db := initDB(pg)
-	return credentialsSecret(pg, pgspec.GeneratedAppSecret(pg.Name), connectionKeys(db.Owner, password, writeHost(pg, clusterDomain), db.Database))
+	keys := connectionKeys(db.Owner, password, writeHost(pg, clusterDomain), db.Database)
+	keys[CACertKey] = string(caCert)
+	return credentialsSecret(pg, pgspec.GeneratedAppSecret(pg.Name), keys)
 }
 
-// connectionKeys are the keys of an application Secret.
+// connectionKeys are the keys of an application Secret. Its URIs ask for
+// TLS with the server's certificate checked against the CA and the host
+// name (sslmode=verify-full): the client names the CA's file with
+// sslrootcert (libpq: the PGSSLROOTCERT variable or ?sslrootcert=; JDBC:
+// its sslrootcert parameter), from the Secret's ca.crt.
 func connectionKeys(user, password, host, database string) map[string]string {
 	port := fmt.Sprint(pgspec.Port)
-	uri := url.URL{Scheme: "postgresql", User: url.UserPassword(user, password), Host: host + ":" + port, Path: "/" + database}
+	uri := url.URL{Scheme: "postgresql", User: url.UserPassword(user, password), Host: host + ":" + port, Path: "/" + database,
+		RawQuery: url.Values{"sslmode": {"verify-full"}}.Encode()}
 	jdbc := url.URL{Scheme: "jdbc:postgresql", Host: host + ":" + port, Path: "/" + database,
-		RawQuery: url.Values{"user": {user}, "password": {password}}.Encode()}
+		RawQuery: url.Values{"user": {user}, "password": {password}, "sslmode": {"verify-full"}}.Encode()}
 	return map[string]string{
 		UsernameKey: user, PasswordKey: password, HostKey: host, PortKey: port, DBNameKey: database,
 		URIKey: uri.String(), JDBCURIKey: jdbc.String(),
@@ -73,10 +86,10 @@ func connectionKeys(user, password, host, database string) map[string]string {
 // DesiredGeneratedSecrets are the Secrets the operator generates for pg,
 // each with password: the superuser's, the replication and backup roles',
 // and the application's unless bootstrap.initdb names the user's own.
-func DesiredGeneratedSecrets(pg *v1alpha1.PostgresCluster, password, clusterDomain string) []*corev1.Secret {
+func DesiredGeneratedSecrets(pg *v1alpha1.PostgresCluster, password, clusterDomain string, caCert []byte) []*corev1.Secret {
 	out := []*corev1.Secret{desiredSuperuserSecret(pg, password), desiredReplicationSecret(pg, password), desiredBackupSecret(pg, password)}
 	if pgspec.AppSecret(pg) == pgspec.GeneratedAppSecret(pg.Name) {
-		out = append(out, DesiredAppSecret(pg, password, clusterDomain))
+		out = append(out, DesiredAppSecret(pg, password, clusterDomain, caCert))
 	}
 	return out
 }

@@ -83,20 +83,21 @@ func TestClaimIsLabelledNotOwned(t *testing.T) {
 // escaped where a URI needs it.
 func TestApplicationSecret(t *testing.T) {
 	g := NewWithT(t)
-	s := DesiredAppSecret(testCluster(), "pa55word", "cluster.local")
+	s := DesiredAppSecret(testCluster(), "pa55word", "cluster.local", []byte("CA PEM"))
 	g.Expect(s.Name).To(Equal("db-app"))
 	g.Expect(s.Type).To(Equal(corev1.SecretTypeBasicAuth))
 	g.Expect(s.StringData).To(Equal(map[string]string{
 		"username": "app", "password": "pa55word", "host": "db-rw.shop.svc.cluster.local", "port": "5432", "dbname": "app",
-		"uri":      "postgresql://app:pa55word@db-rw.shop.svc.cluster.local:5432/app",
-		"jdbc-uri": "jdbc:postgresql://db-rw.shop.svc.cluster.local:5432/app?password=pa55word&user=app",
+		"uri":      "postgresql://app:pa55word@db-rw.shop.svc.cluster.local:5432/app?sslmode=verify-full",
+		"jdbc-uri": "jdbc:postgresql://db-rw.shop.svc.cluster.local:5432/app?password=pa55word&sslmode=verify-full&user=app",
+		"ca.crt":   "CA PEM",
 	}))
 
 	// A cluster restored from a backup: the owner and database the backup
 	// holds, not app.
 	restored := testCluster()
 	restored.Spec.Bootstrap = &v1alpha1.PostgresBootstrap{FromBackup: &v1alpha1.PostgresFromBackup{BackupJob: "nightly", Owner: "shop", Database: "orders"}}
-	s = DesiredAppSecret(restored, "pa55word", "cluster.local")
+	s = DesiredAppSecret(restored, "pa55word", "cluster.local", nil)
 	g.Expect(s.StringData).To(HaveKeyWithValue("username", "shop"))
 	g.Expect(s.StringData).To(HaveKeyWithValue("dbname", "orders"))
 
@@ -130,7 +131,8 @@ func TestInstanceRoleIsLimitedByName(t *testing.T) {
 		g.Expect(rule.ResourceNames).NotTo(BeEmpty(), "rule on %v", rule.Resources)
 		g.Expect(rule.Verbs).NotTo(ContainElements("create", "delete", "*"))
 	}
-	g.Expect(role.Rules[2].ResourceNames).To(ConsistOf("db-app", "db-superuser", "db-replication", "db-backup"))
+	g.Expect(role.Rules[2].ResourceNames).To(ConsistOf("db-app", "db-superuser", "db-replication", "db-backup", "db-server"),
+		"the server certificate's Secret, never the CA's key")
 }
 
 // The instance managers may patch only the pods of their cluster's own

@@ -89,7 +89,7 @@ func NewReconciler(mgr ctrl.Manager, c client.Client, opts controller.SetupOptio
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;update;patch
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update
 // +kubebuilder:rbac:groups="",resources=serviceaccounts,verbs=get;list;watch;create;update;patch
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles;rolebindings,verbs=get;list;watch;create;update;patch
@@ -113,7 +113,8 @@ func (r *Reconciler) Sync(ctx context.Context, pg *v1alpha1.PostgresCluster) kit
 		// The instances keep the configuration they have.
 		out.report(v1alpha1.PostgresInvalidSpecReason, "spec.parameters: "+err.Error())
 	}
-	creds := r.ensureSecrets(ctx, pg, &out)
+	certs := r.ensureTLS(ctx, pg, &out)
+	creds := r.ensureSecrets(ctx, pg, certs.caCert, &out)
 	r.ensureShared(ctx, pg, &out)
 	claims := r.ensureClaims(ctx, pg, &out)
 	if errors.Is(out.Err, platform.ErrNotLeader) {
@@ -153,7 +154,7 @@ func (r *Reconciler) Sync(ctx context.Context, pg *v1alpha1.PostgresCluster) kit
 	}
 	status := computeStatus(pg, obs, e, creds, out.problem, now)
 	r.recordChanges(pg, status)
-	after := kit.Soonest(e.after, leaseDeadline(obs.lease, now))
+	after := kit.Soonest(kit.Soonest(e.after, leaseDeadline(obs.lease, now)), certs.renewIn)
 	if out.conflict {
 		after = kit.Soonest(after, 30*time.Second)
 	}
