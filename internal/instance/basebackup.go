@@ -30,6 +30,9 @@ type BaseBackupOptions struct {
 	TerminationLog string
 	BinDir         string
 	Password       string
+	// CACert is the server's CA certificate (PEM, from EnvCACert): with
+	// it the tool connects with sslmode=verify-full.
+	CACert string
 }
 
 // ParseBaseBackupOptions reads the flags of `instance basebackup` and the
@@ -50,6 +53,7 @@ func ParseBaseBackupOptions(args []string, getenv func(string) string, usage io.
 	}
 	opts.BinDir = envOr(getenv, pgspec.EnvPGBinDir, pgspec.BinDir)
 	opts.Password = getenv(pgspec.EnvPassword)
+	opts.CACert = getenv(pgspec.EnvCACert)
 	var problems []error
 	if opts.Host == "" {
 		problems = append(problems, errors.New("--host is required"))
@@ -73,6 +77,11 @@ func TakeBaseBackup(ctx context.Context, opts BaseBackupOptions, log logr.Logger
 		BinDir: opts.BinDir, Dir: opts.Dir, Label: opts.Label, Log: log,
 		Source: postgres.ConnInfo{Host: opts.Host, Port: opts.Port, User: opts.User, DBName: "postgres", Password: opts.Password},
 	}
+	cleanup, err := toolTLS(&backup.Source, opts.CACert)
+	if err != nil {
+		return pgspec.BaseBackupResult{}, err
+	}
+	defer cleanup()
 	label, err := backup.Take(ctx)
 	if err != nil {
 		return pgspec.BaseBackupResult{}, err

@@ -104,6 +104,10 @@ type Manager struct {
 	recoveryStoppedAt time.Time
 	// settings are those last written to the configuration.
 	settings *postgres.Settings
+	// tls are the files of the server certificate once syncTLS wrote them,
+	// serverCert what they hold.
+	tls        *postgres.TLS
+	serverCert serverCert
 	// applied maps a role to the resourceVersion of the Secret whose
 	// password it has in the database.
 	applied map[string]string
@@ -248,6 +252,7 @@ func (m *Manager) tick(ctx context.Context) {
 		if err := m.writeArchiveConfig(pg); err != nil {
 			m.log.Error(err, "The object store's configuration is not written")
 		}
+		m.syncTLS(ctx, pg)
 		m.applySettings(pg)
 		standbys := standbyNames(pg, m.opts.PodName)
 		m.expectedStandbys.Store(&standbys)

@@ -120,6 +120,7 @@ func (m *Manager) replicationSource(ctx context.Context, pg *v1alpha1.PostgresCl
 		Host: host, Port: port, User: postgres.ReplicationUser, DBName: "postgres",
 		Password: cred.password, PassFile: m.passFile(), ApplicationName: m.opts.PodName,
 	}
+	m.replicationTLS(&source)
 	if err := m.pg.WritePassFile(source.PassFile, source); err != nil {
 		return postgres.ConnInfo{}, err
 	}

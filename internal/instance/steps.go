@@ -41,7 +41,7 @@ func (m *Manager) settingsOf(pg *v1alpha1.PostgresCluster) postgres.Settings {
 		params["max_slot_wal_keep_size"] = maxSlotWALKeepSize(pg)
 	}
 	s := postgres.Settings{SuperuserAccess: pg.Spec.SuperuserAccess, Parameters: params, StreamThroughSlot: true,
-		Archive: m.archiveSettings(pg), Recovery: m.recoverySettings(pg)}
+		Archive: m.archiveSettings(pg), Recovery: m.recoverySettings(pg), TLS: m.tls}
 	var streaming []postgres.Standby
 	if m.lastRead.state != nil {
 		streaming = m.lastRead.state.Standbys

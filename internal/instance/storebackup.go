@@ -35,6 +35,9 @@ type StoreBackupOptions struct {
 	BinDir             string
 	Password           string
 	Location           objectstore.Location
+	// CACert is the server's CA certificate (PEM, from EnvCACert): with
+	// it the tool connects with sslmode=verify-full.
+	CACert string
 }
 
 // ParseStoreBackupOptions reads the flags of `instance
@@ -57,6 +60,7 @@ func ParseStoreBackupOptions(args []string, getenv func(string) string, usage io
 	}
 	opts.BinDir = envOr(getenv, pgspec.EnvPGBinDir, pgspec.BinDir)
 	opts.Password = getenv(pgspec.EnvPassword)
+	opts.CACert = getenv(pgspec.EnvCACert)
 	var problems []error
 	for _, required := range []struct{ flag, value string }{
 		{"--host", opts.Host}, {"--label", opts.Label}, {"--cluster", opts.Cluster}, {"--namespace", opts.Namespace},
@@ -116,6 +120,11 @@ func TakeStoreBackup(ctx context.Context, opts StoreBackupOptions, now func() ti
 		BinDir: opts.BinDir, Label: opts.Label, Log: log,
 		Source: postgres.ConnInfo{Host: opts.Host, Port: opts.Port, User: opts.User, DBName: "postgres", Password: opts.Password},
 	}
+	cleanup, err := toolTLS(&backup.Source, opts.CACert)
+	if err != nil {
+		return pgspec.BaseBackupResult{}, err
+	}
+	defer cleanup()
 	label, err := backup.Stream(ctx, func(r io.Reader) error {
 		counted := &countingReader{r: r}
 		var putErr error

@@ -25,6 +25,9 @@ type VerifyOptions struct {
 	Host, User, Database, Password, SQL string
 	Port                                int
 	TerminationLog                      string
+	// CACert is the server's CA certificate (PEM, from EnvCACert): with
+	// it the tool connects with sslmode=verify-full.
+	CACert string
 }
 
 // ParseVerifyOptions reads the flags of `instance verify` and its
@@ -41,6 +44,7 @@ func ParseVerifyOptions(args []string, getenv func(string) string, usage io.Writ
 	}
 	opts.User, opts.Database = getenv(pgspec.EnvUser), getenv(pgspec.EnvDatabase)
 	opts.Password, opts.SQL = getenv(pgspec.EnvPassword), getenv(pgspec.EnvVerifySQL)
+	opts.CACert = getenv(pgspec.EnvCACert)
 	var problems []error
 	if opts.Host == "" {
 		problems = append(problems, errors.New("--host is required"))
@@ -73,7 +77,13 @@ func Verify(ctx context.Context, opts VerifyOptions) error {
 }
 
 func verify(ctx context.Context, opts VerifyOptions) error {
-	conn, err := postgres.Connect(ctx, postgres.ConnInfo{Host: opts.Host, Port: opts.Port, User: opts.User, Password: opts.Password, DBName: opts.Database})
+	info := postgres.ConnInfo{Host: opts.Host, Port: opts.Port, User: opts.User, Password: opts.Password, DBName: opts.Database}
+	cleanup, err := toolTLS(&info, opts.CACert)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	conn, err := postgres.Connect(ctx, info)
 	if err != nil {
 		return fmt.Errorf("connect to the restored copy: %w", err)
 	}

@@ -40,6 +40,10 @@ type ToolJob struct {
 	Env  []corev1.EnvVar
 	// Retries is the Job's backoff limit.
 	Retries int32
+	// CASecret is the Secret whose ca.crt (CACertKey) is the CA of the
+	// server the tool connects to, given to it as EnvCACert: the
+	// cluster's ServerSecret. Empty: the tool does not verify the server.
+	CASecret string
 }
 
 // Spec is the Job's spec: the pod laid out as an instance's (the same
@@ -50,7 +54,7 @@ func (t ToolJob) Spec() batchv1.JobSpec {
 		Name:                     string(t.Tool),
 		Image:                    t.Image,
 		Command:                  append([]string{ManagerPath, "instance"}, t.Args...),
-		Env:                      t.Env,
+		Env:                      t.env(),
 		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 		SecurityContext:          RestrictedContainer(),
 		VolumeMounts:             []corev1.VolumeMount{ToolsMount()},
@@ -68,6 +72,14 @@ func (t ToolJob) Spec() batchv1.JobSpec {
 			},
 		},
 	}
+}
+
+func (t ToolJob) env() []corev1.EnvVar {
+	env := append([]corev1.EnvVar(nil), t.Env...)
+	if t.CASecret != "" {
+		env = append(env, SecretEnv(EnvCACert, t.CASecret, CACertKey))
+	}
+	return env
 }
 
 // SecretEnv is a variable from a key of a Secret.

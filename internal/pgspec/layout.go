@@ -68,4 +68,8 @@ const (
 	EnvDatabase = "PGDATABASE"
 	// EnvVerifySQL is a restore drill's query.
 	EnvVerifySQL = "VERIFY_SQL"
+	// EnvCACert is the cluster's CA certificate (PEM, not a path: the
+	// local cluster resolves a Secret's key into a variable, not into a
+	// file), which a tool verifies the server with (sslmode=verify-full).
+	EnvCACert = "PG_CA_CERT"
 )

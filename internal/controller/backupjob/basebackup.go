@@ -134,7 +134,8 @@ func desiredBaseBackupJob(bj *v1alpha1.BackupJob, rn run, pg *v1alpha1.PostgresC
 			{Name: pgspec.EnvPGBinDir, Value: pgspec.BinDir},
 			pgspec.SecretEnv(pgspec.EnvPassword, pgspec.BackupSecret(pg.Name), corev1.BasicAuthPasswordKey),
 		},
-		Retries: baseBackupRetries,
+		Retries:  baseBackupRetries,
+		CASecret: pgspec.ServerSecret(pg.Name),
 	}.Spec()
 	job := jobFromTemplate(bj, &v1alpha1.BackupJobTemplate{Spec: spec}, rn.name, runLabels(bj.Name, rn.name),
 		[]corev1.Volume{claimVolume(backupVolume, rn.name, false)},

@@ -161,7 +161,12 @@ func TestDesiredPostgresDrill(t *testing.T) {
 	for _, e := range c.Env {
 		switch {
 		case e.ValueFrom != nil:
-			g.Expect(e.ValueFrom.SecretKeyRef.Name).To(Equal(drill.Name+"-app"), "the restored cluster's own credentials")
+			want := drill.Name + "-app"
+			if e.Name == pgspec.EnvCACert {
+				// The CA the query verifies the restored copy with.
+				want = drill.Name + "-server"
+			}
+			g.Expect(e.ValueFrom.SecretKeyRef.Name).To(Equal(want), "the restored cluster's own credentials and CA")
 			env[e.Name] = "from " + e.ValueFrom.SecretKeyRef.Key
 		default:
 			env[e.Name] = e.Value

@@ -101,7 +101,8 @@ func desiredVerifyJob(bj *v1alpha1.BackupJob, b *backup, drill *v1alpha1.Postgre
 			{Name: pgspec.EnvVerifySQL, Value: bj.Spec.Verify.SQL},
 		},
 		// One attempt: a query that fails once is the drill's answer.
-		Retries: 0,
+		Retries:  0,
+		CASecret: pgspec.ServerSecret(drill.Name),
 	}.Spec()
 	return jobFromTemplate(bj, &v1alpha1.BackupJobTemplate{Spec: spec}, DrillName(bj.Name, b.scheduled), drillLabels(bj.Name, b.name), nil, nil)
 }

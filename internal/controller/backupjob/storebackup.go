@@ -149,8 +149,9 @@ func desiredStoreBackupJob(bj *v1alpha1.BackupJob, rn run, pg *v1alpha1.Postgres
 		OperatorImage: opts.operatorImage,
 		Args: []string{"basebackup-to-store", "--host", pgspec.InstanceHost(source, pg.Name, pg.Namespace, opts.clusterDomain),
 			"--label", rn.name, "--cluster", pg.Name, "--namespace", pg.Namespace},
-		Env:     append(env, pgspec.StoreEnv(pgspec.ArchiveStore, store, pgspec.StorePath(store, pg.Namespace, pg.Name))...),
-		Retries: baseBackupRetries,
+		Env:      append(env, pgspec.StoreEnv(pgspec.ArchiveStore, store, pgspec.StorePath(store, pg.Namespace, pg.Name))...),
+		Retries:  baseBackupRetries,
+		CASecret: pgspec.ServerSecret(pg.Name),
 	}.Spec()
 	job := jobFromTemplate(bj, &v1alpha1.BackupJobTemplate{Spec: spec}, rn.name, runLabels(bj.Name, rn.name), nil, nil)
 	job.Annotations = mergeMaps(job.Annotations, runAnnotations(rn))

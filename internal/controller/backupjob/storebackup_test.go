@@ -87,6 +87,7 @@ func TestDesiredStoreBackupJob(t *testing.T) {
 	}
 	g.Expect(secrets).To(Equal(map[string]string{
 		pgspec.EnvPassword:                           "db-backup/password",
+		pgspec.EnvCACert:                             "db-server/ca.crt",
 		pgspec.ArchiveStore + "S3_ACCESS_KEY_ID":     "s3/" + v1alpha1.ObjectStoreAccessKeyIDKey,
 		pgspec.ArchiveStore + "S3_SECRET_ACCESS_KEY": "s3/" + v1alpha1.ObjectStoreSecretAccessKeyKey,
 		pgspec.ArchiveStore + "S3_CA_BUNDLE":         "s3-ca/" + v1alpha1.ObjectStoreCAKey,

@@ -1,0 +1,111 @@
+package instance
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"example.com/platform-operator/api/v1alpha1"
+	"example.com/platform-operator/internal/instance/postgres"
+	"example.com/platform-operator/internal/pgspec"
+)
+
+// serverCert is the server certificate as last written into the socket
+// directory: its three PEMs.
+type serverCert struct {
+	cert, key, ca []byte
+}
+
+func (c serverCert) equal(o serverCert) bool {
+	return bytes.Equal(c.cert, o.cert) && bytes.Equal(c.key, o.key) && bytes.Equal(c.ca, o.ca)
+}
+
+// syncTLS reads the cluster's server certificate (CLUSTER-server, which the
+// operator issues and renews) and writes it into the socket directory when
+// it changed: the next settings then turn TLS on, and a running PostgreSQL
+// is reloaded so that it serves the new certificate (PostgreSQL reads its
+// ssl files again on SIGHUP). An instance whose Secret cannot be read keeps
+// what it has; one that never had it runs without TLS until it has.
+func (m *Manager) syncTLS(ctx context.Context, pg *v1alpha1.PostgresCluster) {
+	s := &corev1.Secret{}
+	readCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	name := pgspec.ServerSecret(pg.Name)
+	if err := m.secrets.client.Get(readCtx, types.NamespacedName{Namespace: m.opts.Namespace, Name: name}, s); err != nil {
+		m.log.V(1).Info("Server certificate not read", "secret", name, "error", err.Error())
+		return
+	}
+	m.markAPI()
+	got := serverCert{cert: s.Data[corev1.TLSCertKey], key: s.Data[corev1.TLSPrivateKeyKey], ca: s.Data[pgspec.CACertKey]}
+	if len(got.cert) == 0 || len(got.key) == 0 || len(got.ca) == 0 {
+		m.log.Info("Server certificate incomplete", "secret", name)
+		return
+	}
+	if m.tls != nil && m.serverCert.equal(got) {
+		return
+	}
+	files, err := m.pg.WriteTLS(got.cert, got.key, got.ca)
+	if err != nil {
+		m.log.Error(err, "Server certificate not written")
+		return
+	}
+	renewed := m.tls != nil
+	m.tls, m.serverCert = &files, got
+	if renewed {
+		m.log.Info("Server certificate renewed", "secret", name)
+		// The paths are the same: the settings do not change, a reload
+		// reads the files.
+		m.applyChange(postgres.ReloadNeeded)
+	}
+}
+
+// replicationTLS is how this instance's connections to another instance
+// (streaming, clones, rewinds) use TLS: verified with the cluster's CA,
+// host name included (verify-full: every instance's DNS name is in the
+// certificate). Managers that tests run in their own process reach each
+// other by IP address (Options.AddressOf), which no certificate names:
+// they check the chain only (verify-ca). Without a certificate yet,
+// libpq's default (prefer).
+func (m *Manager) replicationTLS(c *postgres.ConnInfo) {
+	if m.tls == nil {
+		return
+	}
+	c.SSLMode, c.SSLRootCert = "verify-full", m.tls.CAFile
+	if m.opts.AddressOf != nil {
+		c.SSLMode = "verify-ca"
+	}
+}
+
+// toolTLS makes a tool's connection verify the server with caCert (PEM):
+// sslmode=verify-full and the certificate in a file of its own next to
+// the tool's binary (the tools volume: the pod's root is read-only), which
+// cleanup removes. Without caCert the connection is left as it is.
+func toolTLS(c *postgres.ConnInfo, caCert string) (cleanup func(), err error) {
+	if caCert == "" {
+		return func() {}, nil
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("the directory of the CA certificate: %w", err)
+	}
+	f, err := os.CreateTemp(filepath.Dir(self), ".ca-*.crt")
+	if err != nil {
+		return nil, fmt.Errorf("write the CA certificate: %w", err)
+	}
+	_, werr := f.WriteString(caCert)
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr != nil {
+		os.Remove(f.Name())
+		return nil, fmt.Errorf("write the CA certificate: %w", werr)
+	}
+	c.SSLMode, c.SSLRootCert = "verify-full", f.Name()
+	return func() { os.Remove(f.Name()) }, nil
+}
