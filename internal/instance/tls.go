@@ -83,18 +83,30 @@ func (m *Manager) replicationTLS(c *postgres.ConnInfo) {
 }
 
 // toolTLS makes a tool's connection verify the server with caCert (PEM):
-// sslmode=verify-full and the certificate in a file of its own next to
-// the tool's binary (the tools volume: the pod's root is read-only), which
-// cleanup removes. Without caCert the connection is left as it is.
+// sslmode=verify-full and the certificate in a file of its own, which
+// cleanup removes. The file goes next to the tool's binary (the tools
+// volume: a pod's root is read-only), else into the working directory
+// (the local cluster runs one binary for every pod, in a directory of its
+// own), else the temporary directory. Without caCert the connection is
+// left as it is.
 func toolTLS(c *postgres.ConnInfo, caCert string) (cleanup func(), err error) {
 	if caCert == "" {
 		return func() {}, nil
 	}
-	self, err := os.Executable()
-	if err != nil {
-		return nil, fmt.Errorf("the directory of the CA certificate: %w", err)
+	var dirs []string
+	if self, err := os.Executable(); err == nil {
+		dirs = append(dirs, filepath.Dir(self))
 	}
-	f, err := os.CreateTemp(filepath.Dir(self), ".ca-*.crt")
+	if wd, err := os.Getwd(); err == nil {
+		dirs = append(dirs, wd)
+	}
+	dirs = append(dirs, os.TempDir())
+	var f *os.File
+	for _, dir := range dirs {
+		if f, err = os.CreateTemp(dir, ".ca-*.crt"); err == nil {
+			break
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("write the CA certificate: %w", err)
 	}
