@@ -346,6 +346,7 @@ type PostgresBootstrap struct {
 // PostgresClusterSpec is the desired state of a PostgresCluster.
 //
 // +kubebuilder:validation:XValidation:rule="self.synchronous < self.instances",message="synchronous must be less than instances: each synchronous standby is another instance",fieldPath=".synchronous"
+// +kubebuilder:validation:XValidation:rule="has(self.bootstrap) == has(oldSelf.bootstrap)",message="spec.bootstrap cannot be added or removed once the cluster exists: its data, roles and owner came from it",fieldPath=".bootstrap"
 type PostgresClusterSpec struct {
 	// instances is the number of PostgreSQL instances: one primary and
 	// instances - 1 streaming replicas, each a pod with a claim of its own.
