@@ -139,8 +139,8 @@ bench-scale: kube-binaries postgres build ## Run the PostgresCluster (issue 29) 
 # WAL archiving to an object store (issue 51), on this machine without a
 # cluster: weed and one PostgreSQL in a temporary folder, archive
 # throughput under pgbench next to plain uploads, restore time next to
-# pg_basebackup. BENCH_FLAGS here: -scale, -duration, -clients, -jobs,
-# -keep (see test/bench/archive).
+# pg_basebackup. BENCH_FLAGS here: -scale, -duration, -insert-mib,
+# -clients, -jobs, -keep (see test/bench/archive).
 .PHONY: bench-archive
 bench-archive: seaweedfs postgres build ## Run the WAL archive benchmark (issue 51); writes test/bench/results/archive/.
 	SEAWEEDFS_BIN_DIR=$(SEAWEEDFS_BIN_DIR) POSTGRES_BIN_DIR=$(POSTGRES_BIN_DIR) go run ./test/bench/archive -operator bin/platform-operator -out test/bench/results/archive $(BENCH_FLAGS)

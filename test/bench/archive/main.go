@@ -9,20 +9,22 @@
 //   - archive throughput: WAL written by pgbench (its initialization, its
 //     built-in TPC-B for -duration, then about -insert-mib of bulk inserts
 //     of random data, a custom script that writes WAL faster than one file
-//     at a time is archived), from the workload's start until the archiver has
-//     caught up (every WAL segment completed during the workload
+//     at a time is archived), from the workload's start until the archiver
+//     has caught up (every WAL segment completed during the workload
 //     archived), as WAL segments archived × the segment size over that
 //     time; and the bulk inserts' segments, read back from the store,
-//     uploaded again by three references with no PostgreSQL in the way:
-//     the same command run once per file in a loop,
-//     objectstore.Client.ArchiveWAL in a loop in this process, and a raw
-//     PutObject of the uncompressed files with the same client library;
+//     uploaded again by four references with no PostgreSQL in the way: the
+//     same command run once per file in a loop,
+//     objectstore.Client.ArchiveWAL in a loop in this process, gzip and
+//     PutObject, and a raw PutObject of the uncompressed files, all with
+//     the same client library;
 //   - restore time per GiB: a base backup of the same server (pgbench's
-//     tables and the bulk inserts' table) streamed into
-//     the store (instance.TakeStoreBackup, the code of `instance
+//     tables and the bulk inserts' table) streamed into the store
+//     (instance.TakeStoreBackup, the code of `instance
 //     basebackup-to-store`), then objectstore.Client.FetchBaseBackup into
-//     an empty directory, next to pg_basebackup -X fetch of the same
-//     server into another, with and without its final fsync.
+//     an empty directory (and its download and gunzip alone, into
+//     nothing), next to pg_basebackup -X fetch of the same server into
+//     another, with and without its final fsync.
 //
 // It writes results.json and results.md to -out and prints a table. Every
 // process it starts stops with it; it connects to loopback addresses
