@@ -247,7 +247,8 @@ func (b *bench) startPostgres(ctx context.Context) error {
 		return err
 	}
 	b.res.Store.PostgreSQL = version
-	b.res.Store.ArchiveCommand = b.pg.Settings.Archive.Command
+	// Recorded without this machine's paths: results are committed.
+	b.res.Store.ArchiveCommand = "platform-operator instance wal-archive --config TEMP_DIR/" + filepath.Base(b.archiveConfig) + " %p"
 	logf("Started PostgreSQL %s on %s:%d, log %s", version, addr, port, b.pgLog.Name())
 	return nil
 }
