@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"os/user"
@@ -21,6 +20,7 @@ import (
 	"github.com/go-logr/logr"
 
 	"example.com/platform-operator/internal/instance/postgres"
+	"example.com/platform-operator/internal/localcluster"
 	"example.com/platform-operator/internal/objectstore"
 )
 
@@ -128,7 +128,7 @@ func (b *bench) startWeed(ctx context.Context) error {
 	}
 	keyID, secret := randomKey(10), randomKey(20)
 	identities := filepath.Join(dir, "s3.json")
-	if err := writeS3Identities(identities, keyID, secret); err != nil {
+	if err := localcluster.WriteS3Identities(identities, "bench", keyID, secret); err != nil {
 		return err
 	}
 	// weed's gRPC ports default to each port + 10000: all named, all free.
@@ -176,7 +176,7 @@ func (b *bench) startWeed(ctx context.Context) error {
 			return false, fmt.Errorf("weed exited; see %s", logPath)
 		default:
 		}
-		return s3Answers(ctx, b.loc.Endpoint) == nil, nil
+		return localcluster.S3Answers(ctx, b.loc.Endpoint) == nil, nil
 	})
 }
 
@@ -298,48 +298,6 @@ func credential() (*syscall.Credential, error) {
 		return nil, err
 	}
 	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
-}
-
-// writeS3Identities writes weed's S3 configuration: one identity allowed
-// everything, so that anonymous requests are refused.
-func writeS3Identities(path, keyID, secret string) error {
-	type credential struct {
-		AccessKey string `json:"accessKey"`
-		SecretKey string `json:"secretKey"`
-	}
-	type identity struct {
-		Name        string       `json:"name"`
-		Credentials []credential `json:"credentials"`
-		Actions     []string     `json:"actions"`
-	}
-	data, err := json.Marshal(map[string][]identity{"identities": {{
-		Name: "bench", Credentials: []credential{{AccessKey: keyID, SecretKey: secret}},
-		Actions: []string{"Admin", "Read", "List", "Tagging", "Write"},
-	}}})
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(path, data, 0o600)
-}
-
-// s3Answers tells whether the endpoint answers: a refused anonymous
-// request is an answer.
-func s3Answers(ctx context.Context, endpoint string) error {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, endpoint, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	resp.Body.Close()
-	if resp.StatusCode >= 500 {
-		return fmt.Errorf("answers %s", resp.Status)
-	}
-	return nil
 }
 
 // freePorts are n ports free on 127.0.0.1 now, all different.
