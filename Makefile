@@ -137,6 +137,15 @@ bench: kube-binaries build ## Run the benchmarks (N = 100, 1000) on the local cl
 bench-scale: kube-binaries postgres build ## Run the PostgresCluster (issue 29) and platform-scale (Tenants, BackupJobs; issue 31) benchmarks; writes test/bench/results/{postgres,scale}/.
 	KUBE_BIN_DIR=$(KUBE_BIN_DIR) POSTGRES_BIN_DIR=$(POSTGRES_BIN_DIR) go run ./test/bench -operator bin/platform-operator -out test/bench/results -scenarios postgres,scale $(BENCH_FLAGS)
 
+# WAL archiving to an object store (issue 51), on this machine without a
+# cluster: weed and one PostgreSQL in a temporary folder, archive
+# throughput under pgbench next to plain uploads, restore time next to
+# pg_basebackup. BENCH_FLAGS here: -scale, -duration, -insert-mib,
+# -clients, -jobs, -keep (see test/bench/archive).
+.PHONY: bench-archive
+bench-archive: seaweedfs postgres build ## Run the WAL archive benchmark (issue 51); writes test/bench/results/archive/.
+	SEAWEEDFS_BIN_DIR=$(SEAWEEDFS_BIN_DIR) POSTGRES_BIN_DIR=$(POSTGRES_BIN_DIR) go run ./test/bench/archive -operator bin/platform-operator -out test/bench/results/archive $(BENCH_FLAGS)
+
 # The long fault-injection run (issue 49; make test runs a short one):
 # FAULTS faults of FAULT_KINDS (default: every kind, test/e2e/faults)
 # drawn from SEED (default: drawn and printed), none injected after

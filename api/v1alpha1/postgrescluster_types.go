@@ -346,6 +346,7 @@ type PostgresBootstrap struct {
 // PostgresClusterSpec is the desired state of a PostgresCluster.
 //
 // +kubebuilder:validation:XValidation:rule="self.synchronous < self.instances",message="synchronous must be less than instances: each synchronous standby is another instance",fieldPath=".synchronous"
+// +kubebuilder:validation:XValidation:rule="has(self.bootstrap) == has(oldSelf.bootstrap)",message="spec.bootstrap cannot be added or removed once the cluster exists: its data, roles and owner came from it",fieldPath=".bootstrap"
 type PostgresClusterSpec struct {
 	// instances is the number of PostgreSQL instances: one primary and
 	// instances - 1 streaming replicas, each a pod with a claim of its own.
@@ -750,6 +751,7 @@ type PostgresClusterStatus struct {
 // +kubebuilder:printcolumn:name="Instances",type=string,JSONPath=`.status.readyInstances`
 // +kubebuilder:printcolumn:name="Primary",type=string,JSONPath=`.status.currentPrimary`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Archive",type=string,JSONPath=`.status.conditions[?(@.type=="ContinuousArchiving")].reason`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:printcolumn:name="Status",type=string,priority=1,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 // +kubebuilder:printcolumn:name="Message",type=string,priority=1,JSONPath=`.status.conditions[?(@.type=="Ready")].message`

@@ -82,6 +82,23 @@ func TestPostgresClusterValidation(t *testing.T) {
 		g.Expect(err.Error()).To(ContainSubstring("metadata.name"))
 	})
 
+	t.Run("bootstrap never changes: not removed, not added after creation", func(t *testing.T) {
+		g := NewWithT(t)
+		pg := postgresCluster(t, "booted", "spec: {storage: {size: 1Gi}, bootstrap: {initdb: {owner: shop, database: orders}}}")
+		g.Expect(c.Create(ctx, pg)).To(Succeed())
+		unstructured.RemoveNestedField(pg.Object, "spec", "bootstrap")
+		err := c.Update(ctx, pg)
+		g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "bootstrap removed: %v", err)
+		g.Expect(err.Error()).To(ContainSubstring("spec.bootstrap cannot be added or removed"))
+
+		plain := postgresCluster(t, "plain", "spec: {storage: {size: 1Gi}}")
+		g.Expect(c.Create(ctx, plain)).To(Succeed())
+		g.Expect(unstructured.SetNestedField(plain.Object, "shop", "spec", "bootstrap", "initdb", "owner")).To(Succeed())
+		err = c.Update(ctx, plain)
+		g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "bootstrap added: %v", err)
+		g.Expect(err.Error()).To(ContainSubstring("spec.bootstrap cannot be added or removed"))
+	})
+
 	t.Run("storage grows, never shrinks; its class never changes", func(t *testing.T) {
 		g := NewWithT(t)
 		pg := postgresCluster(t, "grows", "spec: {instances: 2, primary: grows-2, storage: {size: 2Gi, storageClassName: local}}")

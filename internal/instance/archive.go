@@ -154,6 +154,9 @@ func ArchiveWAL(ctx context.Context, configPath, walPath string) error {
 }
 
 func archiveWAL(ctx context.Context, configPath, walPath string) error {
+	if takeMark(configPath, filepath.Base(walPath)) {
+		return nil
+	}
 	cfg, err := readArchiveConfig(configPath)
 	if err != nil {
 		return err
@@ -171,7 +174,7 @@ func archiveWAL(ctx context.Context, configPath, walPath string) error {
 	if err := store.ClaimArchive(ctx, cfg.Owner); err != nil {
 		return err
 	}
-	return store.ArchiveWAL(ctx, walPath)
+	return archiveWithAhead(ctx, store, configPath, walPath)
 }
 
 // errNotArchived is RestoreWAL's answer for a file the archive does not

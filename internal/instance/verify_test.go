@@ -40,10 +40,13 @@ func TestVerifyQuery(t *testing.T) {
 	tests := map[string]struct {
 		sql, password string
 		wantErr       string // "" for a pass
+		// never is what the result must not show: the data the query read.
+		never string
 	}{
 		"true":              {sql: "SELECT count(*) > 0 FROM orders", password: "app-secret"},
 		"false":             {sql: "SELECT count(*) > 1 FROM orders", password: "app-secret", wantErr: "did not return true: its first column is false"},
-		"not a boolean":     {sql: "SELECT count(*) FROM orders", password: "app-secret", wantErr: "its first column is 1"},
+		"not a boolean":     {sql: "SELECT count(*) FROM orders", password: "app-secret", wantErr: "its first column is not true: a int64 of SHA-256 "},
+		"a table's content": {sql: "SELECT 'card 4111-1111-1111-1111'", password: "app-secret", wantErr: "its first column is not true: a string of SHA-256 ", never: "4111"},
 		"no row":            {sql: "SELECT true FROM orders WHERE id = 2", password: "app-secret", wantErr: "it returned no row"},
 		"the database says": {sql: "SELECT count(*) > 0 FROM invoices", password: "app-secret", wantErr: `relation "invoices" does not exist`},
 		"a refused login":   {sql: "SELECT true", password: "wrong", wantErr: "password authentication failed"},
@@ -58,6 +61,8 @@ func TestVerifyQuery(t *testing.T) {
 				t.Fatalf("verify: %v, want a pass", err)
 			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
 				t.Fatalf("verify: %v, want an error with %q", err, tc.wantErr)
+			case tc.never != "" && (strings.Contains(err.Error(), tc.never) || strings.Contains(string(said), tc.never)):
+				t.Fatalf("verify: %v (termination message %q) shows the data the query read", err, said)
 			case tc.wantErr != "" && !strings.Contains(string(said), tc.wantErr):
 				t.Fatalf("termination message %q, want %q", said, tc.wantErr)
 			case name == "false" && !errors.Is(err, errVerifyFalse):

@@ -88,7 +88,7 @@ func (c *Cluster) startObjectStore(ctx context.Context, binDir, address string) 
 	}
 	store := &ObjectStore{Region: objectStoreRegion, AccessKeyID: randomKey(10), SecretAccessKey: randomKey(20)}
 	config := filepath.Join(dir, "s3.json")
-	if err := writeS3Identities(config, *store); err != nil {
+	if err := WriteS3Identities(config, "platform-operator", store.AccessKeyID, store.SecretAccessKey); err != nil {
 		return nil, err
 	}
 	// weed's gRPC ports default to each port + 10000: named here, all
@@ -108,7 +108,7 @@ func (c *Cluster) startObjectStore(ctx context.Context, binDir, address string) 
 		return nil, fmt.Errorf("simulation: start the object store: %w", err)
 	}
 	if err := c.waitFor(ctx, "the object store to answer", func(ctx context.Context) error {
-		return s3Answers(ctx, store.Endpoint)
+		return S3Answers(ctx, store.Endpoint)
 	}); err != nil {
 		return nil, err
 	}
@@ -132,9 +132,11 @@ func publishObjectStore(ctx context.Context, cl client.Client, store ObjectStore
 	return nil
 }
 
-// writeS3Identities writes weed's S3 configuration: one identity, allowed
-// everything; with an identity configured, anonymous requests are refused.
-func writeS3Identities(path string, store ObjectStore) error {
+// WriteS3Identities writes weed's S3 configuration at path: one identity,
+// name, with the keys given, allowed everything; with an identity
+// configured, anonymous requests are refused. The benchmarks that run weed
+// themselves write theirs with it too.
+func WriteS3Identities(path, name, accessKeyID, secretAccessKey string) error {
 	type credential struct {
 		AccessKey string `json:"accessKey"`
 		SecretKey string `json:"secretKey"`
@@ -145,19 +147,19 @@ func writeS3Identities(path string, store ObjectStore) error {
 		Actions     []string     `json:"actions"`
 	}
 	data, err := json.Marshal(map[string][]identity{"identities": {{
-		Name:        "platform-operator",
-		Credentials: []credential{{AccessKey: store.AccessKeyID, SecretKey: store.SecretAccessKey}},
+		Name:        name,
+		Credentials: []credential{{AccessKey: accessKeyID, SecretKey: secretAccessKey}},
 		Actions:     []string{"Admin", "Read", "List", "Tagging", "Write"},
 	}}})
 	if err != nil {
-		return fmt.Errorf("simulation: object store identities: %w", err)
+		return fmt.Errorf("object store identities: %w", err)
 	}
 	return os.WriteFile(path, data, 0o600)
 }
 
-// s3Answers tells whether the S3 endpoint answers at all: an anonymous
+// S3Answers tells whether the S3 endpoint answers at all: an anonymous
 // request is refused, which is an answer.
-func s3Answers(ctx context.Context, endpoint string) error {
+func S3Answers(ctx context.Context, endpoint string) error {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, endpoint, nil)

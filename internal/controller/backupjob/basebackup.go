@@ -159,7 +159,12 @@ func (r *Reconciler) baseBackupStart(ctx context.Context, bj *v1alpha1.BackupJob
 	if b.kind == v1alpha1.ObjectStoreBackup {
 		tool = pgspec.ToolStoreBackup
 	}
-	terminated, err := r.terminatedContainers(ctx, bj.Namespace, b.name, string(tool), corev1.PodSucceeded)
+	job := &batchv1.Job{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: bj.Namespace, Name: b.name}, job); err != nil {
+		ctrl.LoggerFrom(ctx).Info("The start and end of a base backup are not recorded: its Job is not found", "run", b.name, "error", err.Error())
+		return nil
+	}
+	terminated, err := r.terminatedContainers(ctx, job, string(tool), corev1.PodSucceeded)
 	if err != nil {
 		ctrl.LoggerFrom(ctx).Info("The start and end of a base backup are not recorded", "run", b.name, "error", err.Error())
 		return nil
@@ -199,16 +204,19 @@ func parseBaseBackupResult(t *corev1.ContainerStateTerminated) map[string]string
 }
 
 // terminatedContainers are the terminated states of container in the pods
-// of Job job, those that ended in phase only.
-func (r *Reconciler) terminatedContainers(ctx context.Context, namespace, job, container string, phase corev1.PodPhase) ([]*corev1.ContainerStateTerminated, error) {
+// of job, those that ended in phase only. A pod counts only when job
+// controls it (its owner reference, with the Job's UID): the Job's name
+// label is anyone's to put on a pod of theirs, with a result of their
+// choosing.
+func (r *Reconciler) terminatedContainers(ctx context.Context, job *batchv1.Job, container string, phase corev1.PodPhase) ([]*corev1.ContainerStateTerminated, error) {
 	pods := &corev1.PodList{}
-	if err := r.APIReader.List(ctx, pods, client.InNamespace(namespace), client.MatchingLabels{batchv1.JobNameLabel: job}); err != nil {
-		return nil, fmt.Errorf("list the pods of Job %s: %w", job, err)
+	if err := r.APIReader.List(ctx, pods, client.InNamespace(job.Namespace), client.MatchingLabels{batchv1.JobNameLabel: job.Name}); err != nil {
+		return nil, fmt.Errorf("list the pods of Job %s: %w", job.Name, err)
 	}
 	var out []*corev1.ContainerStateTerminated
 	for i := range pods.Items {
 		p := &pods.Items[i]
-		if p.Status.Phase != phase {
+		if owner := metav1.GetControllerOf(p); owner == nil || owner.UID != job.UID || p.Status.Phase != phase {
 			continue
 		}
 		for _, c := range p.Status.ContainerStatuses {

@@ -152,7 +152,7 @@ func (r *Reconciler) advancePostgresDrill(ctx context.Context, bj *v1alpha1.Back
 // the termination message of its container (the database's message, or
 // that the query did not return true), else the Job's own.
 func (r *Reconciler) verifyMessage(ctx context.Context, job *batchv1.Job, fallback string) string {
-	terminated, err := r.terminatedContainers(ctx, job.Namespace, job.Name, string(pgspec.ToolVerify), corev1.PodFailed)
+	terminated, err := r.terminatedContainers(ctx, job, string(pgspec.ToolVerify), corev1.PodFailed)
 	if err != nil || len(terminated) == 0 || terminated[0].Message == "" {
 		return fallback
 	}

@@ -11,6 +11,7 @@ import (
 
 	snapshotv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -279,12 +280,7 @@ func TestPostgresBaseBackupRun(t *testing.T) {
 
 	// The Job's pod says where the backup starts, in its termination
 	// message; the backup records it.
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: run + "-x1", Namespace: p.ns, Labels: map[string]string{"batch.kubernetes.io/job-name": run}},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "pg-basebackup", Image: "postgres:15"}}}}
-	p.g.Expect(k8sClient.Create(t.Context(), pod)).To(Succeed())
-	pod.Status = corev1.PodStatus{Phase: corev1.PodSucceeded, ContainerStatuses: []corev1.ContainerStatus{{Name: "pg-basebackup",
-		State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Message: `{"startLSN":"0/A000028","endLSN":"0/A000100","timeline":2,"fromStandby":true}`}}}}}
-	p.g.Expect(k8sClient.Status().Update(t.Context(), pod)).To(Succeed())
+	p.podOfJob(run, "pg-basebackup", corev1.PodSucceeded, 0, `{"startLSN":"0/A000028","endLSN":"0/A000100","timeline":2,"fromStandby":true}`)
 	p.finishJob(run, true)
 	p.at(2 * time.Second)
 	p.g.Expect(p.claims()[run].Labels).To(HaveKeyWithValue(v1alpha1.BackupResultLabel, "Succeeded"), "what a restore selects")
@@ -314,7 +310,12 @@ func TestPostgresBaseBackupRun(t *testing.T) {
 // message, as the Job controller and a kubelet would have left it.
 func (p *pgFixture) podOfJob(job, container string, phase corev1.PodPhase, code int32, message string) {
 	p.t.Helper()
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: job + "-x1", Namespace: p.ns, Labels: map[string]string{"batch.kubernetes.io/job-name": job}},
+	// As the Job controller makes it: the operator reads results only from
+	// the pods the Job controls.
+	owner := &batchv1.Job{}
+	p.g.Expect(k8sClient.Get(p.t.Context(), client.ObjectKey{Namespace: p.ns, Name: job}, owner)).To(Succeed())
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: job + "-x1", Namespace: p.ns, Labels: map[string]string{"batch.kubernetes.io/job-name": job},
+		OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(owner, batchv1.SchemeGroupVersion.WithKind("Job"))}},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: container, Image: "postgres:15"}}}}
 	p.g.Expect(k8sClient.Create(p.t.Context(), pod)).To(Succeed())
 	pod.Status = corev1.PodStatus{Phase: phase, ContainerStatuses: []corev1.ContainerStatus{{Name: container,

@@ -2,6 +2,7 @@ package postgrescluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -37,7 +38,15 @@ func (r *Reconciler) ensureSecrets(ctx context.Context, pg *v1alpha1.PostgresClu
 		}
 		build := func(p string) *corev1.Secret { return DesiredGeneratedSecrets(pg, p, r.ClusterDomain, caCert)[i] }
 		live, err := r.createSecretOnce(ctx, pg, build)
-		if err != nil {
+		var notOurs notOursError
+		switch {
+		case errors.As(err, &notOurs):
+			// A person's to resolve, not an error to retry at once; the
+			// cluster looks again every 30 s while it conflicts.
+			out.conflict = true
+			out.report(v1alpha1.PostgresConflictReason, err.Error())
+			continue
+		case err != nil:
 			out.Add(err, false)
 			out.report(v1alpha1.PostgresApplyFailedReason, err.Error())
 			continue
@@ -99,6 +108,14 @@ func (r *Reconciler) checkStoreSecrets(ctx context.Context, pg *v1alpha1.Postgre
 	}
 }
 
+// notOursError is an object of a name the cluster's pods would use that
+// the operator did not make for it: never borrowed.
+type notOursError struct{ kind, name, cluster string }
+
+func (e notOursError) Error() string {
+	return fmt.Sprintf("%s %s exists and is not PostgresCluster %s's: its pods would use it, so none starts; rename or delete it, or name the cluster otherwise", e.kind, e.name, e.cluster)
+}
+
 // createSecretOnce creates the Secret that build makes unless it exists;
 // it returns the Secret, nil on a conflict (reported in out by the caller
 // through the error).
@@ -110,7 +127,7 @@ func (r *Reconciler) createSecretOnce(ctx context.Context, pg *v1alpha1.Postgres
 	case err == nil && controlledBy(live, pg):
 		return live, nil
 	case err == nil:
-		return nil, fmt.Errorf("Secret %s exists and is not PostgresCluster %s's: rename or delete it", probe.Name, pg.Name)
+		return nil, notOursError{kind: "Secret", name: probe.Name, cluster: pg.Name}
 	case !apierrors.IsNotFound(err):
 		return nil, fmt.Errorf("get Secret %s: %w", probe.Name, err)
 	}
@@ -122,7 +139,7 @@ func (r *Reconciler) createSecretOnce(ctx context.Context, pg *v1alpha1.Postgres
 	if err := r.Client.Create(ctx, secret); err != nil {
 		if apierrors.IsAlreadyExists(err) {
 			// Not in the cache: it is not labelled as the operator's.
-			return nil, fmt.Errorf("Secret %s exists and is not PostgresCluster %s's: rename or delete it", secret.Name, pg.Name)
+			return nil, notOursError{kind: "Secret", name: secret.Name, cluster: pg.Name}
 		}
 		return nil, fmt.Errorf("create Secret %s: %w", secret.Name, err)
 	}

@@ -16,6 +16,9 @@ import (
 type outcome struct {
 	kit.Errors
 	conflict bool
+	// podsHeld: an object the pods would use conflicts, so no new pod is
+	// made.
+	podsHeld bool
 	problem  *cause
 }
 

@@ -47,7 +47,7 @@ func (r *Reconciler) ensurePods(ctx context.Context, pg *v1alpha1.PostgresCluste
 	}
 	for n := 1; n <= int(pg.Spec.Instances); n++ {
 		name := pgspec.InstanceName(pg.Name, n)
-		if obs.pods[name] != nil || obs.claims[name] == nil {
+		if obs.pods[name] != nil || obs.claims[name] == nil || out.podsHeld {
 			continue
 		}
 		pod := DesiredPod(pg, n, opts)

@@ -116,6 +116,10 @@ func (r *Reconciler) Sync(ctx context.Context, pg *v1alpha1.PostgresCluster) kit
 	certs := r.ensureTLS(ctx, pg, &out)
 	creds := r.ensureSecrets(ctx, pg, certs.caCert, &out)
 	r.ensureShared(ctx, pg, &out)
+	// An object the pods would use (a Secret, their ServiceAccount and its
+	// access, the Lease) that is not the cluster's is never borrowed: no
+	// new pod starts while one conflicts.
+	out.podsHeld = out.conflict
 	claims := r.ensureClaims(ctx, pg, &out)
 	if errors.Is(out.Err, platform.ErrNotLeader) {
 		return kit.Outcome[v1alpha1.PostgresClusterStatus]{Err: out.Err}

@@ -1,0 +1,52 @@
+package postgrescluster_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"example.com/platform-operator/api/v1alpha1"
+)
+
+// An object of a name the cluster's pods would use, which the operator did
+// not make (here a ServiceAccount db-instance of someone else's, and a
+// Secret db-superuser), is not borrowed: the cluster reports the conflict,
+// naming it, and starts no pod that would run as that account or read that
+// Secret (issue 52, finding 1).
+func TestObjectsOfItsNamesThatAreNotItsOwnAreNotBorrowed(t *testing.T) {
+	suite.NeedsAPIServer(t)
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns := "taken-names"
+	g.Expect(suite.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+	g.Expect(suite.Client.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "db-instance", Namespace: ns}})).To(Succeed())
+	g.Expect(suite.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "db-superuser", Namespace: ns},
+		StringData: map[string]string{"username": "postgres", "password": "theirs"}})).To(Succeed())
+	pg := &v1alpha1.PostgresCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: ns},
+		Spec:       v1alpha1.PostgresClusterSpec{Instances: 1, Image: "postgres:15", Storage: v1alpha1.PostgresStorage{Size: resource.MustParse("1Gi")}},
+	}
+	g.Expect(suite.Client.Create(ctx, pg)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		pg := getCluster(g, ctx, ns, "db")
+		degraded := meta.FindStatusCondition(pg.Status.Conditions, v1alpha1.PostgresDegradedCondition)
+		g.Expect(degraded).NotTo(BeNil())
+		g.Expect(degraded.Reason).To(Equal(v1alpha1.PostgresConflictReason), degraded.Message)
+		g.Expect(strings.Contains(degraded.Message, "db-instance") || strings.Contains(degraded.Message, "db-superuser")).To(BeTrue(), degraded.Message)
+	}).WithTimeout(timeout).Should(Succeed())
+	g.Consistently(func(g Gomega) []corev1.Pod {
+		pods := &corev1.PodList{}
+		g.Expect(suite.Client.List(ctx, pods, client.InNamespace(ns))).To(Succeed())
+		return pods.Items
+	}).WithTimeout(3*time.Second).WithPolling(500*time.Millisecond).Should(BeEmpty(), "no pod runs with borrowed objects")
+	secret := &corev1.Secret{}
+	g.Expect(suite.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "db-superuser"}, secret)).To(Succeed())
+	g.Expect(string(secret.Data["password"])).To(Equal("theirs"), "their Secret untouched")
+}
