@@ -103,6 +103,10 @@ func (c *Cluster) startObjectStore(ctx context.Context, binDir, address string) 
 		"-master.port="+strconv.Itoa(ports[0]), "-master.port.grpc="+strconv.Itoa(ports[1]),
 		"-volume.port="+strconv.Itoa(ports[2]), "-volume.port.grpc="+strconv.Itoa(ports[3]),
 		"-filer.port="+strconv.Itoa(ports[4]), "-filer.port.grpc="+strconv.Itoa(ports[5]),
+		// Each bucket takes volumes of its own: weed's default of 8
+		// volumes of 30 GiB each serves one bucket, and the tests make
+		// one per cluster. Small volumes, many of them, grow as used.
+		"-volume.max=256", "-master.volumeSizeLimitMB=64",
 		"-s3", "-s3.port="+strconv.Itoa(ObjectStorePort), "-s3.port.grpc="+strconv.Itoa(ports[7]), "-s3.config="+config)
 	if err := c.run(p); err != nil {
 		return nil, fmt.Errorf("simulation: start the object store: %w", err)

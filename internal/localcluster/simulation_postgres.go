@@ -120,7 +120,7 @@ func (c *Cluster) startPostgresSimulation(cl client.Client) (*postgresSimulation
 	ip, _ := exec.LookPath("ip")
 	s := &postgresSimulation{
 		cl: cl, logf: c.opts.Logf, ip: ip, owner: owner, caFile: c.creds.servingCert,
-		dir: filepath.Join(c.dir, "postgres"), volumes: filepath.Join(c.dir, "volumes"),
+		dir: postgresSimulationDir(c.dir), volumes: filepath.Join(c.dir, "volumes"),
 		services: &serviceProxies{cl: cl, byUID: map[types.UID]*serviceProxy{}},
 		done:     make(chan struct{}), instances: map[types.UID]*pgInstance{}, failures: map[types.UID]string{},
 		nextOctet: pgsimFirstPod,
@@ -391,7 +391,19 @@ func (s *postgresSimulation) allocOctet() (int, error) {
 }
 
 func (s *postgresSimulation) logPath(pod *corev1.Pod) string {
-	return filepath.Join(s.dir, pod.Namespace+"_"+pod.Name+".log")
+	return postgresPodLog(s.dir, pod.Namespace, pod.Name)
+}
+
+// PostgresLogPath is where the output of a simulated PostgreSQL pod's
+// processes (its instance manager's and PostgreSQL's) goes. SIMULATION.
+func (c *Cluster) PostgresLogPath(namespace, pod string) string {
+	return postgresPodLog(postgresSimulationDir(c.dir), namespace, pod)
+}
+
+func postgresSimulationDir(clusterDir string) string { return filepath.Join(clusterDir, "postgres") }
+
+func postgresPodLog(dir, namespace, pod string) string {
+	return filepath.Join(dir, namespace+"_"+pod+".log")
 }
 
 func sortedPods(pods map[types.UID]*corev1.Pod) []*corev1.Pod {

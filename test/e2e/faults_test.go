@@ -107,6 +107,7 @@ func TestPostgresFaultInjection(t *testing.T) {
 		t.Logf("%s: %s; back after %s (%t), %s the primary; acknowledged %d, lost %d, two primaries %d; %s",
 			f, detail, rec.Recovery, ok, rec.PrimaryAfter, run.Acknowledged, rec.LostAfter, len(rec.TwoPrimaries), rec.Error)
 		if !ok {
+			env.logPostgresState(t, ns, cluster, 40)
 			break // the cluster is not back: later faults would tell nothing
 		}
 	}
