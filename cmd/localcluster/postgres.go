@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 
 	"example.com/platform-operator/api/v1alpha1"
 	"example.com/platform-operator/internal/localcluster"
@@ -46,9 +45,24 @@ func (p *postgresCommands) show(ctx context.Context, cluster *localcluster.Clust
 			continue
 		}
 		p.printed[m.Namespace+"/"+m.Name] = true
-		host, port, _ := strings.Cut(address, ":")
-		fmt.Printf("\nPostgresCluster %s/%s: its primary, through Service %s, from this machine:\n"+
-			"  PGPASSWORD=$(kubectl get secret -n %s %s -o jsonpath='{.data.password}' | base64 -d) psql -h %s -p %s -U app app\n",
-			m.Namespace, name, m.Name, m.Namespace, pgspec.GeneratedAppSecret(name), host, port)
+		if text, err := psqlCommand(m.Namespace, name, m.Name, address); err == nil {
+			fmt.Print(text)
+		}
 	}
+}
+
+// psqlCommand is what a user types to reach the cluster's primary through
+// its Service, over TLS with the server verified (sslmode=verify-full),
+// the CA and the password read from the application's Secret.
+func psqlCommand(namespace, cluster, service, address string) (string, error) {
+	caFile := cluster + "-ca.crt"
+	conn, err := localcluster.PostgresClientConnString(address, "app", "app", caFile)
+	if err != nil {
+		return "", err
+	}
+	secret := pgspec.GeneratedAppSecret(cluster)
+	return fmt.Sprintf("\nPostgresCluster %s/%s: its primary, through Service %s, from this machine, over TLS:\n"+
+		"  kubectl get secret -n %s %s -o jsonpath='{.data.ca\\.crt}' | base64 -d > %s\n"+
+		"  PGPASSWORD=$(kubectl get secret -n %s %s -o jsonpath='{.data.password}' | base64 -d) psql \"%s\"\n",
+		namespace, cluster, service, namespace, secret, caFile, namespace, secret, conn), nil
 }

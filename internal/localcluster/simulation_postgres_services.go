@@ -16,6 +16,7 @@ package localcluster
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/netip"
 	"strconv"
@@ -177,4 +178,19 @@ func backends(slices []discoveryv1.EndpointSlice, portName string, podAddr podAd
 		}
 	}
 	return ready, present
+}
+
+// PostgresClientConnString is the libpq connection string with which a
+// client on this machine reaches a PostgresCluster Service through its
+// simulated address (SimulationAddressAnnotation) over TLS, the server's
+// certificate verified against the cluster's CA in rootCert, its name
+// too: the certificate names localhost, not the loopback IP connected to
+// (hostaddr). SIMULATION.
+func PostgresClientConnString(address, user, dbname, rootCert string) (string, error) {
+	host, port, err := net.SplitHostPort(address)
+	if err != nil {
+		return "", fmt.Errorf("simulated address %q: %w", address, err)
+	}
+	return fmt.Sprintf("host=localhost hostaddr=%s port=%s user=%s dbname=%s sslmode=verify-full sslrootcert=%s",
+		host, port, user, dbname, rootCert), nil
 }

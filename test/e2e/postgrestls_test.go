@@ -10,7 +10,9 @@ import (
 	"encoding/pem"
 	"math/big"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -20,6 +22,8 @@ import (
 
 	"example.com/platform-operator/api/v1alpha1"
 	"example.com/platform-operator/internal/instance/postgres"
+	"example.com/platform-operator/internal/instance/postgres/postgrestest"
+	"example.com/platform-operator/internal/localcluster"
 )
 
 // A PostgresCluster speaks TLS only: a client without TLS is refused
@@ -28,9 +32,10 @@ import (
 // (pg_stat_ssl on the primary).
 //
 // The simulation's Service addresses are loopback IPs, which no
-// certificate names: the test checks the chain (verify-ca); the host name
-// check (verify-full) is what the instances do between themselves, by
-// their DNS names, and what the application Secret's URIs ask for.
+// certificate names: pgx checks the chain (verify-ca), and psql, as make
+// run prints it, the name too (verify-full), connecting to the IP as
+// localhost (hostaddr), which the certificate names. The instances verify
+// each other by their DNS names.
 func TestPostgresClusterTLS(t *testing.T) {
 	t.Parallel()
 	env, ns := pgNamespace(t)
@@ -57,7 +62,19 @@ func TestPostgresClusterTLS(t *testing.T) {
 	}
 	NewWithT(t).Eventually(func() error { return connect("verify-ca", "app", app["password"], caFile) }).
 		WithTimeout(30*time.Second).WithPolling(250*time.Millisecond).Should(Succeed(), "with the CA, verified")
-	err := connect("disable", "app", app["password"], "")
+	// What make run prints, with psql: the server's name verified too
+	// (verify-full), against localhost, which its certificate names.
+	svc := &corev1.Service{}
+	g.Expect(env.Client.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: "db-rw"}, svc)).To(Succeed())
+	conn, err := localcluster.PostgresClientConnString(svc.Annotations[localcluster.SimulationAddressAnnotation], "app", "app", caFile)
+	g.Expect(err).NotTo(HaveOccurred())
+	psql := exec.CommandContext(t.Context(), filepath.Join(postgrestest.BinDir(t), "psql"), conn, "-tAc", "SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()")
+	psql.Env = append(os.Environ(), "PGPASSWORD="+app["password"])
+	out, err := psql.CombinedOutput()
+	g.Expect(err).NotTo(HaveOccurred(), "psql %s: %s", conn, out)
+	g.Expect(strings.TrimSpace(string(out))).To(Equal("t"), "psql's session is encrypted")
+
+	err = connect("disable", "app", app["password"], "")
 	g.Expect(err).To(HaveOccurred(), "without TLS")
 	g.Expect(err.Error()).To(ContainSubstring("no encryption"), "refused by pg_hba, not by the password")
 	other := filepath.Join(t.TempDir(), "other.crt")
