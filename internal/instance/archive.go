@@ -30,6 +30,9 @@ const (
 	// archiveFailureFile, beside it, is the last failure of wal-archive:
 	// pg_stat_archiver says which file failed, not why.
 	archiveFailureFile = "archive-failure.json"
+	// archiveClaimedFile, beside it, says for which configuration the
+	// bucket was made and the location claimed.
+	archiveClaimedFile = "archive-claimed.json"
 )
 
 // defaultArchiveTimeout is spec.backup.archiveTimeout's default.
@@ -168,13 +171,46 @@ func archiveWAL(ctx context.Context, configPath, walPath string) error {
 	if err != nil {
 		return err
 	}
+	if err := claimOnce(ctx, store, configPath, cfg); err != nil {
+		return err
+	}
+	return archiveWithAhead(ctx, store, configPath, walPath)
+}
+
+// claimOnce makes the bucket and claims the location for the cluster, the
+// first time the configuration says so: PostgreSQL runs wal-archive once
+// per segment, and two more round trips each time would only tell it
+// again. The mark, in the pod's memory-backed socket directory, names the
+// configuration it was made for; another location or owner claims anew.
+func claimOnce(ctx context.Context, store *objectstore.Client, configPath string, cfg archiveConfig) error {
+	want, err := json.Marshal(cfg)
+	if err != nil {
+		return fmt.Errorf("encode the object store's configuration: %w", err)
+	}
+	if have, err := os.ReadFile(claimMarkPath(configPath)); err == nil && bytes.Equal(have, want) {
+		return nil
+	}
 	if err := store.EnsureBucket(ctx); err != nil {
 		return err
 	}
 	if err := store.ClaimArchive(ctx, cfg.Owner); err != nil {
 		return err
 	}
-	return archiveWithAhead(ctx, store, configPath, walPath)
+	// Without the mark the next segment claims again: no harm.
+	_ = writeClaimMark(configPath, cfg)
+	return nil
+}
+
+func claimMarkPath(configPath string) string {
+	return filepath.Join(filepath.Dir(configPath), archiveClaimedFile)
+}
+
+func writeClaimMark(configPath string, cfg archiveConfig) error {
+	data, err := json.Marshal(cfg)
+	if err != nil {
+		return fmt.Errorf("encode the object store's configuration: %w", err)
+	}
+	return os.WriteFile(claimMarkPath(configPath), data, 0o600)
 }
 
 // errNotArchived is RestoreWAL's answer for a file the archive does not
@@ -203,8 +239,23 @@ func RestoreWAL(ctx context.Context, configPath, name, dest string) error {
 	return err
 }
 
-// archivingReport is what a primary reports of its archiving.
+// archivingReadInterval is how often a primary reads its archiver's state
+// for its report: the manager reports every half second, and archiving
+// moves once per segment, or per archiveTimeout.
+const archivingReadInterval = 5 * time.Second
+
+// archivingReport is what a primary reports of its archiving: the last
+// reading, read again when archivingReadInterval has passed.
 func (m *Manager) archivingReport(ctx context.Context) *v1alpha1.PostgresArchivingStatus {
+	now := m.clock.Now()
+	if m.archiving != nil && now.Sub(m.archivingAt) < archivingReadInterval {
+		return m.archiving.DeepCopy()
+	}
+	m.archiving, m.archivingAt = m.readArchiving(ctx), now
+	return m.archiving.DeepCopy()
+}
+
+func (m *Manager) readArchiving(ctx context.Context) *v1alpha1.PostgresArchivingStatus {
 	readCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	stats, err := m.pg.ArchiverStats(readCtx)

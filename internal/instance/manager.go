@@ -96,6 +96,11 @@ type Manager struct {
 	// archivingChecked is set once checkArchiving looked.
 	archiveConfigWritten []byte
 	archivingChecked     bool
+	// archiving is the last reading of the archiver, and when it was
+	// made: archivingReport reads it again at most every
+	// archivingReadInterval.
+	archiving   *v1alpha1.PostgresArchivingStatus
+	archivingAt time.Time
 	// catalog reads the store's base backups and applies retention.
 	catalog catalogKeeper
 	// recoveryStopped is why PostgreSQL last exited during an archive

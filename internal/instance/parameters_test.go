@@ -159,9 +159,11 @@ func TestOwnedParameterKeepsTheConfigurationAcrossARestart(t *testing.T) {
 func TestUsersParameterReplacesTheDefaultWhateverItsCase(t *testing.T) {
 	m := &Manager{}
 	pg := &v1alpha1.PostgresCluster{}
-	pg.Spec.Parameters = map[string]string{"WAL_Receiver_Timeout": "10s", "Max_Slot_WAL_Keep_Size": "1GB"}
+	pg.Spec.Storage.Size = resource.MustParse("1Gi")
+	pg.Spec.Parameters = map[string]string{"WAL_Receiver_Timeout": "10s", "Max_Slot_WAL_Keep_Size": "1GB", "WAL_Compression": "off"}
 	got := m.settingsOf(pg).Parameters
-	want := map[string]string{"WAL_Receiver_Timeout": "10s", "wal_sender_timeout": "5s", "Max_Slot_WAL_Keep_Size": "1GB"}
+	want := map[string]string{"WAL_Receiver_Timeout": "10s", "wal_sender_timeout": "5s", "Max_Slot_WAL_Keep_Size": "1GB",
+		"WAL_Compression": "off", "max_wal_size": "128MB", "min_wal_size": "64MB"}
 	if !maps.Equal(got, want) {
 		t.Errorf("parameters %v, want %v", got, want)
 	}

@@ -40,6 +40,7 @@ func (m *Manager) settingsOf(pg *v1alpha1.PostgresCluster) postgres.Settings {
 	if !setsParameter(params, "max_slot_wal_keep_size") {
 		params["max_slot_wal_keep_size"] = maxSlotWALKeepSize(pg)
 	}
+	maps.Copy(params, sizedParameters(pg.Spec))
 	s := postgres.Settings{SuperuserAccess: pg.Spec.SuperuserAccess, Parameters: params, StreamThroughSlot: true,
 		Archive: m.archiveSettings(pg), Recovery: m.recoverySettings(pg), TLS: m.tls}
 	var streaming []postgres.Standby
