@@ -228,6 +228,23 @@ func TestPostgresClusterNamesOnlySecretsItsAuthorMayRead(t *testing.T) {
 		return e.user.Create(ctx, restored, client.DryRunAll)
 	}).WithTimeout(10*time.Second).Should(Succeed(), "she may create claims: she may restore")
 
+	// Adopting the claims an earlier cluster of the name kept is taking
+	// their data: only for whoever may update claims in the namespace.
+	adopting := naming("adopting", "")
+	adopting.SetAnnotations(map[string]string{"example.com/adopt-kept-claims": "adopting"})
+	err = e.user.Create(ctx, adopting, client.DryRunAll)
+	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "adopting kept claims without the right to update claims: want 403 Forbidden, got %v", err)
+	g.Expect(err).To(MatchError(ContainSubstring("rule kept-claims: annotation example.com/adopt-kept-claims takes the claims an earlier PostgresCluster adopting kept")))
+	g.Expect(e.user.Update(ctx, func() *unstructured.Unstructured {
+		u := plain.DeepCopy()
+		u.SetAnnotations(map[string]string{"example.com/adopt-kept-claims": "plain"})
+		return u
+	}(), client.DryRunAll)).To(MatchError(ContainSubstring("rule kept-claims")), "the annotation added to a cluster")
+	bind("claims-update", rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"persistentvolumeclaims"}, Verbs: []string{"update"}})
+	g.Eventually(func() error {
+		return e.user.Create(ctx, adopting, client.DryRunAll)
+	}).WithTimeout(10*time.Second).Should(Succeed(), "she may update claims: she may adopt them")
+
 	bind("payroll-reader", rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"},
 		ResourceNames: []string{"payroll"}, Verbs: []string{"get"}})
 	g.Eventually(func() error {

@@ -61,12 +61,17 @@ const (
 	PostgresInvalidSpecReason         = "InvalidSpec"
 	PostgresSecretMissingReason       = "SecretMissing"
 	PostgresConflictReason            = "Conflict"
-	PostgresApplyFailedReason         = "ApplyFailed"
-	PostgresStorageShrinkReason       = "StorageCannotShrink"
-	PostgresDeletingReason            = "Deleting"
-	PostgresAsExpectedReason          = "AsExpected"
-	PostgresNoReplicasReason          = "NoReplicas"
-	PostgresBackupNotFoundReason      = "BackupNotFound"
+	// PostgresKeptClaimsReason (Degraded=True): claims of the instances'
+	// names were kept from an earlier PostgresCluster of the name; no
+	// instance starts until annotation example.com/adopt-kept-claims takes
+	// them or someone deletes them.
+	PostgresKeptClaimsReason     = "KeptClaims"
+	PostgresApplyFailedReason    = "ApplyFailed"
+	PostgresStorageShrinkReason  = "StorageCannotShrink"
+	PostgresDeletingReason       = "Deleting"
+	PostgresAsExpectedReason     = "AsExpected"
+	PostgresNoReplicasReason     = "NoReplicas"
+	PostgresBackupNotFoundReason = "BackupNotFound"
 	// PostgresBackupFencedReason (ReplicasReady=False): a BackupJob's run
 	// fenced an instance for a cold snapshot (annotation
 	// example.com/backup-fence; status.instances[].fenced): it catches up

@@ -49,6 +49,19 @@ const (
 	// it applies to that primary's failure only.
 	PostgresFailoverWithoutQuorumAnnotation = "example.com/failover-without-quorum"
 
+	// PostgresAdoptKeptClaimsAnnotation, on a PostgresCluster, set to its
+	// own name, lets it take the claims of its instances' names that an
+	// earlier PostgresCluster of the name kept (deletionPolicy Retain), with
+	// their data. Without it such a cluster starts no instance, reason
+	// KeptClaims. Admission lets only who may update claims in the namespace
+	// set it.
+	PostgresAdoptKeptClaimsAnnotation = "example.com/adopt-kept-claims"
+
+	// PostgresClusterUIDAnnotation, on a claim, is the UID of the
+	// PostgresCluster it was made for or adopted by: a claim of another is
+	// kept from an earlier cluster of the name.
+	PostgresClusterUIDAnnotation = "example.com/postgrescluster-uid"
+
 	// PostgresFinalizer is put on a PostgresCluster whose deletionPolicy is
 	// Delete, so that its deletion deletes its claims first.
 	PostgresFinalizer = "example.com/postgrescluster-claims"

@@ -97,7 +97,10 @@ func TestClusterMadeAgainOverKeptClaims(t *testing.T) {
 	// Claims older than the cluster by their creation timestamps, which
 	// count whole seconds.
 	time.Sleep(time.Second)
-	g.Expect(suite.Client.Create(ctx, newCluster())).To(Succeed())
+	// Taking an earlier cluster's claims is asked for explicitly.
+	again := newCluster()
+	again.Annotations = map[string]string{v1alpha1.PostgresAdoptKeptClaimsAnnotation: "db"}
+	g.Expect(suite.Client.Create(ctx, again)).To(Succeed())
 	for _, name := range []string{"db-1", "db-2", "db-3"} {
 		f.start(name)
 	}

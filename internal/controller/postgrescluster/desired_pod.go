@@ -153,8 +153,9 @@ func resourcesOf(pg *v1alpha1.PostgresCluster) corev1.ResourceRequirements {
 func DesiredClaim(pg *v1alpha1.PostgresCluster, n int) *corev1.PersistentVolumeClaim {
 	name := pgspec.InstanceName(pg.Name, n)
 	return &corev1.PersistentVolumeClaim{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolumeClaim"},
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: pg.Namespace, Labels: instanceLabels(pg, name)},
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolumeClaim"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: pg.Namespace, Labels: instanceLabels(pg, name),
+			Annotations: map[string]string{v1alpha1.PostgresClusterUIDAnnotation: string(pg.UID)}},
 		Spec: corev1.PersistentVolumeClaimSpec{
 			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 			StorageClassName: pg.Spec.Storage.StorageClassName,

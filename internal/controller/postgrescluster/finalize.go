@@ -21,7 +21,8 @@ func deletionConfirmed(pg *v1alpha1.PostgresCluster) bool {
 }
 
 // Finalize runs when a PostgresCluster with deletionPolicy Delete is
-// deleted. Confirmed, it deletes the pods, then the claims (a claim in use
+// deleted. Confirmed, it deletes the pods, then its claims, not those an
+// earlier cluster of the name kept and it never adopted (a claim in use
 // goes once its pod is gone, which the API server waits for); unconfirmed,
 // it keeps the claims and says so. Then the cluster goes.
 func (r *Reconciler) Finalize(ctx context.Context, pg *v1alpha1.PostgresCluster) (kit.Outcome[v1alpha1.PostgresClusterStatus], bool) {
@@ -42,7 +43,11 @@ func (r *Reconciler) Finalize(ctx context.Context, pg *v1alpha1.PostgresCluster)
 			}
 		case *corev1.PersistentVolumeClaimList:
 			for i := range l.Items {
-				objs = append(objs, &l.Items[i])
+				// An earlier cluster's claim, never adopted, is not this
+				// one's to delete.
+				if !keptFromEarlier(&l.Items[i], pg) {
+					objs = append(objs, &l.Items[i])
+				}
 			}
 		}
 		for _, obj := range objs {

@@ -120,6 +120,7 @@ func (r *Reconciler) Sync(ctx context.Context, pg *v1alpha1.PostgresCluster) kit
 	// access, the Lease) that is not the cluster's is never borrowed: no
 	// new pod starts while one conflicts.
 	out.podsHeld = out.conflict
+	r.settleClaims(ctx, pg, &out)
 	claims := r.ensureClaims(ctx, pg, &out)
 	if errors.Is(out.Err, platform.ErrNotLeader) {
 		return kit.Outcome[v1alpha1.PostgresClusterStatus]{Err: out.Err}
