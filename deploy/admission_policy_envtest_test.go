@@ -89,7 +89,7 @@ func startPolicyEnv(t *testing.T) *policyEnv {
 	if err := admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: platform.Namespace}}); err != nil {
 		t.Fatal(err)
 	}
-	files := []string{"base/role.yaml", "base/role_binding.yaml", "base/admission_policy.yaml", "base/reserved_marks_policy.yaml"}
+	files := []string{"base/role.yaml", "base/role_binding.yaml", "base/admission_policy.yaml", "base/reserved_marks_policy.yaml", "base/own_kinds_policy.yaml"}
 	components, err := filepath.Glob("components/*/role.yaml")
 	if err != nil || len(components) == 0 {
 		t.Fatalf("no component's role in components/: %v", err)
@@ -494,6 +494,9 @@ func testStolenTokenIsConfined(t *testing.T, e *policyEnv) {
 			Verbs: []string{"get"}})), "rule postgres-roles"},
 		{"the instance Role reading more Secrets", create(instanceRole(rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"},
 			ResourceNames: []string{"app-app", "payroll", "bound"}, Verbs: []string{"get"}})), "rule postgres-roles"},
+		{"the instance Role reading two more Secrets, one per rule", create(instanceRole(
+			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{"payroll"}, Verbs: []string{"get"}},
+			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{"bound"}, Verbs: []string{"get"}})), "rule postgres-roles"},
 		{"the instance Role updating every Lease", create(instanceRole(rbacv1.PolicyRule{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"},
 			Verbs: []string{"get", "update"}})), "rule postgres-roles"},
 		{"token of the instance account, the request labelled", tokenFor(plainNS, "db-instance", func() *authenticationv1.TokenRequest {
@@ -613,7 +616,7 @@ func testStolenTokenIsConfined(t *testing.T, e *policyEnv) {
 // instanceRole is the Role the operator makes for the instance managers
 // of a PostgresCluster app in plainNS (which has none yet), with rule
 // added.
-func instanceRole(rule rbacv1.PolicyRule) *rbacv1.Role {
+func instanceRole(rules ...rbacv1.PolicyRule) *rbacv1.Role {
 	pg := postgresCluster()
 	pg.Name = "app"
 	data, err := json.Marshal(postgrescluster.DesiredRole(pg))
@@ -624,7 +627,7 @@ func instanceRole(rule rbacv1.PolicyRule) *rbacv1.Role {
 	if err := json.Unmarshal(data, role); err != nil {
 		panic(err)
 	}
-	role.Rules = append(role.Rules, rule)
+	role.Rules = append(role.Rules, rules...)
 	return role
 }
 

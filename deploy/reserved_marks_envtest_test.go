@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tenantv1 "example.com/platform-operator/api/v1alpha1"
@@ -212,14 +213,20 @@ func TestPostgresClusterNamesOnlySecretsItsAuthorMayRead(t *testing.T) {
 	g.Expect(e.user.Update(ctx, relabelled, client.DryRunAll)).To(Succeed(), "another change of that cluster")
 
 	// The operator's drill: restored from a backup, naming no Secret.
-	drill := naming("db-verify", "")
+	drill := naming("drill-0123456789", "")
 	_ = unstructured.SetNestedMap(drill.Object, map[string]any{"fromBackup": map[string]any{"backupJob": "nightly"}}, "spec", "bootstrap")
+	_ = unstructured.SetNestedField(drill.Object, "Delete", "spec", "deletionPolicy")
+	drill.SetLabels(map[string]string{"app.kubernetes.io/managed-by": "platform-operator", "example.com/backupjob": "nightly", "example.com/drill": "nightly-1"})
+	drill.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "example.com/v1alpha1", Kind: "BackupJob", Name: "nightly",
+		UID: "11111111-2222-3333-4444-555555555555", Controller: ptr.To(true)}})
 	g.Expect(e.operator.Create(ctx, drill, client.DryRunAll)).To(Succeed(), "the operator's drill")
 
 	// Restoring a backup is making claims from it: only for whoever may
 	// create claims in the namespace.
 	restored := drill.DeepCopy()
 	restored.SetName("restored")
+	restored.SetLabels(nil)
+	restored.SetOwnerReferences(nil)
 	err = e.user.Create(ctx, restored, client.DryRunAll)
 	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "restored by a user who may not create claims: want 403 Forbidden, got %v", err)
 	g.Expect(err).To(MatchError(ContainSubstring("rule user-backups: spec.bootstrap.fromBackup.backupJob restores a backup of BackupJob nightly")))
