@@ -16,6 +16,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -405,6 +406,7 @@ func testOperatorsWorkIsAllowed(t *testing.T, e *policyEnv) {
 	g.Expect(e.operator.Create(ctx, restored, client.DryRunAll)).To(Succeed(), "its first claim, restored")
 	g.Expect(e.operator.Create(ctx, postgrescluster.DesiredClaim(pg, 3), client.DryRunAll)).To(Succeed(), "another claim")
 	g.Expect(apply(postgrescluster.DesiredLease(pg))).To(Succeed(), "the primary's Lease")
+	g.Expect(e.operator.Create(ctx, postgrescluster.DesiredNetworkPolicy(pg), client.DryRunAll)).To(Succeed(), "its NetworkPolicy, outside a Tenant's namespace")
 	for _, budget := range postgrescluster.DesiredBudgets(pg) {
 		g.Expect(apply(budget)).To(Succeed(), "its disruption budget %s", *budget.Name)
 	}
@@ -481,6 +483,7 @@ func testStolenTokenIsConfined(t *testing.T, e *policyEnv) {
 			c.Spec.DataSourceRef = &corev1.TypedObjectReference{Kind: "PersistentVolumeClaim", Name: "database"}
 			return c
 		}()), "rule claim-sources"},
+		{"a NetworkPolicy named for no cluster", create(&networkingv1.NetworkPolicy{ObjectMeta: meta(plainNS, "db-open", managed(map[string]string{"example.com/postgrescluster": "db"}))}), "rule tenant-namespaces"},
 		{"a Lease of another name", create(&coordinationv1.Lease{ObjectMeta: meta(plainNS, "db-leader", managed(map[string]string{"example.com/postgrescluster": "db"}))}), "rule leases"},
 		{"the instance Role granting pod creation", create(instanceRole(rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"},
 			Verbs: []string{"create"}})), "rule postgres-roles"},

@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -20,6 +21,11 @@ const (
 	// `kubectl get pvc -l example.com/postgrescluster=NAME` lists its
 	// claims, also after the PostgresCluster was deleted.
 	PostgresClusterLabel = "example.com/postgrescluster"
+
+	// PostgresClientLabel, on a pod of the cluster's namespace, set to the
+	// cluster's name, lets the pod reach its PostgreSQL through the
+	// cluster's NetworkPolicy (spec.networkPolicy).
+	PostgresClientLabel = "example.com/postgrescluster-client"
 
 	// PostgresInstanceLabel names the instance of a pod or claim,
 	// CLUSTER-N.
@@ -479,6 +485,15 @@ type PostgresClusterSpec struct {
 	// +kubebuilder:default=required
 	DataDurability PostgresDataDurability `json:"dataDurability,omitempty"`
 
+	// networkPolicy is the NetworkPolicy the operator makes for the
+	// cluster's pods, on by default: PostgreSQL's port is reachable only
+	// from the cluster's own instances, its backup and drill Jobs, pods of
+	// the namespace labelled example.com/postgrescluster-client=CLUSTER,
+	// and the peers allowedClients names. A cluster whose network plugin
+	// enforces no NetworkPolicy ignores it.
+	// +optional
+	NetworkPolicy *PostgresNetworkPolicy `json:"networkPolicy,omitempty"`
+
 	// deletionPolicy says what deleting the PostgresCluster does to its
 	// claims: Retain (the default) keeps them, labelled with its name;
 	// Delete deletes them, only when the annotation
@@ -486,6 +501,30 @@ type PostgresClusterSpec struct {
 	// +optional
 	// +kubebuilder:default=Retain
 	DeletionPolicy PostgresDeletionPolicy `json:"deletionPolicy,omitempty"`
+}
+
+// PostgresNetworkPolicy is spec.networkPolicy.
+type PostgresNetworkPolicy struct {
+	// enabled makes the NetworkPolicy CLUSTER (the default); false deletes
+	// it, and PostgreSQL's port is as open as the namespace's other
+	// policies leave it.
+	// +optional
+	// +kubebuilder:default=true
+	Enabled *bool `json:"enabled,omitempty"`
+
+	// allowedClients are more sources that may reach PostgreSQL's port:
+	// pods of other namespaces (namespaceSelector with podSelector), or
+	// address ranges (ipBlock), as a NetworkPolicy's ingress peers.
+	// +optional
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=atomic
+	AllowedClients []networkingv1.NetworkPolicyPeer `json:"allowedClients,omitempty"`
+}
+
+// NetworkPolicyEnabled tells whether the cluster's NetworkPolicy is wanted:
+// unless spec.networkPolicy.enabled says false.
+func (s PostgresClusterSpec) NetworkPolicyEnabled() bool {
+	return s.NetworkPolicy == nil || s.NetworkPolicy.Enabled == nil || *s.NetworkPolicy.Enabled
 }
 
 // PostgresInstanceStatus is what the operator last learned of one instance.

@@ -5,6 +5,7 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -36,4 +37,9 @@ func (r *Reconciler) ensureShared(ctx context.Context, pg *v1alpha1.PostgresClus
 		}
 	}
 	out.record(r.Children.Ensure(ctx, pg, DesiredLease(pg), &coordinationv1.Lease{}, children.WithoutCreateEvent()))
+	if policy := DesiredNetworkPolicy(pg); policy != nil {
+		out.record(r.Children.Ensure(ctx, pg, children.Typed(policy), &networkingv1.NetworkPolicy{}, children.WithoutCreateEvent()))
+	} else if _, err := r.Children.Delete(ctx, pg, types.NamespacedName{Namespace: pg.Namespace, Name: pg.Name}, &networkingv1.NetworkPolicy{}); err != nil {
+		out.record(children.Result{Action: children.Failed, Err: err, Message: err.Error()})
+	}
 }
