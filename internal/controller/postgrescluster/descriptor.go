@@ -5,6 +5,7 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -45,6 +46,7 @@ func CacheByObject() map[client.Object]children.CacheSetting {
 		&rbacv1.RoleBinding{}:           children.CacheConfig("", nil),
 		&policyv1.PodDisruptionBudget{}: children.CacheConfig("", nil),
 		&coordinationv1.Lease{}:         children.CacheConfig("", nil),
+		&networkingv1.NetworkPolicy{}:   children.CacheConfig("", nil),
 		&corev1.Node{}:                  kit.NodeCache(),
 	}
 }
