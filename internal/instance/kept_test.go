@@ -6,15 +6,10 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"example.com/platform-operator/api/v1alpha1"
@@ -90,7 +85,7 @@ func TestClusterMadeAgainOverKeptClaims(t *testing.T) {
 	g.Eventually(func() bool {
 		return apierrors.IsNotFound(suite.Client.Get(ctx, client.ObjectKeyFromObject(pg), &v1alpha1.PostgresCluster{}))
 	}).WithTimeout(time.Minute).Should(BeTrue())
-	collectGarbage(g, ns, oldUID)
+	g.Expect(suite.CollectGarbage(ctx, ns, oldUID)).To(Succeed())
 	claims := &corev1.PersistentVolumeClaimList{}
 	g.Expect(suite.Client.List(ctx, claims, client.InNamespace(ns))).To(Succeed())
 	g.Expect(claims.Items).To(HaveLen(3), "the claims kept")
@@ -116,25 +111,4 @@ func TestClusterMadeAgainOverKeptClaims(t *testing.T) {
 		g.Expect(rows).To(Equal(30), "rows kept of 30 committed")
 	}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
 	g.Expect(stopWatch()).To(BeEmpty(), "moments with two primaries")
-}
-
-// collectGarbage deletes what the garbage collector would once the
-// PostgresCluster of uid is gone: the objects it owns. The test's API
-// server runs no controller manager.
-func collectGarbage(g Gomega, ns string, uid types.UID) {
-	ctx := context.Background()
-	for _, list := range []client.ObjectList{&corev1.PodList{}, &corev1.SecretList{}, &corev1.ServiceList{}, &corev1.ServiceAccountList{},
-		&rbacv1.RoleList{}, &rbacv1.RoleBindingList{}, &policyv1.PodDisruptionBudgetList{}, &coordinationv1.LeaseList{}} {
-		g.Expect(suite.Client.List(ctx, list, client.InNamespace(ns))).To(Succeed())
-		items, err := meta.ExtractList(list)
-		g.Expect(err).NotTo(HaveOccurred())
-		for _, item := range items {
-			obj := item.(client.Object)
-			for _, ref := range obj.GetOwnerReferences() {
-				if ref.UID == uid {
-					g.Expect(client.IgnoreNotFound(suite.Client.Delete(ctx, obj, client.GracePeriodSeconds(0)))).To(Succeed())
-				}
-			}
-		}
-	}
 }

@@ -1,19 +1,14 @@
 package postgrescluster_test
 
 import (
-	"context"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
-	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"example.com/platform-operator/api/v1alpha1"
@@ -119,7 +114,7 @@ func TestKeptClaimsAreTakenOnlyWhenAdopted(t *testing.T) {
 	g.Eventually(func() error {
 		return suite.Client.Get(ctx, client.ObjectKeyFromObject(pg), &v1alpha1.PostgresCluster{})
 	}).WithTimeout(timeout).ShouldNot(Succeed(), "the cluster goes")
-	collectGarbage(g, ctx, ns, pg.UID)
+	g.Expect(suite.CollectGarbage(ctx, ns, pg.UID)).To(Succeed())
 	kept := claim(g)
 	g.Expect(kept.DeletionTimestamp).To(BeNil(), "deleting the cluster leaves the claim it never adopted")
 	g.Expect(kept.Annotations).To(HaveKeyWithValue(v1alpha1.PostgresClusterUIDAnnotation, "uid-of-an-earlier-cluster"))
@@ -130,24 +125,4 @@ func TestKeptClaimsAreTakenOnlyWhenAdopted(t *testing.T) {
 		g.Expect(claim(g).Annotations).To(HaveKeyWithValue(v1alpha1.PostgresClusterUIDAnnotation, string(pg.UID)), "adopted")
 		g.Expect(pods(g)).To(HaveLen(1), "its instance starts")
 	}).WithTimeout(timeout).Should(Succeed())
-}
-
-// collectGarbage deletes what the garbage collector would once the
-// PostgresCluster of uid is gone: the objects it owns. envtest runs no
-// controller manager.
-func collectGarbage(g Gomega, ctx context.Context, ns string, uid types.UID) {
-	for _, list := range []client.ObjectList{&corev1.PodList{}, &corev1.SecretList{}, &corev1.ServiceList{}, &corev1.ServiceAccountList{},
-		&rbacv1.RoleList{}, &rbacv1.RoleBindingList{}, &policyv1.PodDisruptionBudgetList{}, &coordinationv1.LeaseList{}} {
-		g.Expect(suite.Client.List(ctx, list, client.InNamespace(ns))).To(Succeed())
-		items, err := meta.ExtractList(list)
-		g.Expect(err).NotTo(HaveOccurred())
-		for _, item := range items {
-			obj := item.(client.Object)
-			for _, ref := range obj.GetOwnerReferences() {
-				if ref.UID == uid {
-					g.Expect(client.IgnoreNotFound(suite.Client.Delete(ctx, obj, client.GracePeriodSeconds(0)))).To(Succeed())
-				}
-			}
-		}
-	}
 }
