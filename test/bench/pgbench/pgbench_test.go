@@ -222,3 +222,23 @@ func TestDiffSettings(t *testing.T) {
 		t.Fatalf("got %+v\nwant %+v", got, want)
 	}
 }
+
+// The report shows every ratio with its rounds, and every run.
+func TestMarkdownShowsRatiosAndRuns(t *testing.T) {
+	res := &Results{Pgbench: PgbenchSettings{Scale: 5, Clients: 4, Threads: 2, DurationSeconds: 20, Rounds: 1, Workloads: []string{workloadTPCB}, Synchronous: []int{1}},
+		Runs: []RunResult{run(1, 1, oursDirect, 96, 10.4), run(1, 1, oursService, 80, 13), run(1, 1, byHandPrimary, 100, 10)},
+		Settings: SettingsDiff{Differ: []SettingDiff{{"wal_log_hints", "on", "off"}}}}
+	res.Comparisons = Compare(res.Runs, res.Pgbench)
+	res.Checks = Checks(res)
+	md := Markdown(res)
+	for _, want := range []string{
+		"| tpcb-like | 1 | ours direct ÷ by hand loopback | 0.960 | 0.960 | 1.040 | 1.040 |",
+		"| tpcb-like | 1 | ours service ÷ ours direct | 0.833 | 0.833 | 1.250 | 1.250 |",
+		"| wal_log_hints | `on` | `off` |",
+		"| 1 | 1 | tpcb-like | by hand | loopback | 100.0 |",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("results.md lacks %q:\n%s", want, md)
+		}
+	}
+}
