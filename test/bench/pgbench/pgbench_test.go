@@ -226,7 +226,7 @@ func TestDiffSettings(t *testing.T) {
 // The report shows every ratio with its rounds, and every run.
 func TestMarkdownShowsRatiosAndRuns(t *testing.T) {
 	res := &Results{Pgbench: PgbenchSettings{Scale: 5, Clients: 4, Threads: 2, DurationSeconds: 20, Rounds: 1, Workloads: []string{workloadTPCB}, Synchronous: []int{1}},
-		Runs: []RunResult{run(1, 1, oursDirect, 96, 10.4), run(1, 1, oursService, 80, 13), run(1, 1, byHandPrimary, 100, 10)},
+		Runs:     []RunResult{run(1, 1, oursDirect, 96, 10.4), run(1, 1, oursService, 80, 13), run(1, 1, byHandPrimary, 100, 10)},
 		Settings: SettingsDiff{Differ: []SettingDiff{{"wal_log_hints", "on", "off"}}}}
 	res.Comparisons = Compare(res.Runs, res.Pgbench)
 	res.Checks = Checks(res)
