@@ -108,8 +108,10 @@ type RunResult struct {
 	// transaction logs say.
 	Processed int     `json:"processed"`
 	Latency   Latency `json:"latency"`
-	// ReportedMeanMs is pgbench's own "latency average", which the logs'
-	// mean should match.
+	// ReportedMeanMs is pgbench's own "latency average", a check of the
+	// logs' column: pgbench derives it from the run's length, so it is a
+	// little above the logs' mean (it counts the clients' time between
+	// transactions too).
 	ReportedMeanMs float64 `json:"reportedMeanMs"`
 	Failed         int     `json:"failedTransactions"`
 	// CPUSeconds are the CPU seconds that processes used during the run,
