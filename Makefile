@@ -137,6 +137,13 @@ bench: kube-binaries build ## Run the benchmarks (N = 100, 1000) on the local cl
 bench-scale: kube-binaries postgres build ## Run the PostgresCluster (issue 29) and platform-scale (Tenants, BackupJobs; issue 31) benchmarks; writes test/bench/results/{postgres,scale}/.
 	KUBE_BIN_DIR=$(KUBE_BIN_DIR) POSTGRES_BIN_DIR=$(POSTGRES_BIN_DIR) go run ./test/bench -operator bin/platform-operator -out test/bench/results -scenarios postgres,scale $(BENCH_FLAGS)
 
+# Database throughput (issue 54): pgbench on a PostgresCluster next to a
+# primary and two standbys set up by hand in the same run. BENCH_FLAGS here:
+# -pgbench-duration, -pgbench-scale, -pgbench-rounds (see test/bench).
+.PHONY: bench-pgbench
+bench-pgbench: kube-binaries postgres build ## Run the pgbench benchmark, ours next to PostgreSQL set up by hand (issue 54); writes test/bench/results/pgbench/.
+	KUBE_BIN_DIR=$(KUBE_BIN_DIR) POSTGRES_BIN_DIR=$(POSTGRES_BIN_DIR) go run ./test/bench -operator bin/platform-operator -out test/bench/results -scenarios pgbench $(BENCH_FLAGS)
+
 # WAL archiving to an object store (issue 51), on this machine without a
 # cluster: weed and one PostgreSQL in a temporary folder, archive
 # throughput under pgbench next to plain uploads, restore time next to

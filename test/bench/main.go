@@ -42,6 +42,11 @@
 //     PostgresCluster with real PostgreSQL, created until Ready, then
 //     -pg-tries failovers, switchovers and cut-offs, each timed to the
 //     first write on the new primary, and the rows lost;
+//   - pgbench (package pgbench, issue 54): pgbench's TPC-B-like and
+//     select-only throughput and latency on a three-instance
+//     PostgresCluster (at its primary's address and through CLUSTER-rw)
+//     with synchronous: 1 then 0, next to a primary and two standbys set
+//     up by hand in the same run, in -pgbench-rounds alternating rounds;
 //   - backup-schedule, tenant-onboarding and platform-restart (package
 //     scale, issue 31; "scale" chooses the three): BackupJobs side by side
 //     with CronJobs over -scale-window, Tenants against their scripted
@@ -54,8 +59,8 @@
 //
 // It writes results.json, results.md, time-to-ready.svg (against N) and
 // ready-over-time-nN.svg (per N, over time) to -out, and the other groups'
-// results to -out/postgres and -out/scale. Run it with make bench (or
-// make bench-scale), or:
+// results to -out/postgres, -out/pgbench and -out/scale. Run it with make
+// bench (or make bench-scale, make bench-pgbench), or:
 //
 //	KUBE_BIN_DIR=$(hack/kube-binaries.sh --dir) go run ./test/bench -operator bin/platform-operator -out test/bench/results
 //	KUBE_BIN_DIR=$(hack/kube-binaries.sh --dir) POSTGRES_BIN_DIR=$(hack/postgres.sh --dir) go run ./test/bench -operator bin/platform-operator -out test/bench/results -scenarios postgres,scale
@@ -87,23 +92,26 @@ import (
 	"example.com/platform-operator/internal/localcluster"
 	"example.com/platform-operator/internal/operator"
 	"example.com/platform-operator/test/bench/benchkit"
+	"example.com/platform-operator/test/bench/pgbench"
 	"example.com/platform-operator/test/bench/postgres"
 	"example.com/platform-operator/test/bench/scale"
 )
 
 // websiteScenarios measure Websites (issues 6 and 11), in the order they
-// run; postgresScenario is package postgres's (issue 29), and
+// run; postgresScenario is package postgres's (issue 29), pgbenchScenario
+// package pgbench's (issue 54), and
 // scale.Scenarios are package scale's (issue 31), which the name
 // scaleScenarios chooses together.
 var websiteScenarios = []string{"services", "ceiling", "scripted", "burst", "cost", "restart", "drift"}
 
 const (
 	postgresScenario = "postgres"
+	pgbenchScenario  = "pgbench"
 	scaleScenarios   = "scale"
 )
 
 // allScenarios are every scenario, in the order they run.
-var allScenarios = slices.Concat(websiteScenarios, []string{postgresScenario}, scale.Scenarios)
+var allScenarios = slices.Concat(websiteScenarios, []string{postgresScenario, pgbenchScenario}, scale.Scenarios)
 
 type config struct {
 	operator        string
@@ -143,6 +151,11 @@ type config struct {
 	// pgTries is how many failovers, switchovers and cut-offs the
 	// postgres scenario measures.
 	pgTries int
+	// pgbenchDuration, pgbenchScale and pgbenchRounds are the pgbench
+	// scenario's -T, -s and rounds.
+	pgbenchDuration time.Duration
+	pgbenchScale    int
+	pgbenchRounds   int
 	// scaleNs are the Ns of the scale scenarios, scaleWindow their
 	// schedule window.
 	scaleNs     []int
@@ -181,6 +194,17 @@ func run() error {
 		runErr = errors.Join(runErr, err)
 		printChecks("postgres", out)
 	}
+	if cfg.scenarios[pgbenchScenario] && ctx.Err() == nil {
+		out := pgbench.ResultsDir(cfg.out)
+		h := header(cfg)
+		// The scenario runs PostgreSQL's programs of hack/postgres.sh.
+		h.CommandLine = postgresBinDirEnv + "=$(hack/postgres.sh --dir) " + h.CommandLine
+		err := pgbench.Run(ctx, pgbench.Config{Header: h, Repo: cfg.repo, Operator: cfg.operator, LogDir: filepath.Join(cfg.logDir, "pgbench"),
+			Out: out, OperatorArgs: cfg.operatorArgs, PostgresBinDir: postgresBinDir(), Scale: cfg.pgbenchScale, Duration: cfg.pgbenchDuration,
+			Rounds: cfg.pgbenchRounds, Logf: logf})
+		runErr = errors.Join(runErr, err)
+		printChecks("pgbench", out)
+	}
 	var chosen []string
 	for _, s := range scale.Scenarios {
 		if cfg.scenarios[s] {
@@ -196,6 +220,19 @@ func run() error {
 		printChecks("scale", out)
 	}
 	return errors.Join(runErr, ctx.Err())
+}
+
+// postgresBinDirEnv names the folder of PostgreSQL's programs, as
+// hack/postgres.sh --dir prints it.
+const postgresBinDirEnv = "POSTGRES_BIN_DIR"
+
+// postgresBinDir is $POSTGRES_BIN_DIR, or where Debian's postgresql-15
+// (which hack/postgres.sh installs) puts its programs.
+func postgresBinDir() string {
+	if dir := os.Getenv(postgresBinDirEnv); dir != "" {
+		return dir
+	}
+	return "/usr/lib/postgresql/15/bin"
 }
 
 // logf prints a line of progress.
@@ -300,6 +337,9 @@ func parseFlags(args []string) (*config, error) {
 	// chooses the others.
 	scenarios := fs.String("scenarios", strings.Join(websiteScenarios, ","), "comma-separated scenarios: "+strings.Join(allScenarios, ",")+"; cost, restart and drift need burst; "+scaleScenarios+" chooses "+strings.Join(scale.Scenarios, ","))
 	fs.IntVar(&cfg.pgTries, "pg-tries", 10, "failovers, switchovers and cut-offs the postgres scenario measures, each")
+	fs.DurationVar(&cfg.pgbenchDuration, "pgbench-duration", 20*time.Second, "length of each run of the pgbench scenario (pgbench -T), in whole seconds")
+	fs.IntVar(&cfg.pgbenchScale, "pgbench-scale", 5, "scale of the pgbench scenario's pgbench -i -s")
+	fs.IntVar(&cfg.pgbenchRounds, "pgbench-rounds", 3, "rounds of the pgbench scenario at each synchronous setting, each running every workload on ours and by hand")
 	scaleNList := fs.String("scale-n", "100", "comma-separated numbers of Tenants and BackupJobs (and Websites, in the platform restart) of the scale scenarios")
 	scaleLarge := fs.Bool("scale-large", false, "add N=1000 to the scale scenarios (the longest: two schedule windows, rounds of 1000 Tenants, a restart with 1000 of each kind)")
 	fs.DurationVar(&cfg.scaleWindow, "scale-window", 5*time.Minute, "length of each schedule window of the backup-schedule scenario, in whole minutes")
@@ -362,6 +402,12 @@ func parseFlags(args []string) (*config, error) {
 	}
 	if cfg.pgTries < 1 {
 		return nil, errors.New("-pg-tries must be at least 1")
+	}
+	if cfg.pgbenchDuration < time.Second || cfg.pgbenchDuration%time.Second != 0 {
+		return nil, errors.New("-pgbench-duration must be whole seconds, at least one")
+	}
+	if cfg.pgbenchScale < 1 || cfg.pgbenchRounds < 1 {
+		return nil, errors.New("-pgbench-scale and -pgbench-rounds must be at least 1")
 	}
 	if cfg.scaleWindow < time.Minute || cfg.scaleWindow%time.Minute != 0 {
 		return nil, errors.New("-scale-window must be whole minutes, at least one")
@@ -568,6 +614,8 @@ func rerender(dir string) error {
 	switch kind.Benchmark {
 	case postgres.Benchmark:
 		return postgres.Rerender(dir)
+	case pgbench.Benchmark:
+		return pgbench.Rerender(dir)
 	case scale.Benchmark:
 		return scale.Rerender(dir)
 	}

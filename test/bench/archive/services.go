@@ -7,10 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -22,6 +20,7 @@ import (
 	"example.com/platform-operator/internal/instance/postgres"
 	"example.com/platform-operator/internal/localcluster"
 	"example.com/platform-operator/internal/objectstore"
+	"example.com/platform-operator/test/bench/benchkit"
 )
 
 // Bounds of the services' starts and stops.
@@ -132,7 +131,7 @@ func (b *bench) startWeed(ctx context.Context) error {
 		return err
 	}
 	// weed's gRPC ports default to each port + 10000: all named, all free.
-	ports, err := freePorts(8)
+	ports, err := benchkit.FreeLocalPorts(8)
 	if err != nil {
 		return err
 	}
@@ -184,7 +183,7 @@ func (b *bench) startWeed(ctx context.Context) error {
 // operator's wal-archive, with the settings the instance manager writes
 // (postgres.Settings with Archive) and PostgreSQL's defaults otherwise.
 func (b *bench) startPostgres(ctx context.Context) error {
-	cred, err := credential()
+	cred, err := benchkit.PostgresCredential()
 	if err != nil {
 		return err
 	}
@@ -279,50 +278,9 @@ func (b *bench) queryRow(ctx context.Context, sql string, dest ...any) error {
 	return nil
 }
 
-// credential is the OS user PostgreSQL runs as: postgres when this process
-// is root (PostgreSQL refuses root), this process's user otherwise.
-func credential() (*syscall.Credential, error) {
-	if os.Geteuid() != 0 {
-		return nil, nil
-	}
-	u, err := user.Lookup("postgres")
-	if err != nil {
-		return nil, fmt.Errorf("running as root, PostgreSQL needs a user to run as: %w", err)
-	}
-	uid, err := strconv.ParseUint(u.Uid, 10, 32)
-	if err != nil {
-		return nil, err
-	}
-	gid, err := strconv.ParseUint(u.Gid, 10, 32)
-	if err != nil {
-		return nil, err
-	}
-	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
-}
-
-// freePorts are n ports free on 127.0.0.1 now, all different.
-func freePorts(n int) ([]int, error) {
-	var ports []int
-	var listeners []net.Listener
-	defer func() {
-		for _, l := range listeners {
-			l.Close()
-		}
-	}()
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		listeners = append(listeners, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
-}
-
 // freeAddress is 127.0.0.1 and a port free there, for PostgreSQL.
 func freeAddress() (string, int, error) {
-	ports, err := freePorts(1)
+	ports, err := benchkit.FreeLocalPorts(1)
 	if err != nil {
 		return "", 0, err
 	}

@@ -282,9 +282,9 @@ func (s *scenario) get(ctx context.Context) (*v1alpha1.PostgresCluster, error) {
 	return pg, err
 }
 
-// whole is a Ready cluster with every instance ready, a primary named and
-// no change under way.
-func whole(pg *v1alpha1.PostgresCluster) bool {
+// Whole is a Ready cluster with every instance ready, a primary named and
+// no change under way: what a measurement on the cluster waits for.
+func Whole(pg *v1alpha1.PostgresCluster) bool {
 	c := meta.FindStatusCondition(pg.Status.Conditions, v1alpha1.PostgresReadyCondition)
 	if c == nil || c.Status != metav1.ConditionTrue || c.ObservedGeneration != pg.Generation || pg.Status.ObservedGeneration != pg.Generation {
 		return false
@@ -303,7 +303,7 @@ func (s *scenario) waitWhole(ctx context.Context, start time.Time, limit time.Du
 		pg, err := s.get(ctx)
 		if err == nil {
 			last = pg
-			if whole(pg) {
+			if Whole(pg) {
 				return pg, nil
 			}
 		}
