@@ -114,7 +114,10 @@ func (h *handMade) makePrimary(ctx context.Context) error {
 	if err := h.command(ctx, nil, "initdb", append([]string{"--pgdata", data}, handInitDBFlags...)...); err != nil {
 		return err
 	}
-	conf := append(slices.Clone(handConfiguration), "unix_socket_directories = '"+h.socketDir+"'", fmt.Sprintf("port = %d", h.ports[0]))
+	if err := h.writeServerCertificate(data); err != nil {
+		return err
+	}
+	conf := append(slices.Concat(handConfiguration, handTLSConfiguration), "unix_socket_directories = '"+h.socketDir+"'", fmt.Sprintf("port = %d", h.ports[0]))
 	if err := appendLines(filepath.Join(data, "postgresql.conf"), conf); err != nil {
 		return err
 	}
