@@ -35,8 +35,11 @@ const (
 	postgresPortName = "postgres"
 )
 
-// oursSetup is the PostgresCluster measured.
-var oursSetup = OursSetup{Instances: instances, Storage: "256Mi", Image: "postgres:15",
+// oursSetup is the PostgresCluster measured. Its volume is one on which
+// the operator's max_wal_size, an eighth of it, is PostgreSQL's default,
+// as the hand-made servers have it: the local cluster's volumes are
+// folders, which take no more room for being asked larger.
+var oursSetup = OursSetup{Instances: instances, Storage: "8Gi", Image: "postgres:15",
 	SynchronousChange: "one cluster, spec.synchronous patched from 1 to 0, then the cluster whole again (Ready, every instance ready) and the primary showing synchronous_standby_names = ''",
 	InitDBFlags:       handInitDBFlags}
 
