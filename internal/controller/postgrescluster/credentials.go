@@ -38,17 +38,8 @@ func (r *Reconciler) ensureSecrets(ctx context.Context, pg *v1alpha1.PostgresClu
 		}
 		build := func(p string) *corev1.Secret { return DesiredGeneratedSecrets(pg, p, r.ClusterDomain, caCert)[i] }
 		live, err := r.createSecretOnce(ctx, pg, build)
-		var notOurs notOursError
-		switch {
-		case errors.As(err, &notOurs):
-			// A person's to resolve, not an error to retry at once; the
-			// cluster looks again every 30 s while it conflicts.
-			out.conflict = true
-			out.report(v1alpha1.PostgresConflictReason, err.Error())
-			continue
-		case err != nil:
-			out.Add(err, false)
-			out.report(v1alpha1.PostgresApplyFailedReason, err.Error())
+		if err != nil {
+			reportSecretError(err, out)
 			continue
 		}
 		if live != nil && live.Name == creds.appSecret {
@@ -117,34 +108,72 @@ func (e notOursError) Error() string {
 }
 
 // createSecretOnce creates the Secret that build makes unless it exists;
-// it returns the Secret, nil on a conflict (reported in out by the caller
-// through the error).
+// it returns the Secret, or a notOursError when a Secret of that name is
+// not pg's (reported in out by the caller).
 func (r *Reconciler) createSecretOnce(ctx context.Context, pg *v1alpha1.PostgresCluster, build func(string) *corev1.Secret) (*corev1.Secret, error) {
 	probe := build("")
-	live := &corev1.Secret{}
-	err := r.Client.Get(ctx, client.ObjectKeyFromObject(probe), live)
-	switch {
-	case err == nil && controlledBy(live, pg):
-		return live, nil
-	case err == nil:
-		return nil, notOursError{kind: "Secret", name: probe.Name, cluster: pg.Name}
-	case !apierrors.IsNotFound(err):
-		return nil, fmt.Errorf("get Secret %s: %w", probe.Name, err)
+	live, err := r.ownSecret(ctx, pg, probe.Name)
+	if err != nil || live != nil {
+		return live, err
 	}
 	password, err := newPassword()
 	if err != nil {
 		return nil, err
 	}
-	secret := build(password)
-	if err := r.Client.Create(ctx, secret); err != nil {
-		if apierrors.IsAlreadyExists(err) {
-			// Not in the cache: it is not labelled as the operator's.
-			return nil, notOursError{kind: "Secret", name: secret.Name, cluster: pg.Name}
-		}
+	return r.createOwnSecret(ctx, pg, build(password))
+}
+
+// ownSecret is pg's Secret of that name, nil when there is none, or a
+// notOursError when the Secret of that name is not pg's.
+func (r *Reconciler) ownSecret(ctx context.Context, pg *v1alpha1.PostgresCluster, name string) (*corev1.Secret, error) {
+	live := &corev1.Secret{}
+	err := r.Client.Get(ctx, types.NamespacedName{Namespace: pg.Namespace, Name: name}, live)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("get Secret %s: %w", name, err)
+	case !controlledBy(live, pg):
+		return nil, notOursError{kind: "Secret", name: name, cluster: pg.Name}
+	}
+	return live, nil
+}
+
+// createOwnSecret creates a Secret ownSecret found missing. When it exists
+// after all, the API server says whose it is: the cache holds only the
+// operator's Secrets, and may not have seen one just made.
+func (r *Reconciler) createOwnSecret(ctx context.Context, pg *v1alpha1.PostgresCluster, secret *corev1.Secret) (*corev1.Secret, error) {
+	err := r.Client.Create(ctx, secret)
+	if err == nil {
+		children.CountWrite(kind, "Secret", "create")
+		return secret, nil
+	}
+	if !apierrors.IsAlreadyExists(err) {
 		return nil, fmt.Errorf("create Secret %s: %w", secret.Name, err)
 	}
-	children.CountWrite(kind, "Secret", "create")
-	return secret, nil
+	live := &corev1.Secret{}
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(secret), live); err != nil {
+		return nil, fmt.Errorf("get Secret %s, which exists: %w", secret.Name, err)
+	}
+	if !controlledBy(live, pg) {
+		return nil, notOursError{kind: "Secret", name: secret.Name, cluster: pg.Name}
+	}
+	return live, nil
+}
+
+// reportSecretError puts an error of ownSecret or createOwnSecret into
+// out: a Secret that is not pg's is a person's to resolve, not an error to
+// retry at once, and holds the pods, which would use it; the cluster looks
+// again every 30 s while it conflicts.
+func reportSecretError(err error, out *outcome) {
+	var notOurs notOursError
+	if errors.As(err, &notOurs) {
+		out.conflict = true
+		out.report(v1alpha1.PostgresConflictReason, err.Error())
+		return
+	}
+	out.Add(err, false)
+	out.report(v1alpha1.PostgresApplyFailedReason, err.Error())
 }
 
 // checkUserSecret checks the application Secret the user named, read from

@@ -50,3 +50,39 @@ func TestObjectsOfItsNamesThatAreNotItsOwnAreNotBorrowed(t *testing.T) {
 	g.Expect(suite.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "db-superuser"}, secret)).To(Succeed())
 	g.Expect(string(secret.Data["password"])).To(Equal("theirs"), "their Secret untouched")
 }
+
+// A Secret named as the cluster's CA or server certificate that the
+// operator did not make is a conflict as the credentials' are: the pods
+// would mount it, so none starts, and it is left as it is.
+func TestCertificateSecretsThatAreNotItsOwnHoldThePods(t *testing.T) {
+	suite.NeedsAPIServer(t)
+	for _, name := range []string{"db-ca", "db-server"} {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			ctx := t.Context()
+			ns := "taken-" + name
+			g.Expect(suite.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+			g.Expect(suite.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+				StringData: map[string]string{"tls.crt": "theirs"}})).To(Succeed())
+			g.Expect(suite.Client.Create(ctx, &v1alpha1.PostgresCluster{
+				ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: ns},
+				Spec:       v1alpha1.PostgresClusterSpec{Instances: 1, Image: "postgres:15", Storage: v1alpha1.PostgresStorage{Size: resource.MustParse("1Gi")}},
+			})).To(Succeed())
+			g.Eventually(func(g Gomega) {
+				pg := getCluster(g, ctx, ns, "db")
+				degraded := meta.FindStatusCondition(pg.Status.Conditions, v1alpha1.PostgresDegradedCondition)
+				g.Expect(degraded).NotTo(BeNil())
+				g.Expect(degraded.Reason).To(Equal(v1alpha1.PostgresConflictReason), degraded.Message)
+				g.Expect(degraded.Message).To(ContainSubstring(name))
+			}).WithTimeout(timeout).Should(Succeed())
+			g.Consistently(func(g Gomega) []corev1.Pod {
+				pods := &corev1.PodList{}
+				g.Expect(suite.Client.List(ctx, pods, client.InNamespace(ns))).To(Succeed())
+				return pods.Items
+			}).WithTimeout(3*time.Second).WithPolling(500*time.Millisecond).Should(BeEmpty(), "no pod mounts a stranger's certificate")
+			secret := &corev1.Secret{}
+			g.Expect(suite.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, secret)).To(Succeed())
+			g.Expect(string(secret.Data["tls.crt"])).To(Equal("theirs"), "their Secret untouched")
+		})
+	}
+}

@@ -6,8 +6,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/types"
 
 	"example.com/platform-operator/api/v1alpha1"
 	"example.com/platform-operator/internal/children"
@@ -28,8 +26,7 @@ type tlsState struct {
 // operator did not make are refused, as for the credentials.
 func (r *Reconciler) ensureTLS(ctx context.Context, pg *v1alpha1.PostgresCluster, out *outcome) tlsState {
 	fail := func(err error) tlsState {
-		out.Add(err, false)
-		out.report(v1alpha1.PostgresApplyFailedReason, err.Error())
+		reportSecretError(err, out)
 		return tlsState{}
 	}
 	now := r.Clock.Now()
@@ -42,8 +39,7 @@ func (r *Reconciler) ensureTLS(ctx context.Context, pg *v1alpha1.PostgresCluster
 		if err != nil {
 			return fail(err)
 		}
-		caSecret = DesiredCASecret(pg, ca)
-		if err := r.createSecret(ctx, pg, caSecret); err != nil {
+		if caSecret, err = r.createOwnSecret(ctx, pg, DesiredCASecret(pg, ca)); err != nil {
 			return fail(err)
 		}
 	}
@@ -69,7 +65,7 @@ func (r *Reconciler) ensureTLS(ctx context.Context, pg *v1alpha1.PostgresCluster
 		}
 		desired := DesiredServerSecret(pg, server, ca.cert)
 		if live == nil {
-			err = r.createSecret(ctx, pg, desired)
+			desired, err = r.createOwnSecret(ctx, pg, desired)
 		} else {
 			update := live.DeepCopy()
 			update.Data = desired.Data
@@ -90,33 +86,4 @@ func (r *Reconciler) ensureTLS(ctx context.Context, pg *v1alpha1.PostgresCluster
 		state.renewIn = max(renewAt(cert).Sub(now), time.Second)
 	}
 	return state
-}
-
-// ownSecret is the Secret name of pg, nil when there is none; an error
-// when a Secret of that name is not pg's.
-func (r *Reconciler) ownSecret(ctx context.Context, pg *v1alpha1.PostgresCluster, name string) (*corev1.Secret, error) {
-	live := &corev1.Secret{}
-	err := r.Client.Get(ctx, types.NamespacedName{Namespace: pg.Namespace, Name: name}, live)
-	switch {
-	case apierrors.IsNotFound(err):
-		return nil, nil
-	case err != nil:
-		return nil, fmt.Errorf("get Secret %s: %w", name, err)
-	case !controlledBy(live, pg):
-		return nil, fmt.Errorf("Secret %s exists and is not PostgresCluster %s's: rename or delete it", name, pg.Name)
-	}
-	return live, nil
-}
-
-// createSecret creates a Secret ownSecret found missing.
-func (r *Reconciler) createSecret(ctx context.Context, pg *v1alpha1.PostgresCluster, secret *corev1.Secret) error {
-	if err := r.Client.Create(ctx, secret); err != nil {
-		if apierrors.IsAlreadyExists(err) {
-			// Not in the cache: it is not labelled as the operator's.
-			return fmt.Errorf("Secret %s exists and is not PostgresCluster %s's: rename or delete it", secret.Name, pg.Name)
-		}
-		return fmt.Errorf("create Secret %s: %w", secret.Name, err)
-	}
-	children.CountWrite(kind, "Secret", "create")
-	return nil
 }
