@@ -58,6 +58,11 @@ func sizedParameters(spec v1alpha1.PostgresClusterSpec) map[string]string {
 		// which the rest mostly is, holds what it evicts.
 		shared := max(memory/4, 16*mib)
 		out["shared_buffers"] = megabytes(shared)
+		if own, ok := parseMemory(parameterValue(spec.Parameters, "shared_buffers"), blockSize); ok {
+			// The user's shared buffers are what work_mem shares the rest
+			// with.
+			shared = own
+		}
 		out["effective_cache_size"] = megabytes(memory * 3 / 4)
 		out["maintenance_work_mem"] = megabytes(clamp(memory/16, 16*mib, maxMaintenanceWorkMem))
 		// What is left after the shared buffers, over every connection
@@ -100,6 +105,33 @@ func parameterValue(params map[string]string, name string) string {
 		}
 	}
 	return ""
+}
+
+// blockSize is the unit of shared_buffers given without one: PostgreSQL's
+// page.
+const blockSize = 8 << 10
+
+// memoryUnits are PostgreSQL's units of memory settings, which are case
+// sensitive.
+var memoryUnits = map[string]int64{"B": 1, "kB": 1 << 10, "MB": 1 << 20, "GB": 1 << 30, "TB": 1 << 40}
+
+// parseMemory reads a memory setting as PostgreSQL does: an integer with
+// an optional unit, else in units of unit; false for what it cannot read,
+// which the parameters' own check refuses.
+func parseMemory(value string, unit int64) (int64, bool) {
+	value = strings.TrimSpace(strings.Trim(strings.TrimSpace(value), "'"))
+	digits := strings.TrimRightFunc(value, func(r rune) bool { return r < '0' || r > '9' })
+	n, err := strconv.ParseInt(strings.TrimSpace(digits), 10, 64)
+	if err != nil || n < 0 {
+		return 0, false
+	}
+	if suffix := strings.TrimSpace(value[len(digits):]); suffix != "" {
+		var known bool
+		if unit, known = memoryUnits[suffix]; !known {
+			return 0, false
+		}
+	}
+	return n * unit, true
 }
 
 func clamp(v, lo, hi int64) int64 { return min(max(v, lo), hi) }

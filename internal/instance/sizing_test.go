@@ -10,6 +10,29 @@ import (
 	"example.com/platform-operator/api/v1alpha1"
 )
 
+func TestParseMemory(t *testing.T) {
+	tests := []struct {
+		value string
+		want  int64
+		ok    bool
+	}{
+		{"128MB", 128 << 20, true},
+		{"1 GB", 1 << 30, true},
+		{"'512kB'", 512 << 10, true},
+		{"16384", 16384 * 8 << 10, true},
+		{"1gb", 0, false},
+		{"-1", 0, false},
+		{"", 0, false},
+		{"MB", 0, false},
+	}
+	for _, tt := range tests {
+		got, ok := parseMemory(tt.value, blockSize)
+		if got != tt.want || ok != tt.ok {
+			t.Errorf("parseMemory(%q) = %d, %v; want %d, %v", tt.value, got, ok, tt.want, tt.ok)
+		}
+	}
+}
+
 func TestSizedParameters(t *testing.T) {
 	spec := func(storage string, resources *corev1.ResourceRequirements, params map[string]string) v1alpha1.PostgresClusterSpec {
 		return v1alpha1.PostgresClusterSpec{Storage: v1alpha1.PostgresStorage{Size: resource.MustParse(storage)}, Resources: resources, Parameters: params}
@@ -72,7 +95,25 @@ func TestSizedParameters(t *testing.T) {
 			name: "the spec's parameters win, whatever their case; its max_connections shares work_mem",
 			spec: spec("10Gi", memory("4Gi", ""), map[string]string{"Shared_Buffers": "2GB", "wal_compression": "off", "max_connections": "20"}),
 			want: map[string]string{"max_wal_size": "1280MB", "min_wal_size": "80MB",
-				"effective_cache_size": "3072MB", "maintenance_work_mem": "256MB", "work_mem": "52428kB"},
+				"effective_cache_size": "3072MB", "maintenance_work_mem": "256MB", "work_mem": "34952kB"},
+		},
+		{
+			name: "the spec's shared_buffers in pages: work_mem shares what they leave",
+			spec: spec("10Gi", memory("4Gi", ""), map[string]string{"shared_buffers": "393216"}),
+			want: map[string]string{"wal_compression": "on", "max_wal_size": "1280MB", "min_wal_size": "80MB",
+				"effective_cache_size": "3072MB", "maintenance_work_mem": "256MB", "work_mem": "3495kB"},
+		},
+		{
+			name: "the spec's shared_buffers beyond the memory: work_mem at its floor",
+			spec: spec("10Gi", memory("1Gi", ""), map[string]string{"shared_buffers": "'2 GB'"}),
+			want: map[string]string{"wal_compression": "on", "max_wal_size": "1280MB", "min_wal_size": "80MB",
+				"effective_cache_size": "768MB", "maintenance_work_mem": "64MB", "work_mem": "1024kB"},
+		},
+		{
+			name: "the spec's shared_buffers unreadable: work_mem as if sized (its check refuses the value)",
+			spec: spec("10Gi", memory("4Gi", ""), map[string]string{"shared_buffers": "2 gigs"}),
+			want: map[string]string{"wal_compression": "on", "max_wal_size": "1280MB", "min_wal_size": "80MB",
+				"effective_cache_size": "3072MB", "maintenance_work_mem": "256MB", "work_mem": "10485kB"},
 		},
 	}
 	for _, tt := range tests {
