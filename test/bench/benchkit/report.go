@@ -2,6 +2,7 @@ package benchkit
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"html"
 	"math"
@@ -253,4 +254,25 @@ func (c DotChart) SVG() string {
 	}
 	b.WriteString("</svg>\n")
 	return b.String()
+}
+
+// RunScenario runs a scenario: run gets a logf that prefixes each line
+// with the scenario's name and the seconds since it began; its error is
+// added to errs; write saves the results, whatever happened, once header's
+// Finished is set. The error says what failed, after the results were
+// written.
+func RunScenario(name string, header *RunHeader, errs *[]string, logf func(string, ...any), run func(logf func(string, ...any)) error, write func() error) error {
+	header.Started = time.Now()
+	scenarioLogf := func(format string, args ...any) {
+		logf("[%s %6.1fs] %s", name, time.Since(header.Started).Seconds(), fmt.Sprintf(format, args...))
+	}
+	err := run(scenarioLogf)
+	if err != nil {
+		*errs = append(*errs, err.Error())
+	}
+	header.Finished = time.Now()
+	if werr := write(); werr != nil {
+		return errors.Join(err, werr)
+	}
+	return err
 }

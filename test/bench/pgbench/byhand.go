@@ -117,7 +117,7 @@ func (h *handMade) makePrimary(ctx context.Context) error {
 	if err := h.writeServerCertificate(data); err != nil {
 		return err
 	}
-	conf := append(slices.Concat(handConfiguration, handTLSConfiguration), "unix_socket_directories = '"+h.socketDir+"'", fmt.Sprintf("port = %d", h.ports[0]))
+	conf := append(handFileConfiguration(), "unix_socket_directories = '"+h.socketDir+"'", fmt.Sprintf("port = %d", h.ports[0]))
 	if err := appendLines(filepath.Join(data, "postgresql.conf"), conf); err != nil {
 		return err
 	}
@@ -297,4 +297,10 @@ func randomKey(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// handFileConfiguration is what every hand-made server's postgresql.conf
+// gets before its port and socket folder: the results list the same.
+func handFileConfiguration() []string {
+	return slices.Concat(handConfiguration, handTLSConfiguration)
 }

@@ -16,7 +16,6 @@ package pgbench
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -64,28 +63,17 @@ func Run(ctx context.Context, cfg Config) error {
 			Standbys: "pg_basebackup --write-recovery-conf --wal-method=stream --checkpoint=fast as the replication role with application_name s1 and s2, each started with pg_ctl on its own port; no replication slots"},
 	}
 	res.Benchmark = Benchmark
-	res.Started = time.Now()
 	res.Notes = notes(res.Pgbench)
-	began := time.Now()
-	logf := func(format string, args ...any) {
-		cfg.Logf("[pgbench %6.1fs] %s", time.Since(began).Seconds(), fmt.Sprintf(format, args...))
-	}
-	s := &scenario{cfg: cfg, res: res, logf: logf}
-	err := s.run(ctx)
-	if err != nil {
-		res.Errors = append(res.Errors, err.Error())
-	}
-	res.Finished = time.Now()
-	if werr := Write(cfg.Out, res); werr != nil {
-		return errors.Join(err, werr)
-	}
-	return err
+	return benchkit.RunScenario("pgbench", &res.RunHeader, &res.Errors, cfg.Logf, func(logf func(string, ...any)) error {
+		s := &scenario{cfg: cfg, res: res, logf: logf}
+		return s.run(ctx)
+	}, func() error { return Write(cfg.Out, res) })
 }
 
 // byHandConfiguration is what the hand-made servers are given, for the
 // results.
 func byHandConfiguration() []string {
-	return append(append([]string{}, handConfiguration...),
+	return append(handFileConfiguration(),
 		"port and unix_socket_directories: a free loopback port each, a socket folder in the temporary folder",
 		"synchronous_standby_names: ALTER SYSTEM SET … = 'ANY 1 (s1, s2)' for synchronous 1, '' for 0, then pg_reload_conf()")
 }

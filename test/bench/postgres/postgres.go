@@ -88,22 +88,11 @@ func Run(ctx context.Context, cfg Config) error {
 		Writer: Writer{EveryMs: writeEvery.Milliseconds(), TimeoutMs: attemptTimeout.Milliseconds(),
 			Statements: "INSERT INTO writes (id) VALUES ($1) RETURNING host(inet_server_addr())"}}
 	res.Benchmark = Benchmark
-	res.Started = time.Now()
 	res.Notes = notes()
-	began := time.Now()
-	logf := func(format string, args ...any) {
-		cfg.Logf("[postgres %6.1fs] %s", time.Since(began).Seconds(), fmt.Sprintf(format, args...))
-	}
-	s := &scenario{cfg: cfg, res: res, logf: logf}
-	err := s.run(ctx)
-	if err != nil {
-		res.Errors = append(res.Errors, err.Error())
-	}
-	res.Finished = time.Now()
-	if werr := Write(cfg.Out, res); werr != nil {
-		return errors.Join(err, werr)
-	}
-	return err
+	return benchkit.RunScenario("postgres", &res.RunHeader, &res.Errors, cfg.Logf, func(logf func(string, ...any)) error {
+		s := &scenario{cfg: cfg, res: res, logf: logf}
+		return s.run(ctx)
+	}, func() error { return Write(cfg.Out, res) })
 }
 
 // scenario is one run of the scenario.
