@@ -74,7 +74,7 @@ func (f *fleet) start(name string) {
 	opts := instance.Options{
 		PodName: name, Namespace: f.namespace, ClusterName: f.cluster, ClusterDomain: "cluster.local",
 		PGData: inst.DataDir, BinDir: inst.BinDir, SocketDir: inst.SocketDir, ListenAddress: inst.ListenAddress,
-		LeaseDuration: testLease, RenewInterval: time.Second,
+		LeaseDuration: testLease, RenewInterval: time.Second, PlainTCPWithoutCertificate: true,
 		Config: suite.Config, Credential: inst.Credential,
 		AddressOf: func(other string) (string, int) {
 			o := f.instances[other]

@@ -65,6 +65,11 @@ type Options struct {
 	// and "instance"): PostgreSQL's archive_command and restore_command.
 	// Without it the instance archives nothing.
 	SelfCommand []string
+	// PlainTCPWithoutCertificate lets PostgreSQL accept TCP connections
+	// without TLS while the instance has no server certificate, as in the
+	// tests that run managers without an operator to issue one. Otherwise
+	// it accepts none until the certificate is written.
+	PlainTCPWithoutCertificate bool
 	// Archive is the object store the cluster archives WAL to, Recovery
 	// the one it is restored from (spec.backup and bootstrap.fromBackup,
 	// through the pod's environment); nil for none.

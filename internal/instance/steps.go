@@ -42,7 +42,8 @@ func (m *Manager) settingsOf(pg *v1alpha1.PostgresCluster) postgres.Settings {
 	}
 	maps.Copy(params, sizedParameters(pg.Spec))
 	s := postgres.Settings{SuperuserAccess: pg.Spec.SuperuserAccess, Parameters: params, StreamThroughSlot: true,
-		Archive: m.archiveSettings(pg), Recovery: m.recoverySettings(pg), TLS: m.tls}
+		Archive: m.archiveSettings(pg), Recovery: m.recoverySettings(pg), TLS: m.tls,
+		RefuseTCPWithoutTLS: !m.opts.PlainTCPWithoutCertificate}
 	var streaming []postgres.Standby
 	if m.lastRead.state != nil {
 		streaming = m.lastRead.state.Standbys

@@ -31,7 +31,9 @@ func (c serverCert) equal(o serverCert) bool {
 // it changed: the next settings then turn TLS on, and a running PostgreSQL
 // is reloaded so that it serves the new certificate (PostgreSQL reads its
 // ssl files again on SIGHUP). An instance whose Secret cannot be read keeps
-// what it has; one that never had it runs without TLS until it has.
+// what it has, or what an earlier run of its manager wrote into the socket
+// directory; one that never had it accepts no TCP connection until it has
+// (Settings.RefuseTCPWithoutTLS).
 func (m *Manager) syncTLS(ctx context.Context, pg *v1alpha1.PostgresCluster) {
 	s := &corev1.Secret{}
 	readCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
@@ -39,6 +41,9 @@ func (m *Manager) syncTLS(ctx context.Context, pg *v1alpha1.PostgresCluster) {
 	name := pgspec.ServerSecret(pg.Name)
 	if err := m.secrets.client.Get(readCtx, types.NamespacedName{Namespace: m.opts.Namespace, Name: name}, s); err != nil {
 		m.log.V(1).Info("Server certificate not read", "secret", name, "error", err.Error())
+		if m.tls == nil {
+			m.loadWrittenTLS()
+		}
 		return
 	}
 	m.markAPI()
@@ -63,6 +68,26 @@ func (m *Manager) syncTLS(ctx context.Context, pg *v1alpha1.PostgresCluster) {
 		// reads the files.
 		m.applyChange(postgres.ReloadNeeded)
 	}
+}
+
+// loadWrittenTLS takes the certificate an earlier run of the manager in
+// this pod wrote into the socket directory, if it did: a manager restarted
+// while the API server is out of reach serves TLS as before.
+func (m *Manager) loadWrittenTLS() {
+	files := m.pg.TLSFiles()
+	var written serverCert
+	for _, f := range []struct {
+		path string
+		into *[]byte
+	}{{files.CertFile, &written.cert}, {files.KeyFile, &written.key}, {files.CAFile, &written.ca}} {
+		data, err := os.ReadFile(f.path)
+		if err != nil || len(data) == 0 {
+			return
+		}
+		*f.into = data
+	}
+	m.tls, m.serverCert = &files, written
+	m.log.Info("Server certificate taken from the socket directory: its Secret cannot be read", "path", files.CertFile)
 }
 
 // replicationTLS is how this instance's connections to another instance

@@ -4,7 +4,11 @@ import (
 	"os"
 	"testing"
 
+	"github.com/go-logr/logr/testr"
+
+	"example.com/platform-operator/api/v1alpha1"
 	"example.com/platform-operator/internal/instance/postgres"
+	"example.com/platform-operator/internal/instance/postgres/postgrestest"
 )
 
 // A tool given the CA verifies the server with it, from a file of its own
@@ -32,5 +36,31 @@ func TestToolTLS(t *testing.T) {
 	cleanup()
 	if _, err := os.Stat(c.SSLRootCert); !os.IsNotExist(err) {
 		t.Errorf("the CA file is still there: %v", err)
+	}
+}
+
+// A manager restarted while its certificate's Secret cannot be read takes
+// the certificate its earlier run wrote into the socket directory, and so
+// serves TLS as before; with none written it has none, and its PostgreSQL
+// accepts no TCP connection (TestRefuseTCPWithoutTLS).
+func TestLoadWrittenTLS(t *testing.T) {
+	inst := postgrestest.NewInstance(t, "pg-written-tls")
+	fresh := &Manager{pg: inst, log: testr.New(t)}
+	fresh.loadWrittenTLS()
+	if fresh.tls != nil {
+		t.Fatalf("nothing written, yet TLS files %+v", *fresh.tls)
+	}
+	written := serverCert{cert: []byte("CERT"), key: []byte("KEY"), ca: []byte("CA")}
+	files, err := inst.WriteTLS(written.cert, written.key, written.ca)
+	if err != nil {
+		t.Fatal(err)
+	}
+	restarted := &Manager{pg: inst, log: testr.New(t)}
+	restarted.loadWrittenTLS()
+	if restarted.tls == nil || *restarted.tls != files || !restarted.serverCert.equal(written) {
+		t.Errorf("after a restart: TLS %+v, certificate %+v; want %+v, %+v", restarted.tls, restarted.serverCert, files, written)
+	}
+	if s := restarted.settingsOf(&v1alpha1.PostgresCluster{}); s.TLS == nil || !s.RefuseTCPWithoutTLS {
+		t.Errorf("settings: TLS %v, RefuseTCPWithoutTLS %v", s.TLS, s.RefuseTCPWithoutTLS)
 	}
 }

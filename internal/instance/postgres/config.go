@@ -48,6 +48,21 @@ type Settings struct {
 	// pg_hba accept TCP connections only over TLS (hostssl); nil leaves
 	// TLS off, as for an instance whose certificate is not written yet.
 	TLS *TLS
+	// RefuseTCPWithoutTLS: while TLS is nil, pg_hba accepts no TCP
+	// connection at all, only the socket's, rather than accept them in
+	// plain text.
+	RefuseTCPWithoutTLS bool
+}
+
+// hbaNetwork is how the settings' pg_hba admits TCP connections.
+func (s Settings) hbaNetwork() HBANetwork {
+	switch {
+	case s.TLS != nil:
+		return HBAOverTLS
+	case s.RefuseTCPWithoutTLS:
+		return HBASocketOnly
+	}
+	return HBAPlainText
 }
 
 // TLS are the files of the instance's server certificate, as WriteTLS

@@ -164,17 +164,18 @@ func TestRenderConfig(t *testing.T) {
 
 func TestRenderHBA(t *testing.T) {
 	tests := map[string]struct {
-		superuserAccess, tls bool
-		want                 []string
+		superuserAccess bool
+		network         HBANetwork
+		want            []string
 	}{
-		"no superuser access": {false, false, []string{
+		"no superuser access": {false, HBAPlainText, []string{
 			"local all all trust",
 			"host replication streaming_replica all scram-sha-256",
 			"host replication streaming_backup all scram-sha-256",
 			"host all postgres all reject",
 			"host all all all scram-sha-256",
 		}},
-		"superuser access": {true, false, []string{
+		"superuser access": {true, HBAPlainText, []string{
 			"local all all trust",
 			"host replication streaming_replica all scram-sha-256",
 			"host replication streaming_backup all scram-sha-256",
@@ -182,24 +183,29 @@ func TestRenderHBA(t *testing.T) {
 		}},
 		// Every TCP line needs TLS: sslmode=disable matches none. The
 		// socket stays trusted.
-		"tls": {false, true, []string{
+		"tls": {false, HBAOverTLS, []string{
 			"local all all trust",
 			"hostssl replication streaming_replica all scram-sha-256",
 			"hostssl replication streaming_backup all scram-sha-256",
 			"hostssl all postgres all reject",
 			"hostssl all all all scram-sha-256",
 		}},
-		"tls and superuser access": {true, true, []string{
+		"tls and superuser access": {true, HBAOverTLS, []string{
 			"local all all trust",
 			"hostssl replication streaming_replica all scram-sha-256",
 			"hostssl replication streaming_backup all scram-sha-256",
 			"hostssl all all all scram-sha-256",
 		}},
+		// Waiting for its certificate: nobody connects over TCP, not even
+		// with a password; the manager's socket stays.
+		"socket only": {true, HBASocketOnly, []string{
+			"local all all trust",
+		}},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			var got []string
-			for _, line := range strings.Split(RenderHBA(tc.superuserAccess, tc.tls), "\n") {
+			for _, line := range strings.Split(RenderHBA(tc.superuserAccess, tc.network), "\n") {
 				if line == "" || strings.HasPrefix(line, "#") {
 					continue
 				}

@@ -112,7 +112,7 @@ func (i *Instance) configureRole(dataDir string, standby bool, primary *ConnInfo
 	if err != nil {
 		return NoChange, err
 	}
-	hba := RenderHBA(i.Settings.SuperuserAccess, i.Settings.TLS != nil)
+	hba := RenderHBA(i.Settings.SuperuserAccess, i.Settings.hbaNetwork())
 
 	confPath := filepath.Join(dataDir, ownedConfFile)
 	hbaPath := filepath.Join(dataDir, hbaFile)

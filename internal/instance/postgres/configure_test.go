@@ -101,7 +101,7 @@ func TestConfigureChanges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if string(hba) != RenderHBA(true, false) {
+	if string(hba) != RenderHBA(true, HBAPlainText) {
 		t.Errorf("pg_hba.conf:\n%s", hba)
 	}
 	for _, f := range []string{ownedConfFile, hbaFile, mainConfFile} {

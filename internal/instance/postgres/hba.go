@@ -25,24 +25,45 @@ const SuperUser = "postgres"
 //   - the superuser cannot log in over the network unless superuserAccess;
 //   - everyone else logs in with a password.
 //
-// With tls every network line is hostssl: a connection without TLS
-// matches no line and is refused. Without it (no certificate written yet)
-// they are host lines.
-func RenderHBA(superuserAccess, tls bool) string {
-	network := "host   "
-	if tls {
-		network = "hostssl"
-	}
+// network says how TCP connections are admitted: see HBANetwork.
+func RenderHBA(superuserAccess bool, network HBANetwork) string {
 	lines := []string{
 		"# Written by the PostgreSQL instance manager; changes are overwritten.",
 		"# TYPE  DATABASE     USER               ADDRESS  METHOD",
 		"local   all          all                         trust",
-		network + " replication  " + ReplicationUser + "  all      scram-sha-256",
-		network + " replication  " + BackupUser + "   all      scram-sha-256",
 	}
+	if network == HBASocketOnly {
+		return strings.Join(lines, "\n") + "\n"
+	}
+	lines = append(lines,
+		network.lineType()+" replication  "+ReplicationUser+"  all      scram-sha-256",
+		network.lineType()+" replication  "+BackupUser+"   all      scram-sha-256",
+	)
 	if !superuserAccess {
-		lines = append(lines, network+" all          "+SuperUser+"           all      reject")
+		lines = append(lines, network.lineType()+" all          "+SuperUser+"           all      reject")
 	}
-	lines = append(lines, network+" all          all                all      scram-sha-256")
+	lines = append(lines, network.lineType()+" all          all                all      scram-sha-256")
 	return strings.Join(lines, "\n") + "\n"
+}
+
+// HBANetwork is how pg_hba admits TCP connections.
+type HBANetwork int
+
+const (
+	// HBAPlainText: host lines, with or without TLS (an instance that has
+	// no certificate and may serve without one).
+	HBAPlainText HBANetwork = iota
+	// HBAOverTLS: every network line is hostssl, so a connection without
+	// TLS matches no line and is refused.
+	HBAOverTLS
+	// HBASocketOnly: no network line at all; only the instance manager,
+	// on the socket, connects (an instance waiting for its certificate).
+	HBASocketOnly
+)
+
+func (n HBANetwork) lineType() string {
+	if n == HBAOverTLS {
+		return "hostssl"
+	}
+	return "host   "
 }

@@ -194,3 +194,24 @@ func saltOf(t *testing.T, verifier string) ([]byte, int) {
 	}
 	return salt, n
 }
+
+// An instance that must serve TLS and has no certificate yet accepts no
+// TCP connection, not even with the right password (28000: no pg_hba
+// line); its manager's socket still works.
+func TestRefuseTCPWithoutTLS(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	inst := postgrestest.NewInstance(t, "pg-no-cert")
+	inst.Settings.RefuseTCPWithoutTLS = true
+	if err := inst.InitDB(ctx, postgres.InitOptions{ReplicationPassword: "repl", Database: "app", Owner: "app", OwnerPassword: "app"}); err != nil {
+		t.Fatal(err)
+	}
+	postgrestest.Start(ctx, t, inst)
+	expectLoginRefused(ctx, t, postgrestest.TCP(inst, "app", "app", "app"), "28000")
+	conn, err := inst.Connect(ctx, "postgres")
+	if err != nil {
+		t.Fatalf("the socket refused the manager: %v", err)
+	}
+	conn.Close(ctx)
+}
