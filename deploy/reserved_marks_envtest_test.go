@@ -7,6 +7,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	batchv1 "k8s.io/api/batch/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -310,7 +311,10 @@ func TestInstanceManagersChangeOnlyTheirOwnPod(t *testing.T) {
 	g.Expect(e.admin.Create(ctx, pod("db-1", map[string]string{"app": "another"}))).To(Succeed())
 	g.Expect(e.admin.Create(ctx, &rbacv1.Role{ObjectMeta: meta(ns, "db-instance", nil), Rules: []rbacv1.PolicyRule{
 		{APIGroups: []string{""}, Resources: []string{"pods"}, ResourceNames: []string{"db-1", "db-2", "db-3"}, Verbs: []string{"get", "patch"}},
+		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, ResourceNames: []string{"db-primary"}, Verbs: []string{"get", "update"}},
 	}})).To(Succeed())
+	lease := &coordinationv1.Lease{ObjectMeta: meta(ns, "db-primary", nil), Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("db-1")}}
+	g.Expect(e.admin.Create(ctx, lease)).To(Succeed())
 	g.Expect(e.admin.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: meta(ns, "db-instance", nil),
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "db-instance"},
 		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "db-instance", Namespace: ns}},
@@ -338,6 +342,32 @@ func TestInstanceManagersChangeOnlyTheirOwnPod(t *testing.T) {
 	image := []byte(`{"spec":{"containers":[{"name":"c","image":"registry.example/mine:1"}]}}`)
 	refused(instance.Patch(ctx, &corev1.Pod{ObjectMeta: meta(ns, "db-3", nil)}, client.RawPatch(types.StrategicMergePatchType, image), client.DryRunAll),
 		"its own pod's image")
+	// Of the primary's Lease, held by db-1, it may take the hold for
+	// itself (whether db-1's has lapsed is the instance manager's to
+	// check: a policy knows no time), but neither hand it to another nor
+	// release db-1's; its own hold it may release.
+	holder := func(from *coordinationv1.Lease, name string) error {
+		changed := from.DeepCopy()
+		changed.Spec.HolderIdentity = ptr.To(name)
+		if name == "" {
+			changed.Spec.HolderIdentity = nil
+		}
+		return instance.Update(ctx, changed, client.DryRunAll)
+	}
+	refusedLease := func(err error, what string) {
+		t.Helper()
+		g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "%s: want 403 Forbidden, got %v", what, err)
+		g.Expect(err).To(MatchError(ContainSubstring("rule own-lease")), what)
+	}
+	refusedLease(holder(lease, "db-2"), "the primary's lease handed to another instance")
+	refusedLease(holder(lease, ""), "the primary's lease released from under it")
+	g.Expect(holder(lease, "db-3")).To(Succeed(), "the lease taken for itself")
+	lease.Spec.HolderIdentity = ptr.To("db-3")
+	g.Expect(e.admin.Update(ctx, lease)).To(Succeed())
+	g.Expect(holder(lease, "")).To(Succeed(), "its own hold released")
+	g.Expect(holder(lease, "db-3")).To(Succeed(), "its own hold renewed")
+	refusedLease(holder(lease, "db-1"), "its hold handed to another instance")
+
 	// The same account's token bound to no pod is RBAC's alone.
 	unbound := e.as(rest.ImpersonationConfig{UserName: "system:serviceaccount:" + ns + ":db-instance",
 		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"}})
