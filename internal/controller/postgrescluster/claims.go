@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"example.com/platform-operator/api/v1alpha1"
@@ -14,15 +15,16 @@ import (
 
 // ensureClaims makes each instance's claim, and grows those smaller than
 // spec.storage.size; a claim is never shrunk, nor one taken that is not the
-// cluster's.
-func (r *Reconciler) ensureClaims(ctx context.Context, pg *v1alpha1.PostgresCluster, out *outcome) map[string]*corev1.PersistentVolumeClaim {
+// cluster's. listed are the claims labelled as the cluster's (listClaims):
+// one of an instance's name that is not among them is another's, which
+// creating it finds.
+func (r *Reconciler) ensureClaims(ctx context.Context, pg *v1alpha1.PostgresCluster, listed map[string]*corev1.PersistentVolumeClaim, out *outcome) map[string]*corev1.PersistentVolumeClaim {
 	claims := map[string]*corev1.PersistentVolumeClaim{}
 	for n := 1; n <= int(pg.Spec.Instances); n++ {
 		desired := DesiredClaim(pg, n)
-		live := &corev1.PersistentVolumeClaim{}
-		err := r.Client.Get(ctx, client.ObjectKeyFromObject(desired), live)
+		live := listed[desired.Name]
 		switch {
-		case apierrors.IsNotFound(err):
+		case live == nil:
 			if pg.Spec.Hibernate {
 				continue
 			}
@@ -31,8 +33,7 @@ func (r *Reconciler) ensureClaims(ctx context.Context, pg *v1alpha1.PostgresClus
 			}
 			if err := r.Client.Create(ctx, desired); err != nil {
 				if apierrors.IsAlreadyExists(err) {
-					out.conflict = true
-					out.report(v1alpha1.PostgresConflictReason, fmt.Sprintf("PersistentVolumeClaim %s exists and is not PostgresCluster %s's", desired.Name, pg.Name))
+					r.existingClaim(ctx, pg, desired.Name, claims, out)
 					continue
 				}
 				out.Add(fmt.Errorf("create PersistentVolumeClaim %s: %w", desired.Name, err), apierrors.IsInvalid(err))
@@ -41,17 +42,37 @@ func (r *Reconciler) ensureClaims(ctx context.Context, pg *v1alpha1.PostgresClus
 			}
 			children.CountWrite(kind, "PersistentVolumeClaim", "create")
 			claims[desired.Name] = desired
-		case err != nil:
-			out.Add(fmt.Errorf("get PersistentVolumeClaim %s: %w", desired.Name, err), false)
-		case live.Labels[v1alpha1.PostgresClusterLabel] != pg.Name:
-			out.conflict = true
-			out.report(v1alpha1.PostgresConflictReason, fmt.Sprintf("PersistentVolumeClaim %s belongs to another PostgresCluster", desired.Name))
 		default:
 			claims[live.Name] = live
 			r.growClaim(ctx, pg, live, out)
 		}
 	}
 	return claims
+}
+
+// existingClaim takes a claim that creating found existing although the
+// cache lacks it: the cluster's own, made just now or not yet seen again
+// after a watch broke, is taken as listed; another's is a conflict, never
+// borrowed.
+func (r *Reconciler) existingClaim(ctx context.Context, pg *v1alpha1.PostgresCluster, name string, claims map[string]*corev1.PersistentVolumeClaim, out *outcome) {
+	live := &corev1.PersistentVolumeClaim{}
+	if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: pg.Namespace, Name: name}, live); err != nil {
+		out.Add(fmt.Errorf("get PersistentVolumeClaim %s, which exists: %w", name, err), false)
+		return
+	}
+	switch {
+	case live.Labels[v1alpha1.PostgresClusterLabel] != pg.Name:
+		out.conflict = true
+		out.report(v1alpha1.PostgresConflictReason, fmt.Sprintf("PersistentVolumeClaim %s exists and is not PostgresCluster %s's", name, pg.Name))
+	case live.Annotations[v1alpha1.PostgresClusterUIDAnnotation] != string(pg.UID):
+		// Labelled as the cluster's name but not marked with its UID: a
+		// claim settleClaims has not seen yet, perhaps an earlier
+		// cluster's. No pod starts on it until it has; the cluster looks
+		// again when the cache sees it, or in 30 s.
+		out.conflict = true
+	default:
+		claims[name] = live
+	}
 }
 
 // growClaim raises the claim's request to spec.storage.size when it is

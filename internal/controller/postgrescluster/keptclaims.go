@@ -35,16 +35,10 @@ func adoptsKeptClaims(pg *v1alpha1.PostgresCluster) bool {
 // name are not adopted: whoever creates a cluster of a deleted one's name
 // would otherwise read, and with deletionPolicy Delete delete, its data.
 // Claims made before claims carried the UID, and kept ones the cluster
-// adopts, get its UID.
-func (r *Reconciler) settleClaims(ctx context.Context, pg *v1alpha1.PostgresCluster, out *outcome) {
-	claims := &corev1.PersistentVolumeClaimList{}
-	if err := r.Client.List(ctx, claims, client.InNamespace(pg.Namespace), client.MatchingLabelsSelector{Selector: objectsOf(pg.Name)}); err != nil {
-		out.Add(fmt.Errorf("list the claims of PostgresCluster %s: %w", pg.Name, err), false)
-		return
-	}
+// adopts, get its UID. claims are the cluster's, listed by listClaims.
+func (r *Reconciler) settleClaims(ctx context.Context, pg *v1alpha1.PostgresCluster, claims map[string]*corev1.PersistentVolumeClaim, out *outcome) {
 	var kept []string
-	for i := range claims.Items {
-		claim := &claims.Items[i]
+	for _, claim := range claims {
 		if claim.DeletionTimestamp != nil || claim.Annotations[v1alpha1.PostgresClusterUIDAnnotation] == string(pg.UID) {
 			continue
 		}
@@ -78,4 +72,18 @@ func (r *Reconciler) settleClaims(ctx context.Context, pg *v1alpha1.PostgresClus
 		"PersistentVolumeClaims %s were kept from an earlier PostgresCluster %s and hold its data: no instance starts until "+
 			"annotation %s=%s takes them, data and all (who sets it must be allowed to update claims here), or they are deleted",
 		strings.Join(kept, ", "), pg.Name, v1alpha1.PostgresAdoptKeptClaimsAnnotation, pg.Name))
+}
+
+// listClaims lists the claims labelled as pg's, by name, once per
+// reconcile for settleClaims, ensureClaims and keptBeyond.
+func (r *Reconciler) listClaims(ctx context.Context, pg *v1alpha1.PostgresCluster) (map[string]*corev1.PersistentVolumeClaim, error) {
+	list := &corev1.PersistentVolumeClaimList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(pg.Namespace), client.MatchingLabelsSelector{Selector: objectsOf(pg.Name)}); err != nil {
+		return nil, fmt.Errorf("list the claims of PostgresCluster %s: %w", pg.Name, err)
+	}
+	claims := make(map[string]*corev1.PersistentVolumeClaim, len(list.Items))
+	for i := range list.Items {
+		claims[list.Items[i].Name] = &list.Items[i]
+	}
+	return claims, nil
 }

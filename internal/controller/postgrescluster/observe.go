@@ -132,22 +132,18 @@ func (obs *observation) setClaims(pg *v1alpha1.PostgresCluster, claims map[strin
 // keptBeyond are the cluster's claims beyond spec.instances that are older
 // than the cluster: kept from an earlier PostgresCluster of the name. Read
 // only before the cluster's first primary, which they may hold the data of.
-func (r *Reconciler) keptBeyond(ctx context.Context, pg *v1alpha1.PostgresCluster) ([]string, error) {
+func keptBeyond(pg *v1alpha1.PostgresCluster, claims map[string]*corev1.PersistentVolumeClaim) []string {
 	if pg.Status.CurrentPrimary != "" || pg.Status.TargetPrimary != "" {
-		return nil, nil
-	}
-	claims := &corev1.PersistentVolumeClaimList{}
-	if err := r.Client.List(ctx, claims, client.InNamespace(pg.Namespace), client.MatchingLabelsSelector{Selector: objectsOf(pg.Name)}); err != nil {
-		return nil, fmt.Errorf("list the claims of PostgresCluster %s: %w", pg.Name, err)
+		return nil
 	}
 	var names []string
-	for _, claim := range claims.Items {
+	for _, claim := range claims {
 		if pgspec.Ordinal(pg.Name, claim.Name) > int(pg.Spec.Instances) && claim.CreationTimestamp.Before(&pg.CreationTimestamp) {
 			names = append(names, claim.Name)
 		}
 	}
 	slices.Sort(names)
-	return names, nil
+	return names
 }
 
 // nodeCordoned tells whether a node is marked unschedulable: a drain has

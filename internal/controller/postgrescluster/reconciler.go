@@ -122,8 +122,17 @@ func (r *Reconciler) Sync(ctx context.Context, pg *v1alpha1.PostgresCluster) kit
 	// access, the Lease) that is not the cluster's is never borrowed: no
 	// new pod starts while one conflicts.
 	out.podsHeld = out.conflict
-	r.settleClaims(ctx, pg, &out)
-	claims := r.ensureClaims(ctx, pg, &out)
+	listed, err := r.listClaims(ctx, pg)
+	if err != nil {
+		// Nothing is known of the claims: none is made or taken.
+		out.Add(err, false)
+		listed = nil
+	}
+	claims := map[string]*corev1.PersistentVolumeClaim{}
+	if err == nil {
+		r.settleClaims(ctx, pg, listed, &out)
+		claims = r.ensureClaims(ctx, pg, listed, &out)
+	}
 	if errors.Is(out.Err, platform.ErrNotLeader) {
 		return kit.Outcome[v1alpha1.PostgresClusterStatus]{Err: out.Err}
 	}
@@ -145,12 +154,8 @@ func (r *Reconciler) Sync(ctx context.Context, pg *v1alpha1.PostgresCluster) kit
 			out.report(v1alpha1.PostgresInvalidSpecReason, fmt.Sprintf("Instance %s: %s", m.name, m.report.ParametersRefused))
 		}
 	}
-	keptBeyond, err := r.keptBeyond(ctx, pg)
-	if err != nil {
-		return kit.Outcome[v1alpha1.PostgresClusterStatus]{Err: err}
-	}
 	now := r.Clock.Now()
-	e := decide(decideInput{spec: pg.Spec, status: pg.Status, clusterID: pg.Name, members: obs.members, lease: obs.lease, now: now, keptBeyond: keptBeyond,
+	e := decide(decideInput{spec: pg.Spec, status: pg.Status, clusterID: pg.Name, members: obs.members, lease: obs.lease, now: now, keptBeyond: keptBeyond(pg, listed),
 		withoutQuorum: pg.Status.CurrentPrimary != "" && pg.Annotations[v1alpha1.PostgresFailoverWithoutQuorumAnnotation] == pg.Status.CurrentPrimary})
 	r.ensurePods(ctx, pg, obs, e, opts, &out)
 	if errors.Is(out.Err, platform.ErrNotLeader) {
