@@ -17,6 +17,8 @@ POSTGRES_BIN_DIR = $(shell hack/postgres.sh --dir 2>/dev/null)
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X example.com/platform-operator/internal/platform.Version=$(VERSION)
 IMAGE ?= example.com/platform-operator:$(VERSION)
+# The image repository make release pins install.yaml and the chart to (unset: deploy/'s).
+IMAGE_REPOSITORY ?=
 # Test timeout: the suite starts several local clusters.
 TEST_TIMEOUT ?= 45m
 
@@ -80,6 +82,10 @@ build: ## Build bin/platform-operator and the kubectl plugin bin/kubectl-platfor
 .PHONY: krew
 krew: ## Build kubectl-platform's archives and krew manifest into bin/krew/ (VERSION=v… URL=… of the release).
 	hack/krew-manifest.sh
+
+.PHONY: release
+release: ## Write install.yaml, the Helm chart and the binaries pinned to VERSION=vX.Y.Z (image IMAGE_REPOSITORY:VERSION) into bin/release/; committed files untouched.
+	VERSION=$(VERSION) IMAGE_REPOSITORY=$(IMAGE_REPOSITORY) hack/release/release.sh
 
 .PHONY: tools
 tools: ## Build or install what the tests run (control plane, helm, promtool, object store, PostgreSQL), side by side.

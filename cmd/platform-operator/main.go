@@ -23,6 +23,11 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == "instance" {
 		os.Exit(instance.Main(os.Args[2:], os.Getenv, os.Stderr))
 	}
+	// `platform-operator version`, as --version.
+	if len(os.Args) == 2 && os.Args[1] == "version" {
+		fmt.Println(platform.BuildVersion())
+		os.Exit(0)
+	}
 	os.Exit(run())
 }
 
@@ -39,7 +44,7 @@ func run() int {
 		return 2
 	}
 	if opts.ShowVersion {
-		fmt.Println(platform.Version)
+		fmt.Println(platform.BuildVersion())
 		return 0
 	}
 

@@ -17,6 +17,9 @@
 // Everything else in deploy/ is written by hand.
 //
 // Usage: go run ./hack/gen-deploy [-root DIR] (make generate runs it).
+// With -render it only renders the two install.yaml files of the deploy/
+// under DIR, as it is there: hack/release/release.sh renders a copy of deploy/
+// whose image it pinned.
 package main
 
 import (
@@ -35,8 +38,13 @@ var renderings = []string{"deploy", "deploy/overlays/namespaced"}
 
 func main() {
 	root := flag.String("root", ".", "root of the repository")
+	renderOnly := flag.Bool("render", false, "only render the install.yaml files of DIR/deploy, generating nothing")
 	flag.Parse()
-	if err := generate(*root); err != nil {
+	run := generate
+	if *renderOnly {
+		run = renderAll
+	}
+	if err := run(*root); err != nil {
 		fmt.Fprintln(os.Stderr, "gen-deploy:", err)
 		os.Exit(1)
 	}
@@ -70,6 +78,11 @@ func generate(root string) error {
 	if err := writeDefaultKustomization(root, components); err != nil {
 		return err
 	}
+	return renderAll(root)
+}
+
+// renderAll writes the install.yaml of every rendering under root.
+func renderAll(root string) error {
 	for _, dir := range renderings {
 		if err := renderInstall(filepath.Join(root, dir)); err != nil {
 			return err

@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // BinDirEnv names the environment variable that points to the folder of
@@ -246,7 +247,19 @@ func (c *Cluster) start(ctx context.Context) error {
 		}
 		kwokConfigs = append(kwokConfigs, stages...)
 	}
-	for _, p := range []*Process{c.controllerManager(kcmPort), c.scheduler(schedulerPort, schedulerConfig), c.kwok(kwokPort, kwokConfigs)} {
+	var kwokCRDs []string
+	if c.opts.Simulations && c.postgresOff == "" {
+		// Port forwarding to PostgreSQL pods (simulation_postgres_portforward.go).
+		cl, err := client.New(c.restConfig, client.Options{})
+		if err != nil {
+			return fmt.Errorf("client: %w", err)
+		}
+		if err := installKwokCRDs(ctx, cl); err != nil {
+			return fmt.Errorf("simulation: %w", err)
+		}
+		kwokCRDs = append(kwokCRDs, kwokPortForwardCRD)
+	}
+	for _, p := range []*Process{c.controllerManager(kcmPort), c.scheduler(schedulerPort, schedulerConfig), c.kwok(kwokPort, kwokConfigs, kwokCRDs)} {
 		if err := c.run(p); err != nil {
 			return err
 		}
@@ -560,12 +573,21 @@ func (c *Cluster) scheduler(port int, config string) *Process {
 	)
 }
 
-func (c *Cluster) kwok(port int, configs []string) *Process {
+// kwok runs kwok, the nodes' kubelet. Its nodes' status names its own
+// server (--node-ip, --node-port), on loopback, as where their kubelet
+// listens: the API server's requests for a pod's port forwarding (and
+// logs) reach kwok, never an address of no host. crds are the kwok
+// objects it reads from the API server (--enable-crds).
+func (c *Cluster) kwok(port int, configs, crds []string) *Process {
 	args := []string{
 		"--kubeconfig=" + c.kubeconfig,
 		"--manage-all-nodes=false",
 		"--manage-nodes-with-annotation-selector=" + kwokNodeAnnotation + "=fake",
 		fmt.Sprintf("--server-address=127.0.0.1:%d", port),
+		"--node-ip=127.0.0.1",
+		fmt.Sprintf("--node-port=%d", port),
+		"--tls-cert-file=" + c.creds.servingCert,
+		"--tls-private-key-file=" + c.creds.servingKey,
 		"--cidr=10.244.0.0/16",
 		// Renew node Leases every 10 s, as kubelets do, so that a short
 		// API server outage does not make the nodes look dead.
@@ -573,6 +595,9 @@ func (c *Cluster) kwok(port int, configs []string) *Process {
 	}
 	for _, config := range configs {
 		args = append(args, "--config="+config)
+	}
+	if len(crds) > 0 {
+		args = append(args, "--enable-crds="+strings.Join(crds, ","))
 	}
 	return newProcess(Kwok, c.opts.BinDir, c.dir, args...)
 }

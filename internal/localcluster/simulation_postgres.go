@@ -293,6 +293,13 @@ func (s *postgresSimulation) prepare(ctx context.Context, pod *corev1.Pod) {
 	}
 	delete(s.failures, pod.UID)
 	s.instances[pod.UID] = inst
+	if inst.oneShot == nil {
+		// Without it only kubectl port-forward fails: the pod runs.
+		if err := s.forwardPort(ctx, pod, inst); err != nil {
+			s.logf("Simulation: %v", err)
+			appendNote(s.logPath(pod), "%v", err)
+		}
+	}
 }
 
 // terminate stops the instance manager of a pod being deleted, as a

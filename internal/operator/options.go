@@ -151,7 +151,7 @@ func ParseOptions(args []string, getenv func(string) string, usage io.Writer) (O
 
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(usage, "Usage: "+platform.Name+" [flags]\n\nRuns the controllers of the platform's kinds (see --controllers).\n\nFlags:")
+			fmt.Fprintln(usage, "Usage: "+platform.Name+" [flags]\n       "+platform.Name+" version\n\nRuns the controllers of the platform's kinds (see --controllers).\n\nFlags:")
 			fs.SetOutput(usage)
 			fs.PrintDefaults()
 		}

@@ -64,7 +64,7 @@ func RESTConfig(opts Options) (*rest.Config, error) {
 	// that does not need saving (kube-apiserver's profiles of a burst show
 	// it compressing watch streams).
 	config.DisableCompression = !opts.KubeAPICompression
-	config.UserAgent = platform.Name + "/" + platform.Version
+	config.UserAgent = platform.Name + "/" + platform.BuildVersion()
 	return config, nil
 }
 
@@ -130,7 +130,7 @@ func Run(ctx context.Context, opts Options, config *rest.Config, logger logr.Log
 	if len(opts.Namespaces) > 0 {
 		scope = fmt.Sprintf("namespaces %v", opts.Namespaces)
 	}
-	log.Info("Starting platform operator", "version", platform.Version, "controllers", controllerNames(p.run),
+	log.Info("Starting platform operator", "version", platform.BuildVersion(), "controllers", controllerNames(p.run),
 		"watching", scope, "leaderElection", opts.LeaderElect, "apiServer", config.Host)
 	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("controller manager stopped: %w", err)

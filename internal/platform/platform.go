@@ -53,6 +53,8 @@ func DefaultImage() string {
 	return "example.com/" + Name + ":latest"
 }
 
-// Version is the operator's and the kubectl plugin's version, set at build
-// time with -ldflags "-X example.com/platform-operator/internal/platform.Version=...".
+// Version is the operator's and the kubectl plugin's version as the build
+// set it with -ldflags "-X example.com/platform-operator/internal/platform.Version=..."
+// (make build, make release, make image, make krew); "dev" when it did not.
+// Read it through BuildVersion.
 var Version = "dev"

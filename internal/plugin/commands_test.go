@@ -130,3 +130,19 @@ func TestBackupRunNowAndPin(t *testing.T) {
 		t.Errorf("pinning a claim that is not a backup: %v", err)
 	}
 }
+
+func TestVersionCommandPrintsWhatVersionFlagPrints(t *testing.T) {
+	printed := func(arg string) string {
+		var out bytes.Buffer
+		cmd := NewCommand(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &out})
+		cmd.SetArgs([]string{arg})
+		if err := cmd.Execute(); err != nil {
+			t.Fatalf("%s: %v", arg, err)
+		}
+		return out.String()
+	}
+	byFlag, byCommand := printed("--version"), printed("version")
+	if !strings.HasPrefix(byCommand, "kubectl platform version ") || byCommand != byFlag {
+		t.Errorf("version printed %q, --version %q", byCommand, byFlag)
+	}
+}

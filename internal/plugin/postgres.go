@@ -22,7 +22,7 @@ func newPostgresCommand(o *options) *cobra.Command {
 	}
 	cmd.AddCommand(newPostgresStatusCommand(o), newPromoteCommand(o), newSwitchoverCommand(o),
 		newFenceCommand(o, true), newFenceCommand(o, false), newRestartCommand(o),
-		newPostgresBackupCommand(o), newReportCommand(o), newHibernateCommand(o))
+		newPostgresBackupCommand(o), newRestoreCommand(o), newPsqlCommand(o), newReportCommand(o), newHibernateCommand(o))
 	return cmd
 }
 

@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -46,14 +47,28 @@ switchover, a fence, a backup now) as ordinary API writes with your own
 credentials.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		Version:       platform.Version,
+		Version:       platform.BuildVersion(),
 	}
 	root.SetIn(o.streams.In)
 	root.SetOut(o.streams.Out)
 	root.SetErr(o.streams.ErrOut)
 	o.flags.AddFlags(root.PersistentFlags())
-	root.AddCommand(newPostgresCommand(o), newBackupJobCommand(o), newTenantCommand(o), newWebsiteCommand(o))
+	root.AddCommand(newPostgresCommand(o), newBackupJobCommand(o), newTenantCommand(o), newWebsiteCommand(o),
+		newVersionCommand(o))
 	setUpCompletion(root)
 	fitHelp(root)
 	return root
+}
+
+// newVersionCommand prints what --version prints.
+func newVersionCommand(o *options) *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the plugin's version (as --version)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			_, err := fmt.Fprintf(o.streams.Out, "kubectl platform version %s\n", cmd.Root().Version)
+			return err
+		},
+	}
 }

@@ -22,6 +22,7 @@ import (
 	"example.com/platform-operator/api/v1alpha1"
 	"example.com/platform-operator/internal/controller/website/websitetest"
 	"example.com/platform-operator/internal/devenv"
+	"example.com/platform-operator/internal/pgspec"
 )
 
 // The kubectl plugin, built once for the tests that run it.
@@ -68,7 +69,8 @@ func (e *environment) mustPlatform(t *testing.T, args ...string) string {
 }
 
 // The plugin against a PostgresCluster of real PostgreSQL: status shows
-// the primary and a streaming replica; a switchover moves the primary; a
+// the primary and a streaming replica; psql reaches the primary and the
+// replica through the API server's port-forward; a switchover moves the primary; a
 // fence stops a replica and an unfence starts it again, each seen in the
 // status the plugin shows and in the cluster's; fencing the primary is
 // refused; a replica restarts in a new pod, the primary's restart is
@@ -88,6 +90,16 @@ func TestKubectlPluginPostgres(t *testing.T) {
 	g.Expect(out).To(MatchRegexp(`db-2\s+replica\s+true\s+1\s+\S+\s+\d.*streaming`))
 	g.Expect(out).To(MatchRegexp(`Ready\s+True\s+Available`))
 	g.Expect(out).To(ContainSubstring("Backups: no BackupJob has this cluster as its source"))
+
+	// psql through the API server's port-forward (kwok's, to the pod's
+	// network namespace), as the application's owner, over verified TLS:
+	// on the primary, then on the replica.
+	psql := filepath.Join(pgspec.BinDir, "psql")
+	out = env.mustPlatform(t, "pg", "psql", "db", "-n", ns, "--psql", psql, "--",
+		"-XAtc", "SELECT pg_is_in_recovery(), current_user, (SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid())")
+	g.Expect(out).To(MatchRegexp(`(?m)^f\|app\|t$`), "psql on the primary")
+	out = env.mustPlatform(t, "pg", "psql", "db", "--replica", "-n", ns, "--psql", psql, "--", "-XAtc", "SELECT pg_is_in_recovery()")
+	g.Expect(out).To(MatchRegexp(`(?m)^t$`), "psql on the replica")
 
 	// No BackupJob yet: a backup now says what is missing.
 	out, err := env.kubectlPlatform(t, "pg", "backup", "db", "-n", ns)

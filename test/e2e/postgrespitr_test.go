@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/yaml"
 
 	"example.com/platform-operator/api/v1alpha1"
 	"example.com/platform-operator/internal/instance/postgres"
@@ -48,7 +49,9 @@ func (e *environment) batchesOf(t *testing.T, ns, cluster string) string {
 // three batches, with a restore point after the first, the time and the
 // WAL position noted after the second, then the table is dropped. A new
 // cluster restored at that time holds exactly batches 1 and 2 and the
-// table; one restored at that position the same; one restored at the
+// table (its manifest written by kubectl platform pg restore, which refuses
+// a time before the first recoverability point); one restored at that
+// position the same; one restored at the
 // restore point batch 1 alone. A target before the oldest base backup, or
 // after the archive's end, is refused with the reason. The source cluster need not run: the store is
 // enough.
@@ -108,7 +111,7 @@ func TestPostgresClusterPointInTimeRecovery(t *testing.T) {
 		}
 	}
 	started := time.Now()
-	env.newPostgresCluster(t, ns, "at-time", 1, 0, from(func(f *v1alpha1.PostgresFromBackup) { f.TargetTime = &metav1.Time{Time: target} }))
+	env.restoreWithPlugin(t, ns, "db", "at-time", target, beforeBackups)
 	env.newPostgresCluster(t, ns, "at-lsn", 1, 0, from(func(f *v1alpha1.PostgresFromBackup) { f.TargetLSN = afterBatch2 }))
 	env.newPostgresCluster(t, ns, "at-name", 1, 0, from(func(f *v1alpha1.PostgresFromBackup) { f.TargetName = "after-batch-1" }))
 	env.newPostgresCluster(t, ns, "too-early", 1, 0, from(func(f *v1alpha1.PostgresFromBackup) { f.TargetTime = &metav1.Time{Time: beforeBackups} }))
@@ -139,6 +142,41 @@ func TestPostgresClusterPointInTimeRecovery(t *testing.T) {
 		return ""
 	}).WithTimeout(2*time.Minute).WithPolling(time.Second).Should(ContainSubstring("the recovery target is after the end of the archive"), "a target after the archive's end, saying why")
 	g.Expect(pgCondition(env.postgresCluster(g, ns, "too-late"), v1alpha1.PostgresReadyCondition)).To(Equal(metav1.ConditionFalse), "never promoted short of its target")
+}
+
+// restoreWithPlugin makes cluster name, restored from source's store at
+// target, from the manifest kubectl platform pg restore prints; it refuses
+// tooEarly, before the source's first recoverability point, first. The
+// manifest is the source's spec but its bootstrap: the test makes it one
+// instance without archiving, as the other restores, before creating it.
+func (e *environment) restoreWithPlugin(t *testing.T, ns, source, name string, target, tooEarly time.Time) {
+	t.Helper()
+	g := NewWithT(t)
+	g.Eventually(func(g Gomega) *metav1.Time {
+		a := e.postgresCluster(g, ns, source).Status.Archiving
+		g.Expect(a).NotTo(BeNil())
+		return a.FirstRecoverabilityPoint
+	}).WithTimeout(2*time.Minute).WithPolling(time.Second).ShouldNot(BeNil(), "status.archiving.firstRecoverabilityPoint")
+	out, err := e.kubectlPlatform(t, "pg", "restore", source, name, "--to-time", tooEarly.UTC().Format(time.RFC3339), "-n", ns)
+	g.Expect(err).To(HaveOccurred())
+	g.Expect(out).To(ContainSubstring("the first recoverability point of " + source))
+
+	out = e.mustPlatform(t, "pg", "restore", source, name, "--to-time", target.UTC().Format(time.RFC3339), "-n", ns)
+	var manifest []string
+	for _, line := range strings.Split(out, "\n") {
+		if !strings.HasPrefix(line, "warning: ") {
+			manifest = append(manifest, line)
+		}
+	}
+	pg := &v1alpha1.PostgresCluster{}
+	g.Expect(yaml.UnmarshalStrict([]byte(strings.Join(manifest, "\n")), pg)).To(Succeed())
+	g.Expect(pg.Name).To(Equal(name))
+	g.Expect(pg.Namespace).To(Equal(ns))
+	from := pg.Spec.Bootstrap.FromBackup
+	g.Expect(from.ObjectStore.Path).To(Equal(ns + "/" + source))
+	g.Expect(from.TargetTime.Time.Equal(target)).To(BeTrue(), "targetTime %s", from.TargetTime)
+	pg.Spec.Instances, pg.Spec.Synchronous, pg.Spec.Backup = 1, 0, nil
+	g.Expect(e.Client.Create(t.Context(), pg)).To(Succeed())
 }
 
 // superuserExec runs sql as the superuser postgres (spec.superuserAccess)

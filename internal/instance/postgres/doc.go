@@ -20,7 +20,8 @@
 //     instance's OS user, so that the instance manager supervises it and sees
 //     it exit.
 //
-// Passwords reach PostgreSQL only as SCRAM-SHA-256 verifiers computed here,
+// Passwords reach PostgreSQL only as SCRAM-SHA-256 verifiers computed here
+// (with github.com/xdg-go/scram and stringprep, PostgreSQL's SASLprep kept),
 // never in clear text, so that no statement log or error report can show
 // one.
 //

@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
+	"fmt"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -143,6 +146,13 @@ func TestSCRAMVerifierMatchesServer(t *testing.T) {
 		"\ufb01ligature",    // NFKC: "fi"
 		"\u2168 roman nine", // NFKC: "IX"
 		"ctrl\u0085é",       // prohibited: used as it is
+		"zero\u200bwidth",   // a space for PostgreSQL, nothing for RFC 3454 B.1
+		"emoji \U0001F600",  // unassigned in Unicode 3.2: used as it is
+		"\u05d0\u05d1",      // right-to-left alone
+		"\u05d0a\u05d1",     // right-to-left mixed with left-to-right: as it is
+		"\u00ad",            // mapped to nothing entirely: used as it is
+		"tab\tand ascii",    // ASCII, a control included: as it is
+		"\u3000ideographic", // a non-ASCII space
 	}
 	for i, password := range passwords {
 		role := "vector" + strconv.Itoa(i)
@@ -173,6 +183,21 @@ func TestSCRAMVerifierMatchesServer(t *testing.T) {
 		t.Fatalf("login with a password set as a verifier: %v", err)
 	}
 	login.Close(ctx)
+
+	// And passwords that SASLprep changes (NFKC, a non-ASCII space, a zero
+	// width space) log in with libpq's psql, whose SASLprep is PostgreSQL's
+	// own (pgx prepares with PRECIS, which differs).
+	for _, password := range []string{"\ufb01 p\u00e4ss\u00a0word", "zero\u200bwidth"} {
+		if err := inst.SetPassword(ctx, "vector1", password); err != nil {
+			t.Fatal(err)
+		}
+		psql := exec.CommandContext(ctx, filepath.Join(postgrestest.BinDir(t), "psql"), "-X", "-At", "-c", "SELECT current_user",
+			fmt.Sprintf("host=%s port=%d user=vector1 dbname=postgres sslmode=disable", inst.ListenAddress, inst.Port))
+		psql.Env = []string{"PGPASSWORD=" + password, "LC_ALL=C"}
+		if out, err := psql.CombinedOutput(); err != nil || strings.TrimSpace(string(out)) != "vector1" {
+			t.Errorf("psql login with password %q set as a verifier: %v: %s", password, err, out)
+		}
+	}
 }
 
 // saltOf reads the salt and iteration count of a stored verifier.

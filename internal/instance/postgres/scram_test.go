@@ -74,6 +74,8 @@ func TestSASLPrep(t *testing.T) {
 		"only mapped to nothing: raw":     {"\u00ad", "\u00ad"},
 		"right-to-left alone":             {"\u05d0\u05d1", "\u05d0\u05d1"},
 		"right-to-left mixed with L: raw": {"\u05d0a\u05d1\u00a0", "\u05d0a\u05d1\u00a0"},
+		"zero width space: a space":       {"a\u200bb", "a b"},
+		"unassigned in Unicode 3.2: raw":  {"\U0001F600\u00a0", "\U0001F600\u00a0"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
