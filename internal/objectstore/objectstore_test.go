@@ -228,3 +228,51 @@ func TestOnLatestTimeline(t *testing.T) {
 		t.Error("a history line without a switch point parsed")
 	}
 }
+
+// What a recovery along the latest timeline needs of the archive: every
+// segment from the first archived, on each timeline of its history up to
+// the segment where the next one took over, and each history file.
+func TestContinuityBreaks(t *testing.T) {
+	const seg = 16 << 20
+	lsn := func(s string) (uint64, error) {
+		var hi, lo uint32
+		_, err := fmt.Sscanf(s, "%X/%X", &hi, &lo)
+		return uint64(hi)<<32 | uint64(lo), err
+	}
+	history := func(text string) []TimelineSwitch {
+		h, err := ParseHistory([]byte(text), lsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	// Timeline 2 left 1 in segment 5 (0/5000100); 3 left 2 in segment 8.
+	both := Histories{2: history("1\t0/5000100\tx\n"), 3: history("1\t0/5000100\tx\n2\t0/8000200\tx\n")}
+	names := func(list string) []string { return strings.Fields(list) }
+	whole := "000000010000000000000002 000000010000000000000003 000000010000000000000004 000000010000000000000005.partial " +
+		"000000020000000000000005 000000020000000000000006 000000020000000000000007 00000002.history " +
+		"000000030000000000000008 000000030000000000000009 00000003.history"
+	tests := []struct {
+		name      string
+		names     string
+		histories Histories
+		want      []string
+	}{
+		{"whole", whole, both, nil},
+		{"one timeline, a gap", "000000010000000000000002 000000010000000000000004", Histories{}, []string{"missing 000000010000000000000003"}},
+		{"a segment of the old timeline missing before the switch", strings.Replace(whole, "000000010000000000000004 ", "", 1), both,
+			[]string{"missing 000000010000000000000004"}},
+		{"the new timeline's first segment missing", strings.Replace(whole, "000000030000000000000008 ", "", 1), both,
+			[]string{"timeline 3 starts at 000000030000000000000009, not at 000000030000000000000008 where the timeline before it left off"}},
+		{"a history file missing", whole, Histories{3: both[3]}, []string{"no 00000002.history, though the archive holds segments of timeline 2"}},
+		{"segments of the old timeline after the switch are not needed", whole + " 000000010000000000000006", both, nil},
+		{"a timeline that ended in the segment it began in", "000000010000000000000002 000000010000000000000003 000000030000000000000003 000000030000000000000004",
+			Histories{2: history("1\t0/3000100\tx\n"), 3: history("1\t0/3000100\tx\n2\t0/3000200\tx\n")}, nil},
+	}
+	for _, tc := range tests {
+		got := ContinuityBreaks(names(tc.names), tc.histories, seg)
+		if strings.Join(got, "|") != strings.Join(tc.want, "|") {
+			t.Errorf("%s: got %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 )
@@ -169,4 +170,82 @@ func (c *Client) readWAL(ctx context.Context, name string) ([]byte, error) {
 		return c.getAll(ctx, object)
 	}
 	return nil, err
+}
+
+// ContinuityBreaks are what the archive lacks for a recovery to follow its
+// latest timeline from the first segment archived to the last: a history
+// file of a timeline with segments, a segment of a timeline on the latest
+// one's history between its first and where the next timeline left it
+// (the switch point's segment itself is the next timeline's), a next
+// timeline that does not start at that segment, and a gap inside the
+// latest timeline.
+func ContinuityBreaks(names []string, histories Histories, segSize uint64) []string {
+	segments := map[uint32]map[uint64]bool{}
+	for _, n := range names {
+		if !IsSegment(n) {
+			continue
+		}
+		tl, _ := strconv.ParseUint(n[:8], 16, 32)
+		log, _ := strconv.ParseUint(n[8:16], 16, 32)
+		seg, _ := strconv.ParseUint(n[16:], 16, 32)
+		if segments[uint32(tl)] == nil {
+			segments[uint32(tl)] = map[uint64]bool{}
+		}
+		segments[uint32(tl)][log*(0x100000000/segSize)+seg] = true
+	}
+	var breaks []string
+	var latest uint32
+	for tl := range segments {
+		latest = max(latest, tl)
+		if _, ok := histories[tl]; tl > 1 && !ok {
+			breaks = append(breaks, fmt.Sprintf("no %08X.history, though the archive holds segments of timeline %d", tl, tl))
+		}
+	}
+	first := func(tl uint32) (uint64, bool) {
+		lowest, ok := ^uint64(0), false
+		for s := range segments[tl] {
+			lowest, ok = min(lowest, s), true
+		}
+		return lowest, ok
+	}
+	name := func(tl uint32, s uint64) string { return SegmentName(tl, s, segSize) }
+	// Along the latest timeline's history: each timeline from where the
+	// one before left off to the segment where the next one took over,
+	// the switch point's (that segment of the old timeline is only
+	// .partial); the latest to its last segment archived.
+	path := append(append([]TimelineSwitch(nil), histories[latest]...), TimelineSwitch{Timeline: latest})
+	var from uint64
+	for i, step := range path {
+		lowest, ok := first(step.Timeline)
+		if i == 0 {
+			from = lowest
+		}
+		end := from
+		for s := range segments[step.Timeline] {
+			end = max(end, s)
+		}
+		if i < len(path)-1 {
+			end = step.LSN/segSize - 1
+			if step.LSN/segSize == from {
+				// It ended in the segment it began in: nothing of it
+				// but .partial.
+				continue
+			}
+		}
+		if !ok {
+			breaks = append(breaks, fmt.Sprintf("no segment of timeline %d, which the latest timeline's history goes through", step.Timeline))
+		} else if lowest > from {
+			breaks = append(breaks, fmt.Sprintf("timeline %d starts at %s, not at %s where the timeline before it left off", step.Timeline, name(step.Timeline, lowest), name(step.Timeline, from)))
+		}
+		for s := from; ok && s <= end; s++ {
+			if !segments[step.Timeline][s] && (lowest <= from || s >= lowest) {
+				breaks = append(breaks, "missing "+name(step.Timeline, s))
+			}
+		}
+		if i < len(path)-1 {
+			from = step.LSN / segSize
+		}
+	}
+	sort.Strings(breaks)
+	return breaks
 }
