@@ -41,6 +41,7 @@ func TestPostgresObjectStoreRestoreDrill(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	insertBatch(t, conn, 1, 10)
 
+	beforeBackup := time.Now().Add(-time.Minute).Truncate(time.Second)
 	bj := env.newPostgresBackupJobTo(t, ns, "to-store", "db", false, &v1alpha1.BackupTarget{ObjectStore: &v1alpha1.BackupObjectStoreTarget{}})
 	var run string
 	g.Eventually(func(g Gomega) {
@@ -103,4 +104,27 @@ func TestPostgresObjectStoreRestoreDrill(t *testing.T) {
 	wal, err := archive.ArchivedWAL(t.Context())
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(wal).NotTo(ContainElement(HaveSuffix(".history")), "the drill, promoted on timeline 2, archived nothing into its source's path")
+
+	// A restore naming a backup is refused, naming the field, when the
+	// store lacks it or it is consistent only after the target.
+	named := func(name string, target *metav1.Time) func(*v1alpha1.PostgresCluster) {
+		return func(pg *v1alpha1.PostgresCluster) {
+			source := store
+			source.Path = ns + "/db"
+			pg.Spec.Bootstrap = &v1alpha1.PostgresBootstrap{FromBackup: &v1alpha1.PostgresFromBackup{ObjectStore: &source, Name: name, TargetTime: target}}
+		}
+	}
+	env.newPostgresCluster(t, ns, "no-such-backup", 1, 0, named("nightly-0", nil))
+	env.newPostgresCluster(t, ns, "named-too-early", 1, 0, named(run, &metav1.Time{Time: beforeBackup}))
+	for cluster, want := range map[string]string{
+		"no-such-backup":  "spec.bootstrap.fromBackup.name: the object store holds no base backup nightly-0 (it holds: " + run + ")",
+		"named-too-early": "spec.bootstrap.fromBackup.targetTime " + beforeBackup.UTC().Format(time.RFC3339) + " is before base backup " + run + " was consistent",
+	} {
+		g.Eventually(func(g Gomega) string {
+			for _, i := range env.postgresCluster(g, ns, cluster).Status.Instances {
+				return i.Message
+			}
+			return ""
+		}).WithTimeout(time.Minute).WithPolling(time.Second).Should(ContainSubstring(want), cluster)
+	}
 }
