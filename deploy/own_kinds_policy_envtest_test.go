@@ -105,6 +105,30 @@ func TestAdmissionPolicyHoldsTheOperatorToItsOwnKinds(t *testing.T) {
 	}), client.DryRunAll), "own-kinds-creates", "a drill of another BackupJob's backup")
 	refused(e.operator.Create(ctx, drill(func(u *unstructured.Unstructured) { u.SetOwnerReferences(nil) }), client.DryRunAll),
 		"own-kinds-creates", "a drill no BackupJob controls")
+	refused(e.operator.Create(ctx, drill(func(u *unstructured.Unstructured) {
+		_ = unstructured.SetNestedField(u.Object, "nightly-2", "spec", "bootstrap", "fromBackup", "name")
+	}), client.DryRunAll), "own-kinds-creates", "a drill of another backup than its label names")
+	fromStore := func(u *unstructured.Unstructured) {
+		_ = unstructured.SetNestedMap(u.Object, map[string]any{"name": "nightly-1", "objectStore": map[string]any{
+			"endpoint": "http://10.201.1.1:8333", "bucket": "wal", "path": "shop/db", "credentialsSecret": "s3-keys"}},
+			"spec", "bootstrap", "fromBackup")
+	}
+	g.Expect(e.operator.Create(ctx, drill(fromStore), client.DryRunAll)).To(Succeed(), "a restore drill of an object-store backup")
+	refused(e.operator.Create(ctx, drill(func(u *unstructured.Unstructured) {
+		fromStore(u)
+		_ = unstructured.SetNestedField(u.Object, "nightly-2", "spec", "bootstrap", "fromBackup", "name")
+	}), client.DryRunAll), "own-kinds-creates", "an object-store drill of another backup than its label names")
+	for _, target := range [][2]string{{"targetTime", "2026-12-07T14:02:00Z"}, {"targetLSN", "0/3000000"}, {"targetName", "before-upgrade"}} {
+		refused(e.operator.Create(ctx, drill(func(u *unstructured.Unstructured) {
+			fromStore(u)
+			_ = unstructured.SetNestedField(u.Object, target[1], "spec", "bootstrap", "fromBackup", target[0])
+		}), client.DryRunAll), "own-kinds-creates", "an object-store drill with a "+target[0])
+	}
+	refused(e.operator.Create(ctx, drill(func(u *unstructured.Unstructured) {
+		fromStore(u)
+		_ = unstructured.SetNestedMap(u.Object, map[string]any{"objectStore": map[string]any{
+			"endpoint": "http://10.201.1.1:8333", "bucket": "wal", "credentialsSecret": "s3-keys"}}, "spec", "backup")
+	}), client.DryRunAll), "own-kinds-creates", "an object-store drill that archives")
 	d := drill(nil)
 	g.Expect(e.operator.Create(ctx, d)).To(Succeed(), "a restore drill")
 	g.Expect(e.operator.Delete(ctx, d, client.DryRunAll)).To(Succeed(), "a restore drill deleted")

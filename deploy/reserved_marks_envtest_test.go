@@ -215,12 +215,18 @@ func TestPostgresClusterNamesOnlySecretsItsAuthorMayRead(t *testing.T) {
 
 	// The operator's drill: restored from a backup, naming no Secret.
 	drill := naming("drill-0123456789", "")
-	_ = unstructured.SetNestedMap(drill.Object, map[string]any{"fromBackup": map[string]any{"backupJob": "nightly"}}, "spec", "bootstrap")
+	_ = unstructured.SetNestedMap(drill.Object, map[string]any{"fromBackup": map[string]any{"backupJob": "nightly", "name": "nightly-1"}}, "spec", "bootstrap")
 	_ = unstructured.SetNestedField(drill.Object, "Delete", "spec", "deletionPolicy")
 	drill.SetLabels(map[string]string{"app.kubernetes.io/managed-by": "platform-operator", "example.com/backupjob": "nightly", "example.com/drill": "nightly-1"})
 	drill.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "example.com/v1alpha1", Kind: "BackupJob", Name: "nightly",
 		UID: "11111111-2222-3333-4444-555555555555", Controller: ptr.To(true)}})
 	g.Expect(e.operator.Create(ctx, drill, client.DryRunAll)).To(Succeed(), "the operator's drill")
+	// The drill of an object-store backup names its source's store
+	// Secret, which the operator may read (it reads the clusters').
+	storeDrill := drill.DeepCopy()
+	_ = unstructured.SetNestedMap(storeDrill.Object, map[string]any{"fromBackup": map[string]any{"name": "nightly-1", "objectStore": map[string]any{
+		"endpoint": "http://10.201.1.1:8333", "bucket": "wal", "path": "shop/db", "credentialsSecret": "s3-keys"}}}, "spec", "bootstrap")
+	g.Expect(e.operator.Create(ctx, storeDrill, client.DryRunAll)).To(Succeed(), "the operator's drill of an object-store backup")
 
 	// Restoring a backup is making claims from it: only for whoever may
 	// create claims in the namespace.

@@ -65,7 +65,6 @@ const (
 // +kubebuilder:validation:XValidation:rule="!has(self.verify) || has(self.source.postgresCluster) || (has(self.verify.jobTemplate) && !has(self.verify.sql))",message="a claim's backups are checked by verify.jobTemplate (required), not verify.sql",fieldPath=".verify",reason=FieldValueInvalid
 // +kubebuilder:validation:XValidation:rule="!has(self.verify) || !has(self.source.postgresCluster) || (has(self.verify.sql) && !has(self.verify.jobTemplate))",message="a PostgresCluster's backups are checked by verify.sql (required), a query run in a restored copy, not verify.jobTemplate",fieldPath=".verify",reason=FieldValueInvalid
 // +kubebuilder:validation:XValidation:rule="!has(self.target) || !has(self.target.objectStore) || has(self.source.postgresCluster)",message="target.objectStore takes a postgresCluster source: it holds base backups of a PostgresCluster, in the object store of its spec.backup",fieldPath=".target.objectStore",reason=FieldValueForbidden
-// +kubebuilder:validation:XValidation:rule="!has(self.verify) || !has(self.target) || !has(self.target.objectStore)",message="restore drills of object-store backups are not supported yet: remove verify, or use a volume or snapshot target",fieldPath=".verify",reason=FieldValueForbidden
 type BackupJobSpec struct {
 	// schedule says when runs start: five cron fields (minute, hour, day of
 	// month, month, day of week; names such as MON or JAN allowed), or one of
@@ -481,7 +480,10 @@ type BackupVerify struct {
 	// query in its application database as its owner, and records on the
 	// backup whether it returned true (its first column of its first row,
 	// such as SELECT count(*) > 0 FROM orders), or the database's message;
-	// then it deletes the temporary cluster and its claims.
+	// then it deletes the temporary cluster and its claims. A backup in the
+	// object store (target.objectStore) is restored from the source
+	// cluster's store, its archived WAL replayed to the archive's end: the
+	// drill checks the base backup and the archive after it.
 	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=4096

@@ -160,6 +160,12 @@ spec:
   schedule: "@daily"
   source: {postgresCluster: db}
   target: {objectStore: {}}`},
+		{"a PostgresCluster's object-store backups checked by a query", `
+spec:
+  schedule: "@daily"
+  source: {postgresCluster: db}
+  target: {objectStore: {}}
+  verify: {sql: SELECT true}`},
 		{"a PostgresCluster's backups checked by a query", `
 spec:
   schedule: "@daily"
@@ -253,12 +259,6 @@ spec:
 		{"volume and objectStore", backupJobWith("target: {volume: {}, objectStore: {}}"), "spec.target: Invalid value: set exactly one of volume, snapshot and objectStore"},
 		{"objectStore of a claim", backupJobWith("target: {objectStore: {}}"),
 			"spec.target.objectStore: Forbidden: target.objectStore takes a postgresCluster source"},
-		{"verify of an objectStore target", `
-spec:
-  schedule: "@daily"
-  source: {postgresCluster: db}
-  target: {objectStore: {}}
-  verify: {sql: SELECT true}`, "spec.verify: Forbidden: restore drills of object-store backups are not supported yet"},
 		{"volume size 0", backupJobWith("target: {volume: {size: 0}}"), "spec.target.volume.size: Invalid value: 0: size must be greater than zero"},
 		{"negative volume size", backupJobWith("target: {volume: {size: -1Gi}}"), "spec.target.volume.size"},
 		{"volume size that is no quantity", backupJobWith("target: {volume: {size: lots}}"), "spec.target.volume.size"},

@@ -297,7 +297,10 @@ type PostgresFromBackup struct {
 	TargetName string `json:"targetName,omitempty"`
 
 	// name is the backup's (its VolumeSnapshot's or claim's); unset, the
-	// newest successful backup of the BackupJob.
+	// newest successful backup of the BackupJob. With objectStore it is a
+	// base backup's in the store (the name of the BackupJob run that took
+	// it), restored in place of the one the target would choose: it must
+	// be consistent before the target.
 	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253

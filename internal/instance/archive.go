@@ -306,7 +306,7 @@ func (m *Manager) fetchBaseBackup(ctx context.Context, pg *v1alpha1.PostgresClus
 		return err
 	}
 	from := pg.Spec.Bootstrap.FromBackup
-	target := objectstore.Target{Name: from.TargetName}
+	target := objectstore.Target{Name: from.TargetName, Backup: from.Name}
 	if from.TargetTime != nil {
 		t := from.TargetTime.Time
 		target.Time = &t
@@ -318,10 +318,23 @@ func (m *Manager) fetchBaseBackup(ctx context.Context, pg *v1alpha1.PostgresClus
 		}
 		target.LSN = uint64(lsn)
 	}
-	chosen, err := objectstore.ChooseBaseBackup(backups, target, func(s string) uint64 {
+	lsnOf := func(s string) uint64 {
 		lsn, _ := postgres.ParseLSN(s)
 		return uint64(lsn)
+	}
+	// Recovery follows the archive's latest timeline: only a backup on its
+	// history can start it.
+	histories, err := store.ReadHistories(ctx, func(s string) (uint64, error) {
+		lsn, err := postgres.ParseLSN(s)
+		return uint64(lsn), err
 	})
+	if err != nil {
+		return err
+	}
+	if backups, err = histories.OnLatestTimeline(backups, target, lsnOf); err != nil {
+		return err
+	}
+	chosen, err := objectstore.ChooseBaseBackup(backups, target, lsnOf)
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package objectstore
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -14,6 +15,10 @@ type Target struct {
 	LSN uint64
 	// Name is a restore point made with pg_create_restore_point.
 	Name string
+	// Backup, when set, is the ID of the base backup to start from
+	// (fromBackup.name), in place of the one the target would choose: a
+	// restore drill checks one backup, not the newest.
+	Backup string
 }
 
 // ChooseBaseBackup is the base backup (of backups, oldest first) that a
@@ -25,6 +30,9 @@ type Target struct {
 func ChooseBaseBackup(backups []BackupInfo, target Target, lsnOf func(string) uint64) (BackupInfo, error) {
 	if len(backups) == 0 {
 		return BackupInfo{}, fmt.Errorf("the object store holds no base backup: take one (a BackupJob with target objectStore) before restoring")
+	}
+	if target.Backup != "" {
+		return namedBaseBackup(backups, target, lsnOf)
 	}
 	switch {
 	case target.Name != "":
@@ -46,4 +54,25 @@ func ChooseBaseBackup(backups []BackupInfo, target Target, lsnOf func(string) ui
 		return BackupInfo{}, fmt.Errorf("targetLSN is before the oldest base backup was consistent (%s): nothing can be restored to it", backups[0].EndLSN)
 	}
 	return backups[len(backups)-1], nil
+}
+
+// namedBaseBackup is the base backup target.Backup names, refused when the
+// store does not hold it or when it is consistent only after the target.
+func namedBaseBackup(backups []BackupInfo, target Target, lsnOf func(string) uint64) (BackupInfo, error) {
+	ids := make([]string, 0, len(backups))
+	for _, b := range backups {
+		ids = append(ids, b.ID)
+		if b.ID != target.Backup {
+			continue
+		}
+		switch {
+		case target.Time != nil && b.EndedAt.After(*target.Time):
+			return BackupInfo{}, fmt.Errorf("spec.bootstrap.fromBackup.targetTime %s is before base backup %s was consistent (%s): nothing can be restored to it from that backup",
+				target.Time.UTC().Format(time.RFC3339), b.ID, b.EndedAt.UTC().Format(time.RFC3339))
+		case target.LSN != 0 && lsnOf(b.EndLSN) > target.LSN:
+			return BackupInfo{}, fmt.Errorf("spec.bootstrap.fromBackup.targetLSN is before base backup %s was consistent (%s): nothing can be restored to it from that backup", b.ID, b.EndLSN)
+		}
+		return b, nil
+	}
+	return BackupInfo{}, fmt.Errorf("spec.bootstrap.fromBackup.name: the object store holds no base backup %s (it holds: %s)", target.Backup, strings.Join(ids, ", "))
 }

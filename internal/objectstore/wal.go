@@ -73,18 +73,7 @@ func (c *Client) holds(ctx context.Context, name string, data []byte) (bool, err
 // %f and %p); ErrNotFound when the archive does not hold it, which ends
 // recovery's reading of the archive.
 func (c *Client) RestoreWAL(ctx context.Context, name, dest string) error {
-	object, err := walObject(name)
-	if err != nil {
-		return err
-	}
-	data, err := c.getAll(ctx, object+gzSuffix)
-	if err == nil {
-		if data, err = decompress(data); err != nil {
-			return fmt.Errorf("decompress %s: %w", name, err)
-		}
-	} else if errors.Is(err, ErrNotFound) {
-		data, err = c.getAll(ctx, object)
-	}
+	data, err := c.readWAL(ctx, name)
 	if err != nil {
 		return err
 	}

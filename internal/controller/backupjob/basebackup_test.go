@@ -183,3 +183,43 @@ func TestDesiredPostgresDrill(t *testing.T) {
 	g.Expect(job.Spec.Template.Labels).To(HaveKeyWithValue(pgspec.ToolLabel, string(pgspec.ToolVerify)))
 	g.Expect(podsecurity.Restricted(podsecurity.VersionOf("v1.37.2"), &job.Spec.Template.ObjectMeta, &job.Spec.Template.Spec)).To(BeEmpty())
 }
+
+// The drill of an object-store backup restores that backup, by its name in
+// the store, from the source cluster's store with its path made explicit
+// (the drill's own default path would be drill-HASH's), and archives
+// nothing; it waits, saying why, when the source's store is gone or moved.
+func TestDesiredStoreDrill(t *testing.T) {
+	g := NewWithT(t)
+	bj := &v1alpha1.BackupJob{ObjectMeta: metav1.ObjectMeta{Name: "nightly", Namespace: "shop", UID: "u1"},
+		Spec: v1alpha1.BackupJobSpec{Verify: &v1alpha1.BackupVerify{SQL: "SELECT true"}}}
+	store := v1alpha1.PostgresObjectStore{Endpoint: "http://10.201.1.1:8333", Bucket: "wal", CredentialsSecret: "s3-keys", Compression: "gzip"}
+	source := &v1alpha1.PostgresCluster{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "shop"},
+		Spec: v1alpha1.PostgresClusterSpec{Image: "postgres:15.9", Storage: v1alpha1.PostgresStorage{Size: resource.MustParse("1Gi")},
+			Backup: &v1alpha1.PostgresBackupSpec{ObjectStore: store}}}
+	record := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "nightly-1796300000",
+		Annotations: map[string]string{v1alpha1.BackupObjectStoreAnnotation: "http://10.201.1.1:8333/wal/shop/db"}}}
+	b := &backup{name: record.Name, kind: v1alpha1.ObjectStoreBackup, object: record, size: ptr.To(resource.MustParse("30Mi"))}
+
+	drill := desiredDrillCluster(bj, b, source)
+	want := store.DeepCopy()
+	want.Path = "shop/db"
+	g.Expect(drill.Spec.Bootstrap.FromBackup).To(Equal(&v1alpha1.PostgresFromBackup{ObjectStore: want, Name: b.name, Owner: "app", Database: "app"}))
+	g.Expect(drill.Spec.Backup).To(BeNil(), "a drill archives nothing, least of all onto its source's path")
+	g.Expect(drill.Spec.Instances).To(BeEquivalentTo(1))
+	g.Expect(drill.Spec.Storage.Size.String()).To(Equal("1Gi"), "at least the source's size")
+	g.Expect(storeDrillProblem(b, source)).To(BeNil())
+
+	message := func(c *cause) string {
+		if c == nil {
+			return ""
+		}
+		return c.reason + ": " + c.message
+	}
+	g.Expect(message(storeDrillProblem(b, nil))).To(ContainSubstring("ObjectStoreMissing: the restore drill of backup nightly-1796300000 waits"))
+	g.Expect(message(storeDrillProblem(b, nil))).To(ContainSubstring("the cluster or its spec.backup is gone"))
+	moved := source.DeepCopy()
+	moved.Spec.Backup.ObjectStore.Path = "elsewhere"
+	g.Expect(message(storeDrillProblem(b, moved))).To(
+		ContainSubstring("written to http://10.201.1.1:8333/wal/shop/db, and PostgresCluster db's spec.backup.objectStore now names http://10.201.1.1:8333/wal/elsewhere"))
+	g.Expect(storeDrillProblem(&backup{name: "claim", kind: v1alpha1.VolumeBackup}, nil)).To(BeNil(), "a volume backup's drill needs no store")
+}

@@ -223,6 +223,8 @@ func TestDrillCandidate(t *testing.T) {
 		"failed runs do not count":        {backups: []*backup{mk(failed, ""), mk(ok, ""), mk(ok, "Passed")}, n: 2, want: -1},
 		"every second, two since checked": {backups: []*backup{mk(failed, ""), mk(ok, ""), mk(ok, ""), mk(ok, "Passed")}, n: 2, want: 1},
 		"newer than a running drill":      {backups: []*backup{mk(ok, ""), mk(ok, "Running")}, n: 1, want: 0},
+		"an object-store backup is checked too": {backups: []*backup{
+			{result: ok, kind: v1alpha1.ObjectStoreBackup, object: &corev1.ConfigMap{}}, mk(ok, "Passed")}, n: 1, want: 0},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {

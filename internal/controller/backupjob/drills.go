@@ -23,10 +23,7 @@ func drillCandidate(backups []*backup, everyNth int32) *backup {
 	var newest *backup
 	var pending int32
 	for _, b := range backups {
-		// An object-store backup has no drill yet: the API refuses verify
-		// with an objectStore target, and backups left by one when the
-		// target changed are skipped.
-		if b.result != v1alpha1.BackupSucceeded || b.deleting() || b.kind == v1alpha1.ObjectStoreBackup {
+		if b.result != v1alpha1.BackupSucceeded || b.deleting() {
 			continue
 		}
 		if b.verified != "" {

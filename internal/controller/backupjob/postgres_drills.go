@@ -25,7 +25,11 @@ import (
 //  1. due: a temporary single-instance PostgresCluster, drill-HASH, owned by
 //     the BackupJob, is restored from the backup (bootstrap.fromBackup
 //     naming it), with deletionPolicy Delete and its confirmation, so that
-//     its claims go with it;
+//     its claims go with it. A backup in the object store is restored from
+//     the source cluster's store (its spec.backup.objectStore, the path
+//     made explicit) by the backup's name there, and PostgreSQL replays
+//     the WAL archived after it up to the archive's end before it opens:
+//     the drill checks the base backup and the archive that follows it;
 //  2. once it is Healthy, a Job runs `instance verify`: the query, in its
 //     application database as its owner (from its generated Secret);
 //  3. the Job's result, with the database's message when it failed, is
@@ -67,6 +71,11 @@ func desiredDrillCluster(bj *v1alpha1.BackupJob, b *backup, source *v1alpha1.Pos
 			Bootstrap:      &v1alpha1.PostgresBootstrap{FromBackup: &v1alpha1.PostgresFromBackup{BackupJob: bj.Name, Name: b.name}},
 		},
 	}
+	if b.kind == v1alpha1.ObjectStoreBackup && source != nil && source.Spec.Backup != nil {
+		store := source.Spec.Backup.ObjectStore.DeepCopy()
+		store.Path = pgspec.StorePath(store, source.Namespace, source.Name)
+		pg.Spec.Bootstrap.FromBackup = &v1alpha1.PostgresFromBackup{ObjectStore: store, Name: b.name}
+	}
 	if source != nil {
 		pg.Spec.Image = source.Spec.Image
 		// The drill's CLUSTER-app Secret names the owner and database the
@@ -107,8 +116,32 @@ func desiredVerifyJob(bj *v1alpha1.BackupJob, b *backup, drill *v1alpha1.Postgre
 	return jobFromTemplate(bj, &v1alpha1.BackupJobTemplate{Spec: spec}, DrillName(bj.Name, b.scheduled), drillLabels(bj.Name, b.name), nil, nil)
 }
 
+// storeDrillProblem is why the drill of object-store backup b cannot
+// start, nil when it can: it reads the store through the source cluster's
+// spec.backup.objectStore (its keys are in the cluster's Secret), which
+// must still exist and name the folder the backup was written to.
+func storeDrillProblem(b *backup, source *v1alpha1.PostgresCluster) *cause {
+	if b.kind != v1alpha1.ObjectStoreBackup {
+		return nil
+	}
+	if source == nil || source.Spec.Backup == nil {
+		return &cause{reason: v1alpha1.BackupJobObjectStoreMissingReason,
+			message: fmt.Sprintf("the restore drill of backup %s waits: it reads the object store through the source PostgresCluster's spec.backup.objectStore, and the cluster or its spec.backup is gone", b.name)}
+	}
+	folder := storeFolder(&source.Spec.Backup.ObjectStore, source.Namespace, source.Name)
+	if recorded := b.object.GetAnnotations()[v1alpha1.BackupObjectStoreAnnotation]; recorded != "" && recorded != folder {
+		return &cause{reason: v1alpha1.BackupJobObjectStoreMissingReason,
+			message: fmt.Sprintf("the restore drill of backup %s waits: the backup was written to %s, and PostgresCluster %s's spec.backup.objectStore now names %s", b.name, recorded, source.Name, folder)}
+	}
+	return nil
+}
+
 // startPostgresDrill restores backup b into a temporary cluster.
 func (r *Reconciler) startPostgresDrill(ctx context.Context, bj *v1alpha1.BackupJob, obs *observation, b *backup, out *outcome) {
+	if c := storeDrillProblem(b, obs.cluster); c != nil {
+		out.report(c.reason, c.message)
+		return
+	}
 	drill := &v1alpha1.PostgresCluster{}
 	res := r.Children.Ensure(ctx, bj, children.Typed(desiredDrillCluster(bj, b, obs.cluster)), drill, children.WithoutCreateEvent())
 	if r.judgeCreate(res, out) != runStarted {

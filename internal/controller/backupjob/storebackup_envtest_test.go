@@ -6,6 +6,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -101,4 +102,69 @@ func TestPostgresObjectStoreRun(t *testing.T) {
 	p.g.Expect(p.get().Status.Backups).To(HaveLen(2))
 	retention := p.condition(v1alpha1.BackupJobRetentionAppliedCondition)
 	p.g.Expect(retention.Message).To(ContainSubstring("object-store backups the policy no longer keeps (" + run + ")"))
+}
+
+// The restore drill of an object-store backup restores that backup, by its
+// name, from the source cluster's store into a temporary cluster that
+// archives nothing, runs the query once the cluster is Healthy with its
+// own passwords, records the result on the backup's record and deletes the
+// temporary cluster. A source whose store moved holds the next drill,
+// saying so.
+func TestPostgresObjectStoreDrill(t *testing.T) {
+	p := newPostgresFixtureWith(t, 3, false, &v1alpha1.BackupTarget{ObjectStore: &v1alpha1.BackupObjectStoreTarget{}})
+	pg := p.cluster()
+	store := v1alpha1.PostgresObjectStore{Endpoint: "http://seaweedfs.storage:8333", Bucket: "backups", CredentialsSecret: "s3"}
+	pg.Spec.Backup = &v1alpha1.PostgresBackupSpec{ObjectStore: store}
+	p.g.Expect(k8sClient.Update(t.Context(), pg)).To(Succeed())
+	bj := p.get()
+	bj.Spec.Verify = &v1alpha1.BackupVerify{EveryNth: 1, SQL: "SELECT count(*) > 0 FROM orders"}
+	p.g.Expect(k8sClient.Update(t.Context(), bj)).To(Succeed())
+	p.runNow("first")
+	p.at(time.Second)
+	run := p.runName(time.Second)
+	p.succeedStoreRun(run)
+	p.at(2 * time.Second)
+
+	drills := &v1alpha1.PostgresClusterList{}
+	p.g.Expect(k8sClient.List(t.Context(), drills, client.InNamespace(p.ns), client.MatchingLabels{backupjob.DrillLabel: run})).To(Succeed())
+	p.g.Expect(drills.Items).To(HaveLen(1), "a temporary cluster restored from the backup in the store")
+	drill := drills.Items[0]
+	from := drill.Spec.Bootstrap.FromBackup
+	p.g.Expect(from.BackupJob).To(BeEmpty())
+	p.g.Expect(from.Name).To(Equal(run), "that backup, not the newest")
+	p.g.Expect(from.ObjectStore).To(HaveValue(And(HaveField("Endpoint", store.Endpoint), HaveField("Bucket", "backups"),
+		HaveField("Path", p.ns+"/db"), HaveField("CredentialsSecret", "s3"))), "the source's store, its path made explicit")
+	p.g.Expect(from.TargetTime).To(BeNil(), "the whole archive after the backup is replayed")
+	p.g.Expect(drill.Spec.Backup).To(BeNil(), "a drill archives nothing")
+	p.g.Expect(p.condition(v1alpha1.BackupJobVerifiedCondition).Reason).To(Equal(v1alpha1.BackupJobVerifyPendingReason))
+
+	drill.Status.Phase, drill.Status.CurrentPrimary = v1alpha1.PostgresHealthy, drill.Name+"-1"
+	drill.Status.Credentials.AppliedVersion = "1"
+	p.g.Expect(k8sClient.Status().Update(t.Context(), &drill)).To(Succeed())
+	p.at(3 * time.Second)
+	verify := backupjob.DrillName(p.bj.Name, p.created.Add(time.Second))
+	p.g.Expect(p.jobs()).To(ContainElement(HaveField("Name", verify)), "the query runs once the cluster is Healthy with its own passwords")
+	p.finishJob(verify, true)
+	p.at(4 * time.Second)
+	verified := p.condition(v1alpha1.BackupJobVerifiedCondition)
+	p.g.Expect(verified.Status).To(Equal(metav1.ConditionTrue), verified.Message)
+	p.g.Expect(p.record(run).Annotations).To(HaveKeyWithValue(backupjob.VerifiedAnnotation, "Passed"), "the result, on the backup's record")
+	p.g.Eventually(func() error {
+		return k8sClient.Get(t.Context(), client.ObjectKeyFromObject(&drill), &v1alpha1.PostgresCluster{})
+	}).Should(Satisfy(apierrors.IsNotFound), "the temporary cluster is deleted")
+
+	// The store moved: the next backup is in the new place, but a drill of
+	// one written to the old place would read the new place.
+	pg = p.cluster()
+	pg.Spec.Backup.ObjectStore.Path = "moved/db"
+	p.g.Expect(k8sClient.Update(t.Context(), pg)).To(Succeed())
+	record := p.record(run)
+	delete(record.Annotations, backupjob.VerifiedAnnotation)
+	p.g.Expect(k8sClient.Update(t.Context(), record)).To(Succeed())
+	p.at(5 * time.Second)
+	degraded := p.condition(v1alpha1.BackupJobDegradedCondition)
+	p.g.Expect(degraded.Reason).To(Equal(v1alpha1.BackupJobObjectStoreMissingReason))
+	p.g.Expect(degraded.Message).To(ContainSubstring("the restore drill of backup " + run + " waits: the backup was written to http://seaweedfs.storage:8333/backups/" + p.ns + "/db"))
+	p.g.Expect(k8sClient.List(t.Context(), drills, client.InNamespace(p.ns), client.MatchingLabels{backupjob.DrillLabel: run})).To(Succeed())
+	p.g.Expect(drills.Items).To(BeEmpty(), "no drill of the wrong place")
 }
