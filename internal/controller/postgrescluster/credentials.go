@@ -42,6 +42,12 @@ func (r *Reconciler) ensureSecrets(ctx context.Context, pg *v1alpha1.PostgresClu
 			reportSecretError(err, out)
 			continue
 		}
+		if live != nil && live.Name == pgspec.GeneratedAppSecret(pg.Name) {
+			if err := r.completeAppSecret(ctx, pg, live, caCert); err != nil {
+				out.Add(err, false)
+				out.report(v1alpha1.PostgresApplyFailedReason, err.Error())
+			}
+		}
 		if live != nil && live.Name == creds.appSecret {
 			creds.appVersion = live.ResourceVersion
 		}
@@ -97,6 +103,40 @@ func (r *Reconciler) checkStoreSecrets(ctx context.Context, pg *v1alpha1.Postgre
 			return
 		}
 	}
+}
+
+// completeAppSecret gives an application Secret made before the cluster
+// had TLS what a client needs to use it: the CA's certificate, and URIs
+// that verify the server (sslmode=verify-full). Its username, password,
+// host and database stay as they are, a password a person changed
+// included; a Secret that has the CA is left alone.
+func (r *Reconciler) completeAppSecret(ctx context.Context, pg *v1alpha1.PostgresCluster, live *corev1.Secret, caCert []byte) error {
+	if len(caCert) == 0 || len(live.Data[CACertKey]) > 0 {
+		return nil
+	}
+	db := initDB(pg)
+	or := func(key, fallback string) string {
+		if v := string(live.Data[key]); v != "" {
+			return v
+		}
+		return fallback
+	}
+	keys := connectionKeys(or(UsernameKey, db.Owner), string(live.Data[PasswordKey]), or(HostKey, writeHost(pg, r.ClusterDomain)), or(DBNameKey, db.Database))
+	update := live.DeepCopy()
+	if update.Data == nil {
+		update.Data = map[string][]byte{}
+	}
+	update.Data[CACertKey] = caCert
+	update.Data[URIKey] = []byte(keys[URIKey])
+	update.Data[JDBCURIKey] = []byte(keys[JDBCURIKey])
+	if err := r.Client.Update(ctx, update); err != nil {
+		return fmt.Errorf("add the CA to Secret %s: %w", live.Name, err)
+	}
+	children.CountWrite(kind, "Secret", "update")
+	r.Recorder.Eventf(pg, live, corev1.EventTypeNormal, "SecretCompleted", "Update",
+		"Secret %s gains the cluster's CA (%s) and URIs with sslmode=verify-full; its password is unchanged", live.Name, CACertKey)
+	*live = *update
+	return nil
 }
 
 // notOursError is an object of a name the cluster's pods would use that

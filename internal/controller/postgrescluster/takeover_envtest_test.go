@@ -86,3 +86,37 @@ func TestCertificateSecretsThatAreNotItsOwnHoldThePods(t *testing.T) {
 		})
 	}
 }
+
+// An application Secret made before the cluster had TLS (no ca.crt, URIs
+// without sslmode) gains the CA and URIs that verify the server; the
+// password a person set in it stays.
+func TestAppSecretMadeBeforeTLSGainsTheCA(t *testing.T) {
+	suite.NeedsAPIServer(t)
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns := "app-secret-before-tls"
+	g.Expect(suite.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+	g.Expect(suite.Client.Create(ctx, &v1alpha1.PostgresCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: ns},
+		Spec:       v1alpha1.PostgresClusterSpec{Instances: 1, Image: "postgres:15", Storage: v1alpha1.PostgresStorage{Size: resource.MustParse("1Gi")}},
+	})).To(Succeed())
+	key := client.ObjectKey{Namespace: ns, Name: "db-app"}
+	secret := &corev1.Secret{}
+	g.Eventually(func() error { return suite.Client.Get(ctx, key, secret) }).WithTimeout(timeout).Should(Succeed())
+	ca := string(secret.Data["ca.crt"])
+	g.Expect(ca).To(ContainSubstring("BEGIN CERTIFICATE"))
+
+	// As an operator before TLS left it, with a password a person changed.
+	delete(secret.Data, "ca.crt")
+	secret.Data["password"] = []byte("changed-by-hand")
+	secret.Data["uri"] = []byte("postgresql://app:changed-by-hand@db-rw.app-secret-before-tls.svc.cluster.local:5432/app")
+	g.Expect(suite.Client.Update(ctx, secret)).To(Succeed())
+
+	g.Eventually(func(g Gomega) {
+		g.Expect(suite.Client.Get(ctx, key, secret)).To(Succeed())
+		g.Expect(string(secret.Data["ca.crt"])).To(Equal(ca))
+		g.Expect(string(secret.Data["uri"])).To(Equal("postgresql://app:changed-by-hand@db-rw.app-secret-before-tls.svc.cluster.local:5432/app?sslmode=verify-full"))
+		g.Expect(string(secret.Data["jdbc-uri"])).To(ContainSubstring("password=changed-by-hand"))
+	}).WithTimeout(timeout).Should(Succeed())
+	g.Expect(string(secret.Data["password"])).To(Equal("changed-by-hand"), "the password a person set stays")
+}
