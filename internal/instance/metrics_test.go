@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -203,4 +205,75 @@ func filter(series map[string]float64, part string) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// The archiver's figures from a real archiver: failing (its command finds
+// no flag file), then archiving once the flag is there.
+func TestCollectorReadsTheArchiver(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	dir, err := os.MkdirTemp("", "pgarchive")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	// PostgreSQL's user writes there.
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	flag := filepath.Join(dir, "archive-works")
+	inst := postgrestest.NewInstance(t, "pg-marchive")
+	inst.Settings.Archive = &postgres.Archive{Command: fmt.Sprintf("test -e %s && cp %%p %s/%%f", flag, dir), Timeout: "0"}
+	if err := inst.InitDB(ctx, postgres.InitOptions{ReplicationPassword: "repl"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := inst.ConfigurePrimary(); err != nil {
+		t.Fatal(err)
+	}
+	postgrestest.Start(ctx, t, inst)
+	switchWAL := func() {
+		t.Helper()
+		conn, err := inst.Connect(ctx, "postgres")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(ctx)
+		if _, err := conn.Exec(ctx, "CREATE TABLE IF NOT EXISTS t (x int); INSERT INTO t VALUES (1); SELECT pg_switch_wal()"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := newPGCollector(ctx, localConnect(inst), testr.New(t))
+	switchWAL()
+	var got map[string]float64
+	postgrestest.Eventually(t, 30*time.Second, "an archive failure", func() error {
+		got = scrape(t, c)
+		if got["platform_postgres_archiver_failed_total"] < 1 || got["platform_postgres_archiver_ready_wal_files"] < 1 {
+			return fmt.Errorf("archiver: %v", filter(got, "archiver"))
+		}
+		return nil
+	})
+	if age, ok := got["platform_postgres_archiver_last_failure_age_seconds"]; !ok || age > 60 {
+		t.Errorf("failing: last failure age %v (present %v)", age, ok)
+	}
+	if _, ok := got["platform_postgres_archiver_last_archived_age_seconds"]; ok {
+		t.Error("failing: a last archived age, though nothing was archived")
+	}
+	if err := os.WriteFile(flag, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	switchWAL()
+	postgrestest.Eventually(t, 90*time.Second, "archived", func() error {
+		got = scrape(t, c)
+		if got["platform_postgres_archiver_archived_total"] < 1 || got["platform_postgres_archiver_ready_wal_files"] != 0 {
+			return fmt.Errorf("archiver: %v", filter(got, "archiver"))
+		}
+		return nil
+	})
+	if age, ok := got["platform_postgres_archiver_last_archived_age_seconds"]; !ok || age > 60 {
+		t.Errorf("archiving: last archived age %v (present %v)", age, ok)
+	}
+	if got["platform_postgres_collect_errors"] != 0 {
+		t.Errorf("collect errors: %v", got["platform_postgres_collect_errors"])
+	}
 }
