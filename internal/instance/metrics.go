@@ -116,7 +116,9 @@ func (c *pgCollector) Collect(ch chan<- prometheus.Metric) {
 	case c.turn <- struct{}{}:
 		defer func() { <-c.turn }()
 	case <-ctx.Done():
-		ch <- gauge(upDesc, 0)
+		// Another scrape held the turn all along: this one says so
+		// rather than report PostgreSQL down.
+		ch <- prometheus.NewInvalidMetric(upDesc, fmt.Errorf("another scrape ran for %s", scrapeTimeout))
 		return
 	}
 	conn, err := c.session(ctx)

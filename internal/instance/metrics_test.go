@@ -277,3 +277,19 @@ func TestCollectorReadsTheArchiver(t *testing.T) {
 		t.Errorf("collect errors: %v", got["platform_postgres_collect_errors"])
 	}
 }
+
+// A scrape that finds another holding the turn until its deadline fails,
+// rather than report PostgreSQL down, and opens no connection.
+func TestScrapeWaitsForItsTurn(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	connected := false
+	c := newPGCollector(ctx, func(context.Context) (*pgx.Conn, error) { connected = true; return nil, errors.New("no") }, testr.New(t))
+	c.turn <- struct{}{}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(c)
+	families, err := reg.Gather()
+	if err == nil || !strings.Contains(err.Error(), "another scrape ran") || len(families) != 0 || connected {
+		t.Errorf("gather while another scrape runs: %v, %d families, connected %v; want an error alone", err, len(families), connected)
+	}
+}
