@@ -77,6 +77,7 @@ func DesiredPod(pg *v1alpha1.PostgresCluster, n int, opts PodOptions) *corev1.Po
 				Ports: []corev1.ContainerPort{
 					{Name: portName, ContainerPort: pgspec.Port, Protocol: corev1.ProtocolTCP},
 					{Name: "status", ContainerPort: pgspec.StatusPort, Protocol: corev1.ProtocolTCP},
+					{Name: "metrics", ContainerPort: pgspec.MetricsPort, Protocol: corev1.ProtocolTCP},
 				},
 				ReadinessProbe: &corev1.Probe{
 					ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/readyz", Port: intstr.FromString("status")}},
