@@ -484,6 +484,36 @@ func (c *Cluster) PostgresAddress(namespace, pod string) (string, error) {
 	return addr, err
 }
 
+// PostgresSocketDir is the folder of a simulated PostgreSQL pod's Unix
+// socket. A socket is a file, not a network address: the host reaches it
+// whatever the pod's network does, cut off included, so a check that must
+// see a pod's PostgreSQL as its own local clients do connects there.
+// SIMULATION.
+func (c *Cluster) PostgresSocketDir(namespace, pod string) (string, error) {
+	var dir string
+	err := c.withPostgresInstance(namespace, pod, func(_ *postgresSimulation, inst *pgInstance) error {
+		dir = inst.socketDir
+		return nil
+	})
+	return dir, err
+}
+
+// CommandInPostgresPod is a command that runs in a simulated PostgreSQL
+// pod's network namespace, as a sidecar container of the pod would: it
+// reaches the pod's own address even while CutOffPostgres holds, and ends
+// with the pod. It runs as root, with the test's environment. SIMULATION.
+func (c *Cluster) CommandInPostgresPod(ctx context.Context, namespace, pod, name string, args ...string) (*exec.Cmd, error) {
+	var netns string
+	err := c.withPostgresInstance(namespace, pod, func(_ *postgresSimulation, inst *pgInstance) error {
+		netns = inst.netns
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", netns, name}, args...)...), nil
+}
+
 // CutOffPostgres sets the host end of a simulated PostgreSQL pod's veth
 // down: its processes then reach neither the other pods nor the API
 // server, and nothing reaches them, until ReconnectPostgres. It lasts

@@ -73,7 +73,7 @@ func TestPostgresFaultInjection(t *testing.T) {
 	env.createWritesTable(t, ns, cluster, password)
 	w := env.startWriter(t, ns, cluster, password)
 	w.resumes(g, 20, time.Minute)
-	stopWatch := env.watchPrimaries(t, ns, cluster, instances, password)
+	stopWatch := env.watchPrimaries(t, ns, cluster, instances)
 	t.Cleanup(func() { stopWatch() })
 	n := newNemesis(t, env, ns, cluster, instances, w)
 	back := recovery{env: env, ns: ns, cluster: cluster, instances: instances, writer: w, keepOperator: n.keepOperatorRunning}
@@ -100,7 +100,7 @@ func TestPostgresFaultInjection(t *testing.T) {
 		}
 		// The sampling goes on across faults: the next one's starts
 		// before this one's stops.
-		next := env.watchPrimaries(t, ns, cluster, instances, password)
+		next := env.watchPrimaries(t, ns, cluster, instances)
 		rec.TwoPrimaries = stopWatch()
 		stopWatch = next
 		run.Records = append(run.Records, rec)

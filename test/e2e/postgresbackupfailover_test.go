@@ -42,7 +42,7 @@ func TestPostgresFailoverDuringBackup(t *testing.T) {
 	former := pg.Status.CurrentPrimary
 	password := env.appSecret(g, ns, "db")["password"]
 	env.createWritesTable(t, ns, "db", password)
-	stopWatch := env.watchPrimaries(t, ns, "db", 3, password)
+	stopWatch := env.watchPrimaries(t, ns, "db", 3)
 	w := env.startWriter(t, ns, "db", password)
 	w.resumes(g, 20, time.Minute)
 

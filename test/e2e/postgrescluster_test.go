@@ -23,6 +23,7 @@ import (
 	"example.com/platform-operator/api/v1alpha1"
 	"example.com/platform-operator/internal/instance/postgres"
 	"example.com/platform-operator/internal/localcluster"
+	"example.com/platform-operator/internal/pgspec"
 )
 
 // These tests run real PostgreSQL on the local cluster: the simulation
@@ -335,21 +336,25 @@ func (e *environment) missingRows(t *testing.T, ns, cluster, password string, id
 	return missing
 }
 
-// primaries samples every instance of a cluster through its own network
-// namespace's address every 100 ms, and records every moment at which more
-// than one accepted a write transaction (answered as a primary).
-func (e *environment) watchPrimaries(t *testing.T, ns, cluster string, instances int, password string) (stop func() []string) {
+// watchPrimaries samples every instance of a cluster every 100 ms through
+// its Unix socket, and records every moment at which more than one
+// answered as a primary (accepted a write transaction). The socket, not the
+// pod's address: an instance cut off from the network still serves the
+// clients on its side of the cut, and a primary that does so while another
+// was promoted is two primaries, though no client of the Services sees it.
+func (e *environment) watchPrimaries(t *testing.T, ns, cluster string, instances int) (stop func() []string) {
 	var seen []string
 	stopSampling := sampleEvery(100*time.Millisecond, func() {
 		var primaries []string
 		for n := 1; n <= instances; n++ {
 			pod := fmt.Sprintf("%s-%d", cluster, n)
-			address, err := e.Cluster.PostgresAddress(ns, pod)
+			socketDir, err := e.Cluster.PostgresSocketDir(ns, pod)
 			if err != nil {
 				continue
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
-			conn, err := postgres.Connect(ctx, postgres.ConnInfo{Host: address, Port: 5432, User: "app", Password: password, DBName: "app"})
+			// The socket is trusted: it is the pod's own (see postgres.RenderHBA).
+			conn, err := postgres.Connect(ctx, postgres.ConnInfo{Host: socketDir, Port: pgspec.Port, User: "app", DBName: "app"})
 			if err == nil {
 				var recovery bool
 				if conn.QueryRow(ctx, "SELECT pg_is_in_recovery()").Scan(&recovery) == nil && !recovery {
@@ -419,7 +424,7 @@ func TestPostgresClusterFailoverLosesNoCommittedRow(t *testing.T) {
 	password := env.appSecret(g, ns, "db")["password"]
 
 	env.createWritesTable(t, ns, "db", password)
-	stopWatch := env.watchPrimaries(t, ns, "db", 3, password)
+	stopWatch := env.watchPrimaries(t, ns, "db", 3)
 	w := env.startWriter(t, ns, "db", password)
 	w.resumes(g, 20, time.Minute)
 
@@ -469,7 +474,8 @@ func TestPostgresClusterFailoverLosesNoCommittedRow(t *testing.T) {
 }
 
 // The primary cut off from the network (its namespace's link down) stops
-// accepting writes within the lease's time, a replica is promoted, and when
+// accepting writes within the lease's time (seen through its socket, as a
+// client on its side of the cut would), a replica is promoted, and when
 // the link returns the former primary rejoins as a replica without
 // diverging.
 func TestPostgresClusterPrimaryCutOff(t *testing.T) {
@@ -477,8 +483,7 @@ func TestPostgresClusterPrimaryCutOff(t *testing.T) {
 	env, ns := pgNamespace(t)
 	env.newPostgresCluster(t, ns, "cut", 2, 0, nil)
 	env.waitPostgresReady(t, ns, "cut", 2)
-	password := env.appSecret(g, ns, "cut")["password"]
-	stopWatch := env.watchPrimaries(t, ns, "cut", 2, password)
+	stopWatch := env.watchPrimaries(t, ns, "cut", 2)
 
 	g.Expect(env.Cluster.CutOffPostgres(ns, "cut-1")).To(Succeed())
 	cut := time.Now()

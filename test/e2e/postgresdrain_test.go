@@ -43,7 +43,7 @@ func TestPostgresClusterDrainAndOperatorCrash(t *testing.T) {
 	pg := env.waitPostgresReady(t, ns, "db", 3)
 	password := env.appSecret(g, ns, "db")["password"]
 	env.createWritesTable(t, ns, "db", password)
-	stopWatch := env.watchPrimaries(t, ns, "db", 3, password)
+	stopWatch := env.watchPrimaries(t, ns, "db", 3)
 	w := env.startWriter(t, ns, "db", password)
 	w.resumes(g, 20, time.Minute)
 

@@ -45,7 +45,7 @@ func TestPostgresClusterNodeDrains(t *testing.T) {
 	env.waitPostgresReady(t, ns, "db", 3)
 	password := env.appSecret(g, ns, "db")["password"]
 	env.createWritesTable(t, ns, "db", password)
-	stopWatch := env.watchPrimaries(t, ns, "db", 3, password)
+	stopWatch := env.watchPrimaries(t, ns, "db", 3)
 	w := env.startWriter(t, ns, "db", password)
 	w.resumes(g, 20, time.Minute)
 

@@ -33,7 +33,7 @@ func (e *environment) replacesPrimary(t *testing.T, ns, cluster string, f primar
 	former := pg.Status.CurrentPrimary
 	password := e.appSecret(g, ns, cluster)["password"]
 	e.createWritesTable(t, ns, cluster, password)
-	stopWatch := e.watchPrimaries(t, ns, cluster, int(f.instances), password)
+	stopWatch := e.watchPrimaries(t, ns, cluster, int(f.instances))
 	w := e.startWriter(t, ns, cluster, password)
 	w.resumes(g, 10, time.Minute)
 

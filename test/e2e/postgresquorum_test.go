@@ -30,7 +30,7 @@ func TestPostgresClusterFailoverWaitsForAQuorum(t *testing.T) {
 	g.Expect(pg.Status.CurrentPrimary).To(Equal("q-1"))
 	password := env.appSecret(g, ns, "q")["password"]
 	env.createWritesTable(t, ns, "q", password)
-	stopWatch := env.watchPrimaries(t, ns, "q", 3, password)
+	stopWatch := env.watchPrimaries(t, ns, "q", 3)
 	w := env.startWriter(t, ns, "q", password)
 	w.resumes(g, 10, time.Minute)
 
