@@ -63,8 +63,8 @@ func chooseBaseBackupSource(pg *v1alpha1.PostgresCluster) (string, *cause) {
 	if primary != "" {
 		return primary, nil
 	}
-	return "", &cause{reason: v1alpha1.BackupJobNoReadyReplicaReason,
-		message: fmt.Sprintf("No instance of PostgresCluster %s is ready to stream a base backup from: the run waits", pg.Name)}
+	return "", &cause{Reason: v1alpha1.BackupJobNoReadyReplicaReason,
+		Message: fmt.Sprintf("No instance of PostgresCluster %s is ready to stream a base backup from: the run waits", pg.Name)}
 }
 
 // startBaseBackupRun starts a base backup run: its claim, annotated with

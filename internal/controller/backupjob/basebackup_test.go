@@ -43,7 +43,7 @@ func TestChooseBaseBackupSource(t *testing.T) {
 			g.Expect(got).To(Equal(tc.want))
 			if tc.want == "" {
 				g.Expect(wait).NotTo(BeNil())
-				g.Expect(wait.reason).To(Equal(v1alpha1.BackupJobNoReadyReplicaReason))
+				g.Expect(wait.Reason).To(Equal(v1alpha1.BackupJobNoReadyReplicaReason))
 			}
 		})
 	}
@@ -213,7 +213,7 @@ func TestDesiredStoreDrill(t *testing.T) {
 		if c == nil {
 			return ""
 		}
-		return c.reason + ": " + c.message
+		return c.Reason + ": " + c.Message
 	}
 	g.Expect(message(storeDrillProblem(b, nil))).To(ContainSubstring("ObjectStoreMissing: the restore drill of backup nightly-1796300000 waits"))
 	g.Expect(message(storeDrillProblem(b, nil))).To(ContainSubstring("the cluster or its spec.backup is gone"))

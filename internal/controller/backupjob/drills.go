@@ -133,13 +133,13 @@ func (r *Reconciler) startDrill(ctx context.Context, bj *v1alpha1.BackupJob, obs
 	// were is reported, not run.
 	switch {
 	case bj.Spec.Source.PostgresCluster != "" && bj.Spec.Verify.SQL == "":
-		out.report(v1alpha1.BackupJobInvalidSpecReason, "spec.verify.sql is required to check a PostgresCluster's backups: no restore drill runs")
+		out.Report(v1alpha1.BackupJobInvalidSpecReason, "spec.verify.sql is required to check a PostgresCluster's backups: no restore drill runs")
 		return
 	case bj.Spec.Source.PostgresCluster != "":
 		r.startPostgresDrill(ctx, bj, obs, b, out)
 		return
 	case bj.Spec.Verify.JobTemplate == nil:
-		out.report(v1alpha1.BackupJobInvalidSpecReason, "spec.verify.jobTemplate is required to check a claim's backups: no restore drill runs")
+		out.Report(v1alpha1.BackupJobInvalidSpecReason, "spec.verify.jobTemplate is required to check a claim's backups: no restore drill runs")
 		return
 	}
 	if b.kind == v1alpha1.SnapshotBackup && obs.source != nil {

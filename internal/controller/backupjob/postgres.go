@@ -139,8 +139,8 @@ func (r *Reconciler) observePostgres(ctx context.Context, bj *v1alpha1.BackupJob
 func choosePostgresFence(pg *v1alpha1.PostgresCluster, allowPrimary bool) (string, *cause) {
 	a := pg.GetAnnotations()
 	if holder := a[v1alpha1.PostgresBackupFenceAnnotation]; holder != "" {
-		return "", &cause{reason: v1alpha1.BackupJobFenceHeldReason,
-			message: fmt.Sprintf("Instance %s of PostgresCluster %s is fenced by the run %s: one run at a time fences a cluster; the run waits",
+		return "", &cause{Reason: v1alpha1.BackupJobFenceHeldReason,
+			Message: fmt.Sprintf("Instance %s of PostgresCluster %s is fenced by the run %s: one run at a time fences a cluster; the run waits",
 				holder, pg.Name, a[v1alpha1.PostgresBackupFenceByAnnotation])}
 	}
 	if pg.Spec.Instances <= 1 {
@@ -149,8 +149,8 @@ func choosePostgresFence(pg *v1alpha1.PostgresCluster, allowPrimary bool) (strin
 				return i.Name, nil
 			}
 		}
-		return "", &cause{reason: v1alpha1.BackupJobNoReadyReplicaReason,
-			message: fmt.Sprintf("The primary of PostgresCluster %s is not ready: the run waits", pg.Name)}
+		return "", &cause{Reason: v1alpha1.BackupJobNoReadyReplicaReason,
+			Message: fmt.Sprintf("The primary of PostgresCluster %s is not ready: the run waits", pg.Name)}
 	}
 	var candidates []v1alpha1.PostgresInstanceStatus
 	for _, i := range pg.Status.Instances {
@@ -160,8 +160,8 @@ func choosePostgresFence(pg *v1alpha1.PostgresCluster, allowPrimary bool) (strin
 		}
 	}
 	if len(candidates) == 0 {
-		return "", &cause{reason: v1alpha1.BackupJobNoReadyReplicaReason,
-			message: fmt.Sprintf("No replica of PostgresCluster %s is ready to be fenced (its primary is never fenced): the run waits", pg.Name)}
+		return "", &cause{Reason: v1alpha1.BackupJobNoReadyReplicaReason,
+			Message: fmt.Sprintf("No replica of PostgresCluster %s is ready to be fenced (its primary is never fenced): the run waits", pg.Name)}
 	}
 	return pgspec.MostCaughtUp(candidates), nil
 }

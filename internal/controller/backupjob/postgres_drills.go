@@ -125,13 +125,13 @@ func storeDrillProblem(b *backup, source *v1alpha1.PostgresCluster) *cause {
 		return nil
 	}
 	if source == nil || source.Spec.Backup == nil {
-		return &cause{reason: v1alpha1.BackupJobObjectStoreMissingReason,
-			message: fmt.Sprintf("the restore drill of backup %s waits: it reads the object store through the source PostgresCluster's spec.backup.objectStore, and the cluster or its spec.backup is gone", b.name)}
+		return &cause{Reason: v1alpha1.BackupJobObjectStoreMissingReason,
+			Message: fmt.Sprintf("the restore drill of backup %s waits: it reads the object store through the source PostgresCluster's spec.backup.objectStore, and the cluster or its spec.backup is gone", b.name)}
 	}
 	folder := storeFolder(&source.Spec.Backup.ObjectStore, source.Namespace, source.Name)
 	if recorded := b.object.GetAnnotations()[v1alpha1.BackupObjectStoreAnnotation]; recorded != "" && recorded != folder {
-		return &cause{reason: v1alpha1.BackupJobObjectStoreMissingReason,
-			message: fmt.Sprintf("the restore drill of backup %s waits: the backup was written to %s, and PostgresCluster %s's spec.backup.objectStore now names %s", b.name, recorded, source.Name, folder)}
+		return &cause{Reason: v1alpha1.BackupJobObjectStoreMissingReason,
+			Message: fmt.Sprintf("the restore drill of backup %s waits: the backup was written to %s, and PostgresCluster %s's spec.backup.objectStore now names %s", b.name, recorded, source.Name, folder)}
 	}
 	return nil
 }
@@ -139,7 +139,7 @@ func storeDrillProblem(b *backup, source *v1alpha1.PostgresCluster) *cause {
 // startPostgresDrill restores backup b into a temporary cluster.
 func (r *Reconciler) startPostgresDrill(ctx context.Context, bj *v1alpha1.BackupJob, obs *observation, b *backup, out *outcome) {
 	if c := storeDrillProblem(b, obs.cluster); c != nil {
-		out.report(c.reason, c.message)
+		out.Report(c.Reason, c.Message)
 		return
 	}
 	drill := &v1alpha1.PostgresCluster{}

@@ -74,7 +74,7 @@ func TestChoosePostgresFence(t *testing.T) {
 				g.Expect(wait).To(BeNil())
 			} else {
 				g.Expect(wait).NotTo(BeNil())
-				g.Expect(wait.reason).To(Equal(tc.wantReason))
+				g.Expect(wait.Reason).To(Equal(tc.wantReason))
 			}
 		})
 	}

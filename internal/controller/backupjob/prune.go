@@ -67,7 +67,7 @@ func (r *Reconciler) applyRetention(ctx context.Context, bj *v1alpha1.BackupJob,
 	if loc == nil {
 		// Without the time zone the daily, weekly and monthly buckets
 		// cannot be told: delete nothing rather than the wrong backups.
-		res.skipped = &cause{reason: v1alpha1.BackupJobUnknownTimeZoneReason, message: "Retention is not applied while spec.timeZone is not valid"}
+		res.skipped = &cause{Reason: v1alpha1.BackupJobUnknownTimeZoneReason, Message: "Retention is not applied while spec.timeZone is not valid"}
 		return res
 	}
 	deletedNames := map[string]bool{}

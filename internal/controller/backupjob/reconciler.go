@@ -127,29 +127,19 @@ func (r *Reconciler) Sync(ctx context.Context, bj *v1alpha1.BackupJob) kit.Outco
 	if errors.Is(out.Err, platform.ErrNotLeader) {
 		return kit.Outcome[v1alpha1.BackupJobStatus]{Err: out.Err}
 	}
-	status := computeStatus(bj, obs, sched, ret, out.problem, now)
+	status := computeStatus(bj, obs, sched, ret, out.Problem, now)
 	after, due := r.requeueAfter(bj, sched, ret, obs, now)
 	return kit.Outcome[v1alpha1.BackupJobStatus]{Status: &status, Err: out.Err, SpecRefused: !out.Retry, After: after, Due: due}
 }
 
 // outcome collects the errors of one reconcile and what status must say
-// about them. retry is false when every error is a refusal of the spec.
+// about them: the first problem reported.
 type outcome struct {
-	kit.Errors
-	problem *cause
+	kit.Problems
 }
 
 // cause is a reason and message for a condition.
-type cause struct {
-	reason, message string
-}
-
-// report keeps the first problem of a reconcile for the Degraded condition.
-func (o *outcome) report(reason, message string) {
-	if o.problem == nil {
-		o.problem = &cause{reason: reason, message: message}
-	}
-}
+type cause = kit.Cause
 
 // requeueAfter is when to look again without a watch event: when the next
 // run is due (due: the soonest is that), and, jittered, when waiting on

@@ -75,7 +75,7 @@ func (r *Reconciler) runSchedule(ctx context.Context, bj *v1alpha1.BackupJob, ob
 
 	due, err := ComputeDue(s, scheduleSince(bj), now, startingDeadline(bj))
 	if err != nil {
-		res.problem = &cause{reason: v1alpha1.BackupJobInvalidScheduleReason, message: err.Error()}
+		res.problem = &cause{Reason: v1alpha1.BackupJobInvalidScheduleReason, Message: err.Error()}
 		return res
 	}
 	res.next, res.tooMany = due.Next, due.TooMany
@@ -146,7 +146,7 @@ func scheduleProblem(err error) *cause {
 	if errors.As(err, &fe) && fe.Field == timeZonePath.String() {
 		reason = v1alpha1.BackupJobUnknownTimeZoneReason
 	}
-	return &cause{reason: reason, message: err.Error()}
+	return &cause{Reason: reason, Message: err.Error()}
 }
 
 // scheduleSince is the time the schedule's state in status starts from: the
@@ -202,12 +202,12 @@ func (r *Reconciler) startRun(ctx context.Context, bj *v1alpha1.BackupJob, obs *
 	}
 	snapshot := snapshotTarget(bj) != nil
 	if snapshot && !obs.snapshotsServed {
-		out.report(v1alpha1.BackupJobSnapshotAPIMissingReason,
+		out.Report(v1alpha1.BackupJobSnapshotAPIMissingReason,
 			"spec.target.snapshot needs the VolumeSnapshot API (snapshot.storage.k8s.io/v1), which this cluster does not serve: install the external-snapshotter CRDs and controller, then restart the operator")
 		return runSkipped
 	}
 	if problem := obs.sourceProblem(bj, r.PostgresClustersServed); problem != nil {
-		out.report(problem.reason, problem.message)
+		out.Report(problem.Reason, problem.Message)
 		return runSkipped
 	}
 
@@ -313,7 +313,7 @@ func (r *Reconciler) desiredJobOfRun(ctx context.Context, bj *v1alpha1.BackupJob
 		}
 		if problem := objectStoreProblem(obs.cluster); problem != nil {
 			// spec.backup was removed since the run's record was made.
-			out.report(problem.reason, problem.message)
+			out.Report(problem.Reason, problem.Message)
 			return nil, runFailed
 		}
 		return desiredStoreBackupJob(bj, run, obs.cluster, source, r.baseBackup), runStarted
@@ -338,11 +338,11 @@ func (r *Reconciler) desiredJobOfRun(ctx context.Context, bj *v1alpha1.BackupJob
 func (r *Reconciler) judgeCreate(res children.Result, out *outcome) startOutcome {
 	switch res.Action {
 	case children.Conflict:
-		out.report(v1alpha1.BackupJobRunConflictReason, res.Message)
+		out.Report(v1alpha1.BackupJobRunConflictReason, res.Message)
 		return runSkipped
 	case children.Invalid:
 		out.Add(res.Err, true)
-		out.report(v1alpha1.BackupJobInvalidSpecReason, res.Message)
+		out.Report(v1alpha1.BackupJobInvalidSpecReason, res.Message)
 		return runFailed
 	case children.Failed:
 		out.Add(res.Err, false)

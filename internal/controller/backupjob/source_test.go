@@ -52,7 +52,7 @@ func TestSourceProblem(t *testing.T) {
 				return
 			}
 			g.Expect(got).NotTo(BeNil())
-			g.Expect(got.reason).To(Equal(tc.wantReason))
+			g.Expect(got.Reason).To(Equal(tc.wantReason))
 		})
 	}
 }

@@ -59,8 +59,8 @@ func objectStoreProblem(pg *v1alpha1.PostgresCluster) *cause {
 	if pg.Spec.Backup != nil {
 		return nil
 	}
-	return &cause{reason: v1alpha1.BackupJobObjectStoreMissingReason,
-		message: fmt.Sprintf("spec.target.objectStore puts base backups into the object store of PostgresCluster %s, which has none: "+
+	return &cause{Reason: v1alpha1.BackupJobObjectStoreMissingReason,
+		Message: fmt.Sprintf("spec.target.objectStore puts base backups into the object store of PostgresCluster %s, which has none: "+
 			"set its spec.backup.objectStore (where its WAL is archived too); runs are skipped and counted as missed until then", pg.Name)}
 }
 
@@ -74,8 +74,8 @@ func chooseStoreBackupSource(pg *v1alpha1.PostgresCluster) (string, *cause) {
 			return i.Name, nil
 		}
 	}
-	return "", &cause{reason: v1alpha1.BackupJobNoReadyReplicaReason,
-		message: fmt.Sprintf("The primary of PostgresCluster %s is not ready, or a switchover is under way: a base backup into the object store copies the primary; the run waits", pg.Name)}
+	return "", &cause{Reason: v1alpha1.BackupJobNoReadyReplicaReason,
+		Message: fmt.Sprintf("The primary of PostgresCluster %s is not ready, or a switchover is under way: a base backup into the object store copies the primary; the run waits", pg.Name)}
 }
 
 // startStoreBackupRun starts an object-store run: its record, annotated

@@ -41,8 +41,8 @@ func TestChooseStoreBackupSource(t *testing.T) {
 			g.Expect(got).To(Equal(tc.want))
 			if tc.want == "" {
 				g.Expect(wait).NotTo(BeNil())
-				g.Expect(wait.reason).To(Equal(v1alpha1.BackupJobNoReadyReplicaReason))
-				g.Expect(wait.message).To(ContainSubstring("primary"))
+				g.Expect(wait.Reason).To(Equal(v1alpha1.BackupJobNoReadyReplicaReason))
+				g.Expect(wait.Message).To(ContainSubstring("primary"))
 			}
 		})
 	}
@@ -165,8 +165,8 @@ func TestObjectStoreSourceProblem(t *testing.T) {
 	obs.cluster.Spec.Backup = nil
 	problem := obs.sourceProblem(bj, true)
 	g.Expect(problem).NotTo(BeNil())
-	g.Expect(problem.reason).To(Equal(v1alpha1.BackupJobObjectStoreMissingReason))
-	g.Expect(problem.message).To(And(ContainSubstring("spec.backup.objectStore"), ContainSubstring("PostgresCluster db")))
+	g.Expect(problem.Reason).To(Equal(v1alpha1.BackupJobObjectStoreMissingReason))
+	g.Expect(problem.Message).To(And(ContainSubstring("spec.backup.objectStore"), ContainSubstring("PostgresCluster db")))
 	g.Expect(blocksReady(problem)).To(BeTrue(), "no run can start until the cluster has a store")
 
 	bj.Spec.Target = &v1alpha1.BackupTarget{Volume: &v1alpha1.BackupVolumeTarget{}}
