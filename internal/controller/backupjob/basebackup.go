@@ -70,18 +70,18 @@ func chooseBaseBackupSource(pg *v1alpha1.PostgresCluster) (string, *cause) {
 // startBaseBackupRun starts a base backup run: its claim, annotated with
 // the instance it copies, then its Job.
 func (r *Reconciler) startBaseBackupRun(ctx context.Context, bj *v1alpha1.BackupJob, obs *observation, rn run, out *outcome) startOutcome {
-	source, wait := chooseBaseBackupSource(obs.cluster)
+	source, wait := chooseBaseBackupSource(obs.postgres.cluster)
 	if wait != nil {
-		obs.waiting = wait
+		obs.postgres.waiting = wait
 		return runWaiting
 	}
-	desired := desiredBaseBackupClaim(bj, rn, obs.cluster, instanceOf(obs.cluster, source))
+	desired := desiredBaseBackupClaim(bj, rn, obs.postgres.cluster, instanceOf(obs.postgres.cluster, source))
 	if o := r.startClaimRun(ctx, bj, obs, rn, desired, out); o != runStarted {
 		return o
 	}
 	r.Recorder.Eventf(bj, nil, corev1.EventTypeNormal, "RunStarted", "Run",
 		"Run %s started (scheduled for %s): Job %s streams a base backup of instance %s of PostgresCluster %s into the new claim %s",
-		rn.name, stamp(rn.scheduled), rn.name, source, obs.cluster.Name, rn.name)
+		rn.name, stamp(rn.scheduled), rn.name, source, obs.postgres.cluster.Name, rn.name)
 	return runStarted
 }
 

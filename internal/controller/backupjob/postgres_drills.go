@@ -138,16 +138,16 @@ func storeDrillProblem(b *backup, source *v1alpha1.PostgresCluster) *cause {
 
 // startPostgresDrill restores backup b into a temporary cluster.
 func (r *Reconciler) startPostgresDrill(ctx context.Context, bj *v1alpha1.BackupJob, obs *observation, b *backup, out *outcome) {
-	if c := storeDrillProblem(b, obs.cluster); c != nil {
+	if c := storeDrillProblem(b, obs.postgres.cluster); c != nil {
 		out.Report(c.Reason, c.Message)
 		return
 	}
 	drill := &v1alpha1.PostgresCluster{}
-	res := r.Children.Ensure(ctx, bj, children.Typed(desiredDrillCluster(bj, b, obs.cluster)), drill, children.WithoutCreateEvent())
+	res := r.Children.Ensure(ctx, bj, children.Typed(desiredDrillCluster(bj, b, obs.postgres.cluster)), drill, children.WithoutCreateEvent())
 	if r.judgeCreate(res, out) != runStarted {
 		return
 	}
-	obs.drillClusters[b.name] = drill
+	obs.postgres.drillClusters[b.name] = drill
 	b.verified = v1alpha1.VerificationRunning
 	r.Recorder.Eventf(bj, nil, corev1.EventTypeNormal, "DrillStarted", "Verify",
 		"Restore drill of backup %s started: PostgresCluster %s restored from it, then checked by the verify query", b.name, drill.Name)
@@ -195,7 +195,7 @@ func (r *Reconciler) verifyMessage(ctx context.Context, job *batchv1.Job, fallba
 // removeDrillCluster deletes the temporary cluster of a drill, with its
 // claims (its deletionPolicy), when the BackupJob controls it.
 func (r *Reconciler) removeDrillCluster(ctx context.Context, bj *v1alpha1.BackupJob, obs *observation, name string) error {
-	drill := obs.drillClusters[name]
+	drill := obs.postgres.drillClusters[name]
 	if drill == nil {
 		return nil
 	}
@@ -205,7 +205,7 @@ func (r *Reconciler) removeDrillCluster(ctx context.Context, bj *v1alpha1.Backup
 			return fmt.Errorf("delete the restore drill's PostgresCluster %s: %w", drill.Name, err)
 		}
 	}
-	delete(obs.drillClusters, name)
+	delete(obs.postgres.drillClusters, name)
 	return nil
 }
 
@@ -214,7 +214,7 @@ func (r *Reconciler) removeDrillCluster(ctx context.Context, bj *v1alpha1.Backup
 // change either.
 func drillDeadline(obs *observation) time.Time {
 	var soonest time.Time
-	for name, drill := range obs.drillClusters {
+	for name, drill := range obs.postgres.drillClusters {
 		if obs.drillJobs[name] != nil || drill.DeletionTimestamp != nil {
 			continue
 		}

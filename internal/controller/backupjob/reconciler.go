@@ -119,7 +119,9 @@ func (r *Reconciler) Sync(ctx context.Context, bj *v1alpha1.BackupJob) kit.Outco
 	var out outcome
 	r.recordResults(ctx, bj, obs, now, &out)
 	obs.lastFailure = lastFailure(obs, bj.Status.LastFailure)
-	r.advanceFences(ctx, bj, obs, now, &out)
+	for _, m := range r.methods() {
+		m.advance(ctx, bj, obs, now, &out)
+	}
 	sched := r.runSchedule(ctx, bj, obs, now, &out)
 	r.runDrills(ctx, bj, obs, now, &out)
 	ret := r.applyRetention(ctx, bj, obs, sched.loc, now, &out)
@@ -167,7 +169,7 @@ func (r *Reconciler) requeueAfter(bj *v1alpha1.BackupJob, sched scheduleResult, 
 	if ret.going {
 		soonest(blockedAfter)
 	}
-	if obs.unfenceAfterRecord {
+	if obs.postgres.unfenceAfterRecord {
 		// The failure of a run that timed out is recorded by this
 		// reconcile's status; its fence goes in the next.
 		soonest(fenceRecordRetry)
@@ -181,7 +183,7 @@ func (r *Reconciler) requeueAfter(bj *v1alpha1.BackupJob, sched scheduleResult, 
 		// then, whether or not it changes.
 		soonest(d.Sub(now) + 50*time.Millisecond)
 	}
-	if len(ret.blocked) > 0 || obs.sourceProblem(bj, r.PostgresClustersServed) != nil || obs.waiting != nil {
+	if len(ret.blocked) > 0 || obs.sourceProblem(bj, r.PostgresClustersServed) != nil || obs.postgres.waiting != nil {
 		soonest(wait.Jitter(r.RecheckInterval, 0.2))
 	}
 	return after, after > 0 && after == nextRun

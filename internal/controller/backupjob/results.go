@@ -52,7 +52,7 @@ func (r *Reconciler) recordResults(ctx context.Context, bj *v1alpha1.BackupJob, 
 			at = now
 		}
 		if succeeded {
-			if err := r.recordResultWith(ctx, b, v1alpha1.BackupSucceeded, v1alpha1.BackupJobRunSucceededReason, "", at, r.baseBackupStart(ctx, bj, b)); err != nil {
+			if err := r.recordResultWith(ctx, b, v1alpha1.BackupSucceeded, v1alpha1.BackupJobRunSucceededReason, "", at, r.methodResult(ctx, bj, b)); err != nil {
 				out.Add(err, false)
 				continue
 			}

@@ -17,13 +17,13 @@ func (o *observation) sourceProblem(bj *v1alpha1.BackupJob, postgresServed bool)
 	case src.PostgresCluster != "" && !postgresServed:
 		return &cause{Reason: v1alpha1.BackupJobSourceNotFoundReason,
 			Message: "spec.source.postgresCluster: the cluster does not serve the PostgresCluster API (example.com/v1alpha1): install the postgrescluster component, then restart the operator"}
-	case src.PostgresCluster != "" && o.cluster == nil:
+	case src.PostgresCluster != "" && o.postgres.cluster == nil:
 		return &cause{Reason: v1alpha1.BackupJobSourceNotFoundReason,
 			Message: fmt.Sprintf("spec.source.postgresCluster: PostgresCluster %s not found in namespace %s; runs are skipped and counted as missed until it exists",
 				src.PostgresCluster, bj.Namespace)}
-	case src.PostgresCluster != "" && objectStoreTarget(bj) != nil && objectStoreProblem(o.cluster) != nil:
-		return objectStoreProblem(o.cluster)
-	case src.PostgresCluster != "" && snapshotTarget(bj) != nil && o.cluster.Spec.Instances <= 1 && !src.AllowPrimaryFencing:
+	case src.PostgresCluster != "" && objectStoreTarget(bj) != nil && objectStoreProblem(o.postgres.cluster) != nil:
+		return objectStoreProblem(o.postgres.cluster)
+	case src.PostgresCluster != "" && snapshotTarget(bj) != nil && o.postgres.cluster.Spec.Instances <= 1 && !src.AllowPrimaryFencing:
 		return &cause{Reason: v1alpha1.BackupJobPrimaryFencingRefusedReason,
 			Message: fmt.Sprintf("PostgresCluster %s has a single instance, its primary: a cold snapshot would stop its writes while it is taken. "+
 				"Add a replica (spec.instances: 2 or more), or set spec.source.allowPrimaryFencing: true to accept that; runs are skipped and the cluster is not touched",

@@ -199,8 +199,8 @@ func degradedCause(bj *v1alpha1.BackupJob, obs *observation, sched scheduleResul
 	case snapshotTarget(bj) != nil && !obs.snapshotsServed:
 		return &cause{Reason: v1alpha1.BackupJobSnapshotAPIMissingReason,
 			Message: "spec.target.snapshot needs the VolumeSnapshot API (snapshot.storage.k8s.io/v1), which this cluster does not serve: install the external-snapshotter CRDs and controller, then restart the operator"}
-	case obs.sourceProblem(bj, obs.postgresServed) != nil:
-		return obs.sourceProblem(bj, obs.postgresServed)
+	case obs.sourceProblem(bj, obs.postgres.served) != nil:
+		return obs.sourceProblem(bj, obs.postgres.served)
 	case runProblem != nil:
 		return runProblem
 	case len(ret.failed) > 0:
@@ -263,8 +263,8 @@ func readyCondition(bj *v1alpha1.BackupJob, obs *observation, sched scheduleResu
 		c.Message = fmt.Sprintf("The most recent run, %s, failed; the schedule goes on", last.name)
 	case ptr.Deref(bj.Spec.Suspend, false):
 		c.Reason, c.Message = v1alpha1.BackupJobSuspendedReason, "spec.suspend is true: no run starts on schedule"
-	case obs.waiting != nil && len(obs.activeRuns()) == 0:
-		c.Status, c.Reason, c.Message = metav1.ConditionFalse, obs.waiting.Reason, obs.waiting.Message
+	case obs.postgres.waiting != nil && len(obs.activeRuns()) == 0:
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, obs.postgres.waiting.Reason, obs.postgres.waiting.Message
 	case len(obs.activeRuns()) > 0:
 		c.Reason, c.Message = v1alpha1.BackupJobRunningReason, "Running: "+strings.Join(sortedNames(obs.activeRuns()), ", ")
 		for _, m := range fenceMessages(obs) {

@@ -81,13 +81,13 @@ func chooseStoreBackupSource(pg *v1alpha1.PostgresCluster) (string, *cause) {
 // startStoreBackupRun starts an object-store run: its record, annotated
 // with the primary it copies and the store, then its Job.
 func (r *Reconciler) startStoreBackupRun(ctx context.Context, bj *v1alpha1.BackupJob, obs *observation, rn run, out *outcome) startOutcome {
-	source, wait := chooseStoreBackupSource(obs.cluster)
+	source, wait := chooseStoreBackupSource(obs.postgres.cluster)
 	if wait != nil {
-		obs.waiting = wait
+		obs.postgres.waiting = wait
 		return runWaiting
 	}
 	record := &corev1.ConfigMap{}
-	desired := desiredStoreBackupRecord(bj, rn, obs.cluster, instanceOf(obs.cluster, source))
+	desired := desiredStoreBackupRecord(bj, rn, obs.postgres.cluster, instanceOf(obs.postgres.cluster, source))
 	res := r.Children.Ensure(ctx, bj, children.Typed(desired), record, children.OwnedBy(isRunOf(bj, rn.name)), children.WithoutCreateEvent())
 	if o := r.judgeCreate(res, out); o != runStarted {
 		return o
@@ -99,7 +99,7 @@ func (r *Reconciler) startStoreBackupRun(ctx context.Context, bj *v1alpha1.Backu
 	}
 	r.Recorder.Eventf(bj, nil, corev1.EventTypeNormal, "RunStarted", "Run",
 		"Run %s started (scheduled for %s): Job %s streams a base backup of the primary %s of PostgresCluster %s into its object store %s",
-		rn.name, stamp(rn.scheduled), rn.name, source, obs.cluster.Name, desired.Annotations[v1alpha1.BackupObjectStoreAnnotation])
+		rn.name, stamp(rn.scheduled), rn.name, source, obs.postgres.cluster.Name, desired.Annotations[v1alpha1.BackupObjectStoreAnnotation])
 	return runStarted
 }
 

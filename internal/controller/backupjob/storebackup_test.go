@@ -159,10 +159,10 @@ func TestObjectStoreSourceProblem(t *testing.T) {
 	g := NewWithT(t)
 	bj := &v1alpha1.BackupJob{ObjectMeta: metav1.ObjectMeta{Name: "nightly", Namespace: "shop"}, Spec: v1alpha1.BackupJobSpec{
 		Source: v1alpha1.BackupSource{PostgresCluster: "db"}, Target: &v1alpha1.BackupTarget{ObjectStore: &v1alpha1.BackupObjectStoreTarget{}}}}
-	obs := &observation{cluster: storeCluster()}
+	obs := &observation{postgres: postgresObservation{cluster: storeCluster()}}
 	g.Expect(obs.sourceProblem(bj, true)).To(BeNil())
 
-	obs.cluster.Spec.Backup = nil
+	obs.postgres.cluster.Spec.Backup = nil
 	problem := obs.sourceProblem(bj, true)
 	g.Expect(problem).NotTo(BeNil())
 	g.Expect(problem.Reason).To(Equal(v1alpha1.BackupJobObjectStoreMissingReason))
