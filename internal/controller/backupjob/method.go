@@ -8,6 +8,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 
 	"example.com/platform-operator/api/v1alpha1"
+	"example.com/platform-operator/internal/pgbackup"
 )
 
 // backupMethod is what the BackupJob controller asks of a way of making
@@ -95,7 +96,7 @@ func (m postgresMethod) runJob(bj *v1alpha1.BackupJob, obs *observation, rn run,
 	if b.kind != v1alpha1.ObjectStoreBackup {
 		return desiredBaseBackupJob(bj, rn, obs.postgres.cluster, source, m.r.baseBackup), runStarted
 	}
-	if problem := objectStoreProblem(obs.postgres.cluster); problem != nil {
+	if problem := pgbackup.ObjectStoreProblem(obs.postgres.cluster); problem != nil {
 		// spec.backup was removed since the run's record was made.
 		out.Report(problem.Reason, problem.Message)
 		return nil, runFailed

@@ -16,14 +16,14 @@ import (
 	"example.com/platform-operator/api/v1alpha1"
 	"example.com/platform-operator/internal/children"
 	"example.com/platform-operator/internal/controller/kit"
-	"example.com/platform-operator/internal/pgspec"
+	"example.com/platform-operator/internal/pgbackup"
 )
 
 // A run of a PostgresCluster source (spec.source.postgresCluster) with a
 // snapshot target is a cold snapshot of a fenced instance, driven level by
 // level from what the PostgresCluster shows:
 //
-//  1. due: the most caught-up ready replica is chosen (choosePostgresFence)
+//  1. due: the most caught-up ready replica is chosen (pgbackup.ChooseFence)
 //     and fenced by the annotations example.com/backup-fence (the
 //     instance) and -fence-by (the run), written with the cluster's
 //     resourceVersion so that two writers cannot both take the fence;
@@ -127,43 +127,6 @@ func (r *Reconciler) observePostgres(ctx context.Context, bj *v1alpha1.BackupJob
 		}
 	}
 	return nil
-}
-
-// choosePostgresFence is the instance of pg that a due run fences, or why
-// it waits: one that another run fences already (one fence at a time), or
-// no instance ready to be fenced. It is the most caught-up ready replica
-// (most WAL received, then replayed, then the lowest name), never the
-// primary, nor an instance fenced or leaving; the primary only for a
-// single-instance cluster whose BackupJob allows it (the caller refuses
-// one that does not).
-func choosePostgresFence(pg *v1alpha1.PostgresCluster, allowPrimary bool) (string, *cause) {
-	a := pg.GetAnnotations()
-	if holder := a[v1alpha1.PostgresBackupFenceAnnotation]; holder != "" {
-		return "", &cause{Reason: v1alpha1.BackupJobFenceHeldReason,
-			Message: fmt.Sprintf("Instance %s of PostgresCluster %s is fenced by the run %s: one run at a time fences a cluster; the run waits",
-				holder, pg.Name, a[v1alpha1.PostgresBackupFenceByAnnotation])}
-	}
-	if pg.Spec.Instances <= 1 {
-		for _, i := range pg.Status.Instances {
-			if allowPrimary && i.Name == pg.Status.CurrentPrimary && i.Role == v1alpha1.PostgresPrimaryRole && i.Ready && !i.Fenced {
-				return i.Name, nil
-			}
-		}
-		return "", &cause{Reason: v1alpha1.BackupJobNoReadyReplicaReason,
-			Message: fmt.Sprintf("The primary of PostgresCluster %s is not ready: the run waits", pg.Name)}
-	}
-	var candidates []v1alpha1.PostgresInstanceStatus
-	for _, i := range pg.Status.Instances {
-		if i.Role == v1alpha1.PostgresReplicaRole && i.Ready && !i.Fenced && i.Name != pg.Status.CurrentPrimary &&
-			i.Name != pg.Status.TargetPrimary && pgspec.Wanted(pg, i.Name) {
-			candidates = append(candidates, i)
-		}
-	}
-	if len(candidates) == 0 {
-		return "", &cause{Reason: v1alpha1.BackupJobNoReadyReplicaReason,
-			Message: fmt.Sprintf("No replica of PostgresCluster %s is ready to be fenced (its primary is never fenced): the run waits", pg.Name)}
-	}
-	return pgspec.MostCaughtUp(candidates), nil
 }
 
 // fenceStep is what a run that holds a fence does next.
@@ -342,10 +305,10 @@ func (r *Reconciler) removeFence(ctx context.Context, obs *observation, f *fence
 }
 
 // startPostgresRun starts a run of a PostgresCluster source by fencing the
-// instance choosePostgresFence picks; the snapshot follows in a later
+// instance pgbackup.ChooseFence picks; the snapshot follows in a later
 // reconcile (advanceFences), once the instance stopped cleanly.
 func (r *Reconciler) startPostgresRun(ctx context.Context, bj *v1alpha1.BackupJob, obs *observation, rn run, now time.Time, out *outcome) startOutcome {
-	instance, wait := choosePostgresFence(obs.postgres.cluster, bj.Spec.Source.AllowPrimaryFencing)
+	instance, wait := pgbackup.ChooseFence(obs.postgres.cluster, bj.Spec.Source.AllowPrimaryFencing)
 	if wait != nil {
 		obs.postgres.waiting = wait
 		return runWaiting

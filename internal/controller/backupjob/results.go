@@ -14,6 +14,7 @@ import (
 
 	"example.com/platform-operator/api/v1alpha1"
 	"example.com/platform-operator/internal/controller/kit"
+	"example.com/platform-operator/internal/pgbackup"
 )
 
 // recordResults writes on each backup claim (or object-store record) whose
@@ -169,7 +170,7 @@ func (r *Reconciler) recordResultWith(ctx context.Context, b *backup, result v1a
 	if err := r.Client.Patch(ctx, updated, client.MergeFrom(b.object)); err != nil {
 		return fmt.Errorf("record the result of run %s on its %s: %w", b.name, recordNoun(b), err)
 	}
-	if size, err := resource.ParseQuantity(all[storeSizeAnnotation]); err == nil && b.kind == v1alpha1.ObjectStoreBackup {
+	if size, err := resource.ParseQuantity(all[pgbackup.StoreSizeAnnotation]); err == nil && b.kind == v1alpha1.ObjectStoreBackup {
 		b.size = &size
 	}
 	b.object = updated

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"example.com/platform-operator/api/v1alpha1"
+	"example.com/platform-operator/internal/pgbackup"
 )
 
 // sourceProblem is why no run of bj can start, or nil.
@@ -21,8 +22,8 @@ func (o *observation) sourceProblem(bj *v1alpha1.BackupJob, postgresServed bool)
 		return &cause{Reason: v1alpha1.BackupJobSourceNotFoundReason,
 			Message: fmt.Sprintf("spec.source.postgresCluster: PostgresCluster %s not found in namespace %s; runs are skipped and counted as missed until it exists",
 				src.PostgresCluster, bj.Namespace)}
-	case src.PostgresCluster != "" && objectStoreTarget(bj) != nil && objectStoreProblem(o.postgres.cluster) != nil:
-		return objectStoreProblem(o.postgres.cluster)
+	case src.PostgresCluster != "" && objectStoreTarget(bj) != nil && pgbackup.ObjectStoreProblem(o.postgres.cluster) != nil:
+		return pgbackup.ObjectStoreProblem(o.postgres.cluster)
 	case src.PostgresCluster != "" && snapshotTarget(bj) != nil && o.postgres.cluster.Spec.Instances <= 1 && !src.AllowPrimaryFencing:
 		return &cause{Reason: v1alpha1.BackupJobPrimaryFencingRefusedReason,
 			Message: fmt.Sprintf("PostgresCluster %s has a single instance, its primary: a cold snapshot would stop its writes while it is taken. "+
