@@ -54,6 +54,12 @@ const (
 	// instances held are lost. A person's decision, never the operator's;
 	// it applies to that primary's failure only.
 	PostgresFailoverWithoutQuorumAnnotation = "example.com/failover-without-quorum"
+	// PostgresRestartedAtAnnotation, set on a PostgresCluster (as
+	// kubectl rollout restart sets it on a workload's template, and
+	// kubectl platform pg restart NAME does), asks for a rolling restart:
+	// each new value makes every instance's pod be replaced in the order
+	// of an update, replicas first, the primary after a switchover.
+	PostgresRestartedAtAnnotation = "kubectl.kubernetes.io/restartedAt"
 
 	// PostgresAdoptKeptClaimsAnnotation, on a PostgresCluster, set to its
 	// own name, lets it take the claims of its instances' names that an

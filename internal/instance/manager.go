@@ -47,8 +47,10 @@ type Manager struct {
 
 	client client.Client
 	cache  cache.Cache
-	pg     *postgres.Instance
-	proc   *postgres.Process
+	// restConfig reaches the API server, for the reviews of scrapes.
+	restConfig *rest.Config
+	pg         *postgres.Instance
+	proc       *postgres.Process
 	// stopping is true while the manager stops postgres on purpose, so
 	// that its exit is not taken for a crash.
 	stopping bool
@@ -133,6 +135,10 @@ func Run(ctx context.Context, opts Options, log logr.Logger) error {
 	if opts.StatusAddress != "" {
 		go serveStatus(ctx, opts.StatusAddress, &m.ready, log)
 	}
+	if opts.MetricsAddress != "" {
+		collector := newPGCollector(ctx, m.metricsConnection, log.WithName("metrics"))
+		go serveMetrics(ctx, opts.MetricsAddress, m.restConfig, collector, log)
+	}
 	if len(opts.WatchdogCommand) > 0 {
 		if m.watchdog, err = startWatchdog(ctx, opts.WatchdogCommand, opts.SocketDir); err != nil {
 			return err
@@ -174,7 +180,7 @@ func newManager(ctx context.Context, opts Options, log logr.Logger) (*Manager, e
 		return nil, fmt.Errorf("cache of the cluster: %w", err)
 	}
 	m := &Manager{
-		opts: opts, log: log, clock: clock.RealClock{}, client: c, cache: informers,
+		opts: opts, log: log, clock: clock.RealClock{}, client: c, cache: informers, restConfig: config,
 		wake:    make(chan struct{}, 1),
 		applied: map[string]string{},
 		pg: &postgres.Instance{

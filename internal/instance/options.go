@@ -41,6 +41,8 @@ type Options struct {
 	ListenAddress string
 	// StatusAddress serves /healthz and /readyz; "" for none.
 	StatusAddress string
+	// MetricsAddress serves /metrics over TLS; "" for none.
+	MetricsAddress string
 	// Kubeconfig reaches the API server; "" for the pod's own account.
 	Kubeconfig string
 
@@ -89,6 +91,7 @@ func ParseOptions(args []string, getenv func(string) string, usage io.Writer) (O
 	fs.StringVar(&opts.Kubeconfig, "kubeconfig", "", "path of a kubeconfig; default: the pod's ServiceAccount")
 	fs.StringVar(&opts.ListenAddress, "listen-address", envOr(getenv, pgspec.EnvListenAddress, "*"), "where PostgreSQL listens")
 	fs.StringVar(&opts.StatusAddress, "status-address", fmt.Sprintf(":%d", pgspec.StatusPort), "address of /healthz and /readyz; empty for none")
+	fs.StringVar(&opts.MetricsAddress, "metrics-address", fmt.Sprintf(":%d", pgspec.MetricsPort), "address of /metrics (HTTPS); empty for none")
 	if err := fs.Parse(args); err != nil {
 		return opts, err
 	}

@@ -9,6 +9,9 @@ const (
 	Port = 5432
 	// StatusPort serves the instance manager's /healthz and /readyz.
 	StatusPort = 8000
+	// MetricsPort serves the instance manager's /metrics (HTTPS), the
+	// port postgres_exporter made customary.
+	MetricsPort = 9187
 	// UID is the postgres user of the official PostgreSQL images.
 	UID int64 = 999
 

@@ -74,7 +74,7 @@ func (e *environment) mustPlatform(t *testing.T, args ...string) string {
 // fence stops a replica and an unfence starts it again, each seen in the
 // status the plugin shows and in the cluster's; fencing the primary is
 // refused; a replica restarts in a new pod, the primary's restart is
-// refused; a backup runs now and is listed, pinned and unpinned; the
+// refused, and the whole cluster restarts rolling; a backup runs now and is listed, pinned and unpinned; the
 // support bundle holds the cluster's objects but no password; hibernation
 // deletes every pod, and the cluster comes back with its primary.
 func TestKubectlPluginPostgres(t *testing.T) {
@@ -154,6 +154,23 @@ func TestKubectlPluginPostgres(t *testing.T) {
 	out, err = env.kubectlPlatform(t, "pg", "restart", "db", "db-2", "-n", ns)
 	g.Expect(err).To(HaveOccurred())
 	g.Expect(out).To(ContainSubstring("db-2 is the primary of db"))
+	env.waitPostgresReady(t, ns, "db", 2)
+
+	// A rolling restart of the whole cluster: both pods made again, the
+	// primary's after a switchover, and the cluster ready.
+	uids := map[string]types.UID{}
+	for _, name := range []string{"db-1", "db-2"} {
+		pod := &corev1.Pod{}
+		g.Expect(env.Client.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: name}, pod)).To(Succeed())
+		uids[name] = pod.UID
+	}
+	out = env.mustPlatform(t, "pg", "restart", "db", "-n", ns, "--wait", "--timeout", "4m")
+	g.Expect(out).To(ContainSubstring("every instance of db restarted and ready"))
+	for name, uid := range uids {
+		pod := &corev1.Pod{}
+		g.Expect(env.Client.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: name}, pod)).To(Succeed())
+		g.Expect(pod.UID).NotTo(Equal(uid), "%s's pod made again", name)
+	}
 	env.waitPostgresReady(t, ns, "db", 2)
 
 	// A backup now, by the BackupJob of the cluster: a base backup.

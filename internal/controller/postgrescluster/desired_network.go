@@ -17,7 +17,9 @@ import (
 // the namespace labelled as its clients, and the spec's allowedClients.
 // The instance manager's status port stays open to all: the kubelet's
 // probes reach it from the node, which some network plugins count as a
-// peer.
+// peer. So does its metrics port: Prometheus runs wherever it runs, and
+// every scrape is authorized by the API server (a token allowed to get
+// /metrics).
 func DesiredNetworkPolicy(pg *v1alpha1.PostgresCluster) *networkingv1.NetworkPolicy {
 	if !pg.Spec.NetworkPolicyEnabled() {
 		return nil
@@ -25,6 +27,7 @@ func DesiredNetworkPolicy(pg *v1alpha1.PostgresCluster) *networkingv1.NetworkPol
 	tcp := corev1.ProtocolTCP
 	postgresPort := intstr.FromInt32(pgspec.Port)
 	statusPort := intstr.FromInt32(pgspec.StatusPort)
+	metricsPort := intstr.FromInt32(pgspec.MetricsPort)
 	clients := []networkingv1.NetworkPolicyPeer{
 		{PodSelector: &metav1.LabelSelector{MatchLabels: selectorLabels(pg)}},
 		{PodSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
@@ -45,7 +48,7 @@ func DesiredNetworkPolicy(pg *v1alpha1.PostgresCluster) *networkingv1.NetworkPol
 			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
 			Ingress: []networkingv1.NetworkPolicyIngressRule{
 				{Ports: []networkingv1.NetworkPolicyPort{{Protocol: &tcp, Port: &postgresPort}}, From: clients},
-				{Ports: []networkingv1.NetworkPolicyPort{{Protocol: &tcp, Port: &statusPort}}},
+				{Ports: []networkingv1.NetworkPolicyPort{{Protocol: &tcp, Port: &statusPort}, {Protocol: &tcp, Port: &metricsPort}}},
 			},
 		},
 	}

@@ -31,6 +31,9 @@ func TestDesiredNetworkPolicy(t *testing.T) {
 	if port := statusRule.Ports[0].Port.IntValue(); port != pgspec.StatusPort || len(statusRule.From) != 0 {
 		t.Errorf("the status port's rule is of port %d from %v, want %d from anywhere (the kubelet's probes)", port, statusRule.From, pgspec.StatusPort)
 	}
+	if len(statusRule.Ports) != 2 || statusRule.Ports[1].Port.IntValue() != pgspec.MetricsPort {
+		t.Errorf("the status port's rule has ports %v, want the metrics port %d too, from anywhere (Prometheus; scrapes are authorized)", statusRule.Ports, pgspec.MetricsPort)
+	}
 	allows := func(rule networkingv1.NetworkPolicyIngressRule, set map[string]string) bool {
 		for _, peer := range rule.From {
 			if peer.PodSelector == nil || peer.NamespaceSelector != nil || peer.IPBlock != nil {

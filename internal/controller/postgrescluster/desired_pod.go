@@ -77,6 +77,7 @@ func DesiredPod(pg *v1alpha1.PostgresCluster, n int, opts PodOptions) *corev1.Po
 				Ports: []corev1.ContainerPort{
 					{Name: portName, ContainerPort: pgspec.Port, Protocol: corev1.ProtocolTCP},
 					{Name: "status", ContainerPort: pgspec.StatusPort, Protocol: corev1.ProtocolTCP},
+					{Name: "metrics", ContainerPort: pgspec.MetricsPort, Protocol: corev1.ProtocolTCP},
 				},
 				ReadinessProbe: &corev1.Probe{
 					ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/readyz", Port: intstr.FromString("status")}},
@@ -107,17 +108,26 @@ func DesiredPod(pg *v1alpha1.PostgresCluster, n int, opts PodOptions) *corev1.Po
 			},
 		},
 	}
-	pod.Annotations = map[string]string{SpecHashAnnotation: podHash(pod)}
+	restartedAt := pg.Annotations[v1alpha1.PostgresRestartedAtAnnotation]
+	pod.Annotations = map[string]string{SpecHashAnnotation: podHash(pod, restartedAt)}
+	if restartedAt != "" {
+		pod.Annotations[v1alpha1.PostgresRestartedAtAnnotation] = restartedAt
+	}
 	return pod
 }
 
 // podHash is the hash of what the operator builds of a pod, by which it
-// tells a pod of an older spec.
-func podHash(pod *corev1.Pod) string {
+// tells a pod of an older spec, or of before the rolling restart asked at
+// restartedAt. Without one it is the spec's alone, so that pods made before
+// restarts could be asked keep their hash.
+func podHash(pod *corev1.Pod, restartedAt string) string {
 	data, err := json.Marshal(pod.Spec)
 	if err != nil {
 		// A PodSpec always encodes.
 		panic(fmt.Sprintf("encode a pod spec: %v", err))
+	}
+	if restartedAt != "" {
+		data = append(append(data, '\n'), restartedAt...)
 	}
 	sum := sha256.Sum256(data)
 	return hex.EncodeToString(sum[:8])

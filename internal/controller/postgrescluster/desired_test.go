@@ -67,6 +67,15 @@ func TestPodHashFollowsTheSpec(t *testing.T) {
 	pg.Spec.Image = "postgres:15"
 	pg.Spec.Instances = 5
 	g.Expect(DesiredPod(pg, 1, testPodOptions).Annotations[SpecHashAnnotation]).To(Equal(before), "the number of instances is no change of a pod")
+
+	// A rolling restart asked: every new value is a change of every pod.
+	pg.Annotations = map[string]string{v1alpha1.PostgresRestartedAtAnnotation: "2026-12-07T14:00:00Z"}
+	restarted := DesiredPod(pg, 1, testPodOptions)
+	g.Expect(restarted.Annotations[SpecHashAnnotation]).NotTo(Equal(before), "a restart asked")
+	g.Expect(restarted.Annotations).To(HaveKeyWithValue(v1alpha1.PostgresRestartedAtAnnotation, "2026-12-07T14:00:00Z"))
+	g.Expect(restarted.Spec).To(Equal(DesiredPod(testCluster(), 1, testPodOptions).Spec), "the pod itself is the same")
+	pg.Annotations[v1alpha1.PostgresRestartedAtAnnotation] = "2026-12-07T15:00:00Z"
+	g.Expect(DesiredPod(pg, 1, testPodOptions).Annotations[SpecHashAnnotation]).NotTo(Equal(restarted.Annotations[SpecHashAnnotation]), "a second restart asked")
 }
 
 // The claim holds the data: no owner reference, so no cascade deletes it.

@@ -620,7 +620,8 @@ func anyReplica(in decideInput, primary string) bool {
 }
 
 // switchoverTarget is the replica a healthy primary must hand over to: the
-// one spec.primary names; when the primary's node is being drained (or the
+// one spec.primary names (once it runs the current spec, when the primary
+// does); when the primary's node is being drained (or the
 // instance is beyond spec.instances), the most advanced ready replica
 // elsewhere; when the primary runs an older spec (an update, once its
 // replicas are done), the most advanced updated replica; "" for none. The
@@ -634,6 +635,13 @@ func switchoverTarget(in decideInput, byName map[string]member, primary member, 
 	notAbandoned := func(m member) bool { return abandoned == nil || m.name != abandoned.target }
 	if want := in.spec.Primary; want != "" && want != primary.name {
 		m, ok := byName[want]
+		if ok && primary.specCurrent && !primary.nodeDraining && !m.specCurrent {
+			// An update handed the primary over to an updated replica:
+			// spec.primary's, of an older spec, is replaced first (as a
+			// replica), then switched to; switching to it now would hand
+			// the primary back and forth between the two.
+			return "", false
+		}
 		if ok && eligible(m) && notAbandoned(m) {
 			return want, false
 		}

@@ -466,6 +466,28 @@ func TestDecide(t *testing.T) {
 			wantReplicas: []string{"db-2"},
 		},
 		{
+			// An update handed the primary over to the updated db-1: spec.primary's db-2, which runs an older
+			// spec, is switched to once its pod is replaced, not before (which would hand back and forth).
+			name:   "... not to one of an older spec while the primary runs the current one",
+			spec:   &v1alpha1.PostgresClusterSpec{Instances: 2, Primary: "db-2"},
+			status: healthyStatus(),
+			member: []member{up("db-1", primaryReport("0/3000000", "db-2")),
+				{name: "db-2", exists: true, report: replicaReport(1, 1, "0/3000000")}},
+			lease:     held("db-1"),
+			wantPhase: v1alpha1.PostgresHealthy, wantCurrent: "db-1", wantTgt: "db-1", wantEpoch: 1, wantPrimary: "db-1",
+			wantReplicas: []string{"db-2"},
+		},
+		{
+			name:   "... but to one of an older spec when the primary's is older too",
+			spec:   &v1alpha1.PostgresClusterSpec{Instances: 2, Primary: "db-2"},
+			status: healthyStatus(),
+			member: []member{{name: "db-1", exists: true, report: primaryReport("0/3000000", "db-2")},
+				{name: "db-2", exists: true, report: replicaReport(1, 1, "0/3000000")}},
+			lease:     held("db-1"),
+			wantPhase: v1alpha1.PostgresSwitchingOver, wantCurrent: "db-1", wantTgt: "db-2", wantEpoch: 2, wantEvent: "SwitchoverStarted",
+			wantReplicas: []string{"db-2"},
+		},
+		{
 			name:      "... not to one that says it streams but that the primary does not list",
 			spec:      &v1alpha1.PostgresClusterSpec{Instances: 2, Primary: "db-2"},
 			status:    healthyStatus(),

@@ -196,6 +196,7 @@ var promqlWords = []string{"by", "without", "on", "ignoring", "group_left", "gro
 func metricNames(expr string) []string {
 	for _, re := range []*regexp.Regexp{
 		regexp.MustCompile(`\{[^}]*\}`),
+		regexp.MustCompile(`\[[^\]]*\]`),
 		regexp.MustCompile(`"[^"]*"`),
 		regexp.MustCompile(`\b(by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)`),
 	} {

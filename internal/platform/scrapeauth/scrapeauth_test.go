@@ -1,4 +1,4 @@
-package operator
+package scrapeauth
 
 import (
 	"context"
@@ -53,14 +53,14 @@ func (f fakeAccessReviews) Create(_ context.Context, r *authorizationv1.SubjectA
 	return out, nil
 }
 
-func TestScrapeAuth(t *testing.T) {
+func TestDelegated(t *testing.T) {
 	reviews := &fakeReviews{
 		users:   map[string]string{"scraper-token": "prometheus", "nosy-token": "nosy"},
 		allowed: map[string]bool{"prometheus": true},
 	}
 	clk := clocktesting.NewFakePassiveClock(time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC))
-	auth := newScrapeAuth(fakeTokenReviews{reviews}, fakeAccessReviews{reviews}, clk)
-	handler := auth.handler(logr.Discard(), http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	auth := New(Delegated{Tokens: fakeTokenReviews{reviews}, Access: fakeAccessReviews{reviews}}, clk)
+	handler := auth.Handler(logr.Discard(), http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = w.Write([]byte("metrics"))
 	}))
 	scrape := func(method, path, authorization string) int {
@@ -99,7 +99,7 @@ func TestScrapeAuth(t *testing.T) {
 		t.Errorf("a repeated scrape: status %d after %d more reviews, want 200 after none", got, reviews.calls-calls)
 	}
 	reviews.allowed["prometheus"] = false // access revoked
-	clk.SetTime(clk.Now().Add(scrapeAllowedTTL + time.Second))
+	clk.SetTime(clk.Now().Add(AllowedTTL + time.Second))
 	if got := scrape(http.MethodGet, "/metrics", "Bearer scraper-token"); got != http.StatusForbidden {
 		t.Errorf("after the allowed decision expired and access was revoked: status %d, want 403", got)
 	}
@@ -110,7 +110,7 @@ func TestScrapeAuth(t *testing.T) {
 	if got := scrape(http.MethodGet, "/metrics", "Bearer nosy-token"); got != http.StatusForbidden {
 		t.Errorf("right after access was granted: status %d, want the remembered 403", got)
 	}
-	clk.SetTime(clk.Now().Add(scrapeDeniedTTL + time.Second))
+	clk.SetTime(clk.Now().Add(DeniedTTL + time.Second))
 	if got := scrape(http.MethodGet, "/metrics", "Bearer nosy-token"); got != http.StatusOK {
 		t.Errorf("after the denied decision expired: status %d, want 200", got)
 	}
