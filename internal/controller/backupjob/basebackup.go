@@ -2,20 +2,18 @@ package backupjob
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strconv"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"example.com/platform-operator/api/v1alpha1"
-	"example.com/platform-operator/internal/instance/postgres"
+	"example.com/platform-operator/internal/pgbackup"
 	"example.com/platform-operator/internal/pgspec"
 )
 
@@ -42,46 +40,21 @@ type baseBackupOptions struct {
 	operatorImage, clusterDomain string
 }
 
-// chooseBaseBackupSource is the instance of pg that a base backup copies,
-// or why the run waits: the most caught-up ready replica (as for a fence),
-// else the ready primary, whose copy costs it reads, not writes.
-func chooseBaseBackupSource(pg *v1alpha1.PostgresCluster) (string, *cause) {
-	var replicas []v1alpha1.PostgresInstanceStatus
-	primary := ""
-	for _, i := range pg.Status.Instances {
-		switch {
-		case !i.Ready || i.Fenced:
-		case i.Name == pg.Status.CurrentPrimary && i.Role == v1alpha1.PostgresPrimaryRole:
-			primary = i.Name
-		case i.Role == v1alpha1.PostgresReplicaRole && i.Name != pg.Status.TargetPrimary && pgspec.Wanted(pg, i.Name):
-			replicas = append(replicas, i)
-		}
-	}
-	if best := pgspec.MostCaughtUp(replicas); best != "" {
-		return best, nil
-	}
-	if primary != "" {
-		return primary, nil
-	}
-	return "", &cause{reason: v1alpha1.BackupJobNoReadyReplicaReason,
-		message: fmt.Sprintf("No instance of PostgresCluster %s is ready to stream a base backup from: the run waits", pg.Name)}
-}
-
 // startBaseBackupRun starts a base backup run: its claim, annotated with
 // the instance it copies, then its Job.
 func (r *Reconciler) startBaseBackupRun(ctx context.Context, bj *v1alpha1.BackupJob, obs *observation, rn run, out *outcome) startOutcome {
-	source, wait := chooseBaseBackupSource(obs.cluster)
+	source, wait := pgbackup.ChooseBaseBackupSource(obs.postgres.cluster)
 	if wait != nil {
-		obs.waiting = wait
+		obs.postgres.waiting = wait
 		return runWaiting
 	}
-	desired := desiredBaseBackupClaim(bj, rn, obs.cluster, instanceOf(obs.cluster, source))
+	desired := desiredBaseBackupClaim(bj, rn, obs.postgres.cluster, instanceOf(obs.postgres.cluster, source))
 	if o := r.startClaimRun(ctx, bj, obs, rn, desired, out); o != runStarted {
 		return o
 	}
 	r.Recorder.Eventf(bj, nil, corev1.EventTypeNormal, "RunStarted", "Run",
 		"Run %s started (scheduled for %s): Job %s streams a base backup of instance %s of PostgresCluster %s into the new claim %s",
-		rn.name, stamp(rn.scheduled), rn.name, source, obs.cluster.Name, rn.name)
+		rn.name, stamp(rn.scheduled), rn.name, source, obs.postgres.cluster.Name, rn.name)
 	return runStarted
 }
 
@@ -170,37 +143,11 @@ func (r *Reconciler) baseBackupStart(ctx context.Context, bj *v1alpha1.BackupJob
 		return nil
 	}
 	for _, t := range terminated {
-		if start := parseBaseBackupResult(t); start != nil {
+		if start := pgbackup.ParseBaseBackupResult(t); start != nil {
 			return start
 		}
 	}
 	return nil
-}
-
-// parseBaseBackupResult reads the termination message of a base backup's
-// container as annotations of its backup, nil when it is not a result.
-func parseBaseBackupResult(t *corev1.ContainerStateTerminated) map[string]string {
-	if t.ExitCode != 0 {
-		return nil
-	}
-	var result pgspec.BaseBackupResult
-	if err := json.Unmarshal([]byte(t.Message), &result); err != nil || result.Timeline < 1 {
-		return nil
-	}
-	start, startErr := postgres.ParseLSN(result.StartLSN)
-	end, endErr := postgres.ParseLSN(result.EndLSN)
-	if startErr != nil || endErr != nil || end < start {
-		return nil
-	}
-	annotations := map[string]string{
-		v1alpha1.BackupStartLSNAnnotation: start.String(),
-		v1alpha1.BackupEndLSNAnnotation:   end.String(),
-		v1alpha1.BackupTimelineAnnotation: strconv.FormatInt(result.Timeline, 10),
-	}
-	if result.Size > 0 {
-		annotations[storeSizeAnnotation] = resource.NewQuantity(result.Size, resource.BinarySI).String()
-	}
-	return annotations
 }
 
 // terminatedContainers are the terminated states of container in the pods

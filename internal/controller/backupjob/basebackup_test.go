@@ -16,39 +16,6 @@ import (
 	"example.com/platform-operator/internal/podsecurity"
 )
 
-func TestChooseBaseBackupSource(t *testing.T) {
-	primary := v1alpha1.PostgresInstanceStatus{Name: "db-1", Role: v1alpha1.PostgresPrimaryRole, Ready: true, ReceivedLSN: "0/9000000"}
-	replica := func(name, received string) v1alpha1.PostgresInstanceStatus {
-		return v1alpha1.PostgresInstanceStatus{Name: name, Role: v1alpha1.PostgresReplicaRole, Ready: true, ReceivedLSN: received}
-	}
-	tests := map[string]struct {
-		instances int32
-		members   []v1alpha1.PostgresInstanceStatus
-		want      string
-	}{
-		"the replica with the most WAL":   {3, []v1alpha1.PostgresInstanceStatus{primary, replica("db-2", "0/7000000"), replica("db-3", "0/8000000")}, "db-3"},
-		"a fenced replica is not one":     {3, []v1alpha1.PostgresInstanceStatus{primary, replica("db-2", "0/7000000"), {Name: "db-3", Role: v1alpha1.PostgresReplicaRole, Ready: true, Fenced: true, ReceivedLSN: "0/8000000"}}, "db-2"},
-		"a replica being removed is not":  {2, []v1alpha1.PostgresInstanceStatus{primary, replica("db-2", "0/7000000"), replica("db-3", "0/8000000")}, "db-2"},
-		"no ready replica: the primary":   {3, []v1alpha1.PostgresInstanceStatus{primary, {Name: "db-2", Role: v1alpha1.PostgresReplicaRole}}, "db-1"},
-		"a single instance: its primary":  {1, []v1alpha1.PostgresInstanceStatus{primary}, "db-1"},
-		"nothing ready: the run waits":    {2, []v1alpha1.PostgresInstanceStatus{{Name: "db-1", Role: v1alpha1.PostgresPrimaryRole}, {Name: "db-2", Role: v1alpha1.PostgresReplicaRole}}, ""},
-		"a primary not yet routed: waits": {1, []v1alpha1.PostgresInstanceStatus{{Name: "db-1", Ready: true}}, ""},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			g := NewWithT(t)
-			pg := &v1alpha1.PostgresCluster{ObjectMeta: metav1.ObjectMeta{Name: "db"}, Spec: v1alpha1.PostgresClusterSpec{Instances: tc.instances},
-				Status: v1alpha1.PostgresClusterStatus{CurrentPrimary: "db-1", TargetPrimary: "db-1", Instances: tc.members}}
-			got, wait := chooseBaseBackupSource(pg)
-			g.Expect(got).To(Equal(tc.want))
-			if tc.want == "" {
-				g.Expect(wait).NotTo(BeNil())
-				g.Expect(wait.reason).To(Equal(v1alpha1.BackupJobNoReadyReplicaReason))
-			}
-		})
-	}
-}
-
 // The base backup Job runs the command `instance basebackup` parses, as the
 // postgres user, with the backup role's password from its Secret, into the
 // run's claim only, and meets the restricted Pod Security Standard.
@@ -98,34 +65,6 @@ func TestDesiredBaseBackupJob(t *testing.T) {
 	g.Expect(claim.Annotations).To(And(HaveKeyWithValue(v1alpha1.BackupSourceClusterAnnotation, "db"),
 		HaveKeyWithValue(v1alpha1.BackupSourceInstanceAnnotation, "db-2"), HaveKeyWithValue(v1alpha1.BackupTimelineAnnotation, "3")))
 	g.Expect(claim.OwnerReferences).To(BeEmpty(), "a backup holds data: nothing is garbage-collected with the BackupJob")
-}
-
-func TestParseBaseBackupResult(t *testing.T) {
-	terminated := func(code int32, message string) *corev1.ContainerStateTerminated {
-		return &corev1.ContainerStateTerminated{ExitCode: code, Message: message}
-	}
-	good := `{"startLSN":"16/B374D848","endLSN":"16/B4000100","timeline":3,"fromStandby":true}`
-	tests := map[string]struct {
-		state *corev1.ContainerStateTerminated
-		want  map[string]string
-	}{
-		"the result": {terminated(0, good),
-			map[string]string{v1alpha1.BackupStartLSNAnnotation: "16/B374D848", v1alpha1.BackupEndLSNAnnotation: "16/B4000100", v1alpha1.BackupTimelineAnnotation: "3"}},
-		"an object-store backup's, with its size": {terminated(0, `{"startLSN":"0/4000028","endLSN":"0/4000100","timeline":1,"fromStandby":false,"backupID":"nightly-1","size":31457280}`),
-			map[string]string{v1alpha1.BackupStartLSNAnnotation: "0/4000028", v1alpha1.BackupEndLSNAnnotation: "0/4000100", v1alpha1.BackupTimelineAnnotation: "1",
-				storeSizeAnnotation: "30Mi"}},
-		"a failed container's":    {terminated(1, good), nil},
-		"the end of a log":        {terminated(0, "pg_basebackup: error: connection refused"), nil},
-		"not a position":          {terminated(0, `{"startLSN":"nowhere","endLSN":"0/2","timeline":3}`), nil},
-		"no end":                  {terminated(0, `{"startLSN":"0/1","timeline":3}`), nil},
-		"an end before the start": {terminated(0, `{"startLSN":"0/2","endLSN":"0/1","timeline":3}`), nil},
-		"no timeline":             {terminated(0, `{"startLSN":"0/1","endLSN":"0/2"}`), nil},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			NewWithT(t).Expect(parseBaseBackupResult(tc.state)).To(Equal(tc.want))
-		})
-	}
 }
 
 // A PostgreSQL drill restores the backup into a temporary single-instance
@@ -213,7 +152,7 @@ func TestDesiredStoreDrill(t *testing.T) {
 		if c == nil {
 			return ""
 		}
-		return c.reason + ": " + c.message
+		return c.Reason + ": " + c.Message
 	}
 	g.Expect(message(storeDrillProblem(b, nil))).To(ContainSubstring("ObjectStoreMissing: the restore drill of backup nightly-1796300000 waits"))
 	g.Expect(message(storeDrillProblem(b, nil))).To(ContainSubstring("the cluster or its spec.backup is gone"))

@@ -55,7 +55,7 @@ func (r *Reconciler) runDrills(ctx context.Context, bj *v1alpha1.BackupJob, obs 
 			continue
 		}
 		if !succeeded {
-			if obs.drillClusters[name] != nil {
+			if obs.postgres.drillClusters[name] != nil {
 				message = r.verifyMessage(ctx, job, message)
 			}
 			message = fmt.Sprintf("Restore drill of backup %s failed: %s", name, message)
@@ -81,19 +81,11 @@ func (r *Reconciler) runDrills(ctx context.Context, bj *v1alpha1.BackupJob, obs 
 			}
 		}
 	}
-	for name, drill := range obs.drillClusters {
-		if obs.drillJobs[name] == nil {
-			if b := obs.backupNamed(name); b != nil && b.verified == "" && bj.Spec.Verify != nil && drill.DeletionTimestamp == nil {
-				r.advancePostgresDrill(ctx, bj, obs, b, drill, now, out)
-				continue
-			}
-			if err := r.removeDrill(ctx, bj, obs, name); err != nil {
-				out.Add(err, false)
-			}
-		}
+	for _, m := range r.methods() {
+		m.advanceDrills(ctx, bj, obs, now, out)
 	}
 
-	if bj.Spec.Verify == nil || len(obs.drillJobs) > 0 || len(obs.drillClusters) > 0 {
+	if bj.Spec.Verify == nil || len(obs.drillJobs) > 0 || len(obs.postgres.drillClusters) > 0 {
 		return
 	}
 	if b := drillCandidate(obs.backups, bj.Spec.Verify.EveryNth); b != nil {
@@ -129,17 +121,14 @@ func (r *Reconciler) finishDrill(ctx context.Context, bj *v1alpha1.BackupJob, ob
 // startDrill creates a drill's claim from backup b and its verify Job, or,
 // for a PostgresCluster's backup, its temporary cluster.
 func (r *Reconciler) startDrill(ctx context.Context, bj *v1alpha1.BackupJob, obs *observation, b *backup, out *outcome) {
-	// The API server refuses these; a BackupJob stored before its rules
+	if m := r.methodOf(bj); m != nil {
+		m.startDrill(ctx, bj, obs, b, out)
+		return
+	}
+	// The API server refuses this; a BackupJob stored before its rules
 	// were is reported, not run.
-	switch {
-	case bj.Spec.Source.PostgresCluster != "" && bj.Spec.Verify.SQL == "":
-		out.report(v1alpha1.BackupJobInvalidSpecReason, "spec.verify.sql is required to check a PostgresCluster's backups: no restore drill runs")
-		return
-	case bj.Spec.Source.PostgresCluster != "":
-		r.startPostgresDrill(ctx, bj, obs, b, out)
-		return
-	case bj.Spec.Verify.JobTemplate == nil:
-		out.report(v1alpha1.BackupJobInvalidSpecReason, "spec.verify.jobTemplate is required to check a claim's backups: no restore drill runs")
+	if bj.Spec.Verify.JobTemplate == nil {
+		out.Report(v1alpha1.BackupJobInvalidSpecReason, "spec.verify.jobTemplate is required to check a claim's backups: no restore drill runs")
 		return
 	}
 	if b.kind == v1alpha1.SnapshotBackup && obs.source != nil {

@@ -78,8 +78,10 @@ func (r *Reconciler) holdsFence(ctx context.Context, bj *v1alpha1.BackupJob) (bo
 // then it releases the BackupJob. Pinned backups stay, labelled. First, it
 // removes every fence a run of the BackupJob holds on a PostgresCluster.
 func (r *Reconciler) Finalize(ctx context.Context, bj *v1alpha1.BackupJob) (kit.Outcome[v1alpha1.BackupJobStatus], bool) {
-	if err := r.releaseAllFences(ctx, bj); err != nil {
-		return kit.Outcome[v1alpha1.BackupJobStatus]{Err: err}, false
+	for _, m := range r.methods() {
+		if err := m.release(ctx, bj); err != nil {
+			return kit.Outcome[v1alpha1.BackupJobStatus]{Err: err}, false
+		}
 	}
 	if bj.Spec.DeletionPolicy == v1alpha1.DeleteBackups {
 		obs, err := r.observe(ctx, bj, r.Clock.Now())

@@ -28,17 +28,10 @@ import (
 type observation struct {
 	// source is spec.source's claim, nil when it does not exist.
 	source *corev1.PersistentVolumeClaim
-	// snapshotsServed tells whether the cluster serves VolumeSnapshots,
-	// postgresServed whether it serves PostgresClusters.
-	snapshotsServed, postgresServed bool
-	// cluster is spec.source's PostgresCluster, nil when there is none.
-	cluster *v1alpha1.PostgresCluster
-	// fences are the fences runs of the BackupJob hold, on any
-	// PostgresCluster of its namespace.
-	fences []*fence
-	// waiting is why a due run of a PostgresCluster waits, nil when none
-	// does.
-	waiting *cause
+	// snapshotsServed tells whether the cluster serves VolumeSnapshots.
+	snapshotsServed bool
+	// postgres is what the PostgreSQL backup methods saw and did.
+	postgres postgresObservation
 	// backups are the claims, snapshots or object-store records that runs
 	// made, newest first.
 	backups []*backup
@@ -49,16 +42,32 @@ type observation struct {
 	// lastFailure is the most recent failed run, taken by the reconcile
 	// before retention and the Job history limit remove its objects.
 	lastFailure *v1alpha1.BackupRunFailure
-	// unfenceAfterRecord is true when a run timed out whose failure
-	// status.lastFailure does not hold yet: this reconcile's status
-	// records it, and the next removes the fence.
-	unfenceAfterRecord bool
 	// runJobs are the runs' Jobs, by run name.
 	runJobs map[string]*batchv1.Job
 	// drillJobs and drillClaims are the restore drills' objects, by the
 	// name of the backup they restore.
 	drillJobs   map[string]*batchv1.Job
 	drillClaims map[string]*corev1.PersistentVolumeClaim
+}
+
+// postgresObservation is what one reconcile saw of the PostgresClusters a
+// BackupJob's runs and drills use, and what the PostgreSQL methods made of
+// it.
+type postgresObservation struct {
+	// served tells whether the cluster serves PostgresClusters.
+	served bool
+	// cluster is spec.source's PostgresCluster, nil when there is none.
+	cluster *v1alpha1.PostgresCluster
+	// fences are the fences runs of the BackupJob hold, on any
+	// PostgresCluster of its namespace.
+	fences []*fence
+	// waiting is why a due run of a PostgresCluster waits, nil when none
+	// does.
+	waiting *cause
+	// unfenceAfterRecord is true when a run timed out whose failure
+	// status.lastFailure does not hold yet: this reconcile's status
+	// records it, and the next removes the fence.
+	unfenceAfterRecord bool
 	// drillClusters are the temporary PostgresClusters of PostgreSQL
 	// drills, by the name of the backup they were restored from.
 	drillClusters map[string]*v1alpha1.PostgresCluster
@@ -100,11 +109,10 @@ func (b *backup) deleting() bool { return b.object.GetDeletionTimestamp() != nil
 func (r *Reconciler) observe(ctx context.Context, bj *v1alpha1.BackupJob, now time.Time) (*observation, error) {
 	obs := &observation{
 		snapshotsServed: r.SnapshotsServed,
-		postgresServed:  r.PostgresClustersServed,
+		postgres:        postgresObservation{served: r.PostgresClustersServed, drillClusters: map[string]*v1alpha1.PostgresCluster{}},
 		runJobs:         map[string]*batchv1.Job{},
 		drillJobs:       map[string]*batchv1.Job{},
 		drillClaims:     map[string]*corev1.PersistentVolumeClaim{},
-		drillClusters:   map[string]*v1alpha1.PostgresCluster{},
 	}
 	if name := bj.Spec.Source.PersistentVolumeClaimName; name != "" {
 		source := &corev1.PersistentVolumeClaim{}
@@ -116,8 +124,10 @@ func (r *Reconciler) observe(ctx context.Context, bj *v1alpha1.BackupJob, now ti
 			return nil, fmt.Errorf("get the source claim %s: %w", name, err)
 		}
 	}
-	if err := r.observePostgres(ctx, bj, obs); err != nil {
-		return nil, err
+	for _, m := range r.methods() {
+		if err := m.observe(ctx, bj, obs); err != nil {
+			return nil, err
+		}
 	}
 
 	selector := client.MatchingLabelsSelector{Selector: objectsOf(bj.Name)}

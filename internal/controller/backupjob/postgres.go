@@ -16,14 +16,14 @@ import (
 	"example.com/platform-operator/api/v1alpha1"
 	"example.com/platform-operator/internal/children"
 	"example.com/platform-operator/internal/controller/kit"
-	"example.com/platform-operator/internal/pgspec"
+	"example.com/platform-operator/internal/pgbackup"
 )
 
 // A run of a PostgresCluster source (spec.source.postgresCluster) with a
 // snapshot target is a cold snapshot of a fenced instance, driven level by
 // level from what the PostgresCluster shows:
 //
-//  1. due: the most caught-up ready replica is chosen (choosePostgresFence)
+//  1. due: the most caught-up ready replica is chosen (pgbackup.ChooseFence)
 //     and fenced by the annotations example.com/backup-fence (the
 //     instance) and -fence-by (the run), written with the cluster's
 //     resourceVersion so that two writers cannot both take the fence;
@@ -94,7 +94,7 @@ func runTime(backupJob, name string) (time.Time, bool) {
 
 // fenceOfRun returns the fence that run name holds, or nil.
 func (o *observation) fenceOfRun(name string) *fence {
-	for _, f := range o.fences {
+	for _, f := range o.postgres.fences {
 		if f.run.name == name {
 			return f
 		}
@@ -117,53 +117,16 @@ func (r *Reconciler) observePostgres(ctx context.Context, bj *v1alpha1.BackupJob
 	for i := range list.Items {
 		pg := &list.Items[i]
 		if pg.Name == bj.Spec.Source.PostgresCluster {
-			obs.cluster = pg
+			obs.postgres.cluster = pg
 		}
 		if f := fenceOf(bj.Name, pg); f != nil {
-			obs.fences = append(obs.fences, f)
+			obs.postgres.fences = append(obs.postgres.fences, f)
 		}
-		if backup := pg.Labels[DrillLabel]; backup != "" && pg.Labels[v1alpha1.BackupJobLabel] == bj.Name && isControlledBy(pg, bj) && obs.drillClusters != nil {
-			obs.drillClusters[backup] = pg
+		if backup := pg.Labels[DrillLabel]; backup != "" && pg.Labels[v1alpha1.BackupJobLabel] == bj.Name && isControlledBy(pg, bj) && obs.postgres.drillClusters != nil {
+			obs.postgres.drillClusters[backup] = pg
 		}
 	}
 	return nil
-}
-
-// choosePostgresFence is the instance of pg that a due run fences, or why
-// it waits: one that another run fences already (one fence at a time), or
-// no instance ready to be fenced. It is the most caught-up ready replica
-// (most WAL received, then replayed, then the lowest name), never the
-// primary, nor an instance fenced or leaving; the primary only for a
-// single-instance cluster whose BackupJob allows it (the caller refuses
-// one that does not).
-func choosePostgresFence(pg *v1alpha1.PostgresCluster, allowPrimary bool) (string, *cause) {
-	a := pg.GetAnnotations()
-	if holder := a[v1alpha1.PostgresBackupFenceAnnotation]; holder != "" {
-		return "", &cause{reason: v1alpha1.BackupJobFenceHeldReason,
-			message: fmt.Sprintf("Instance %s of PostgresCluster %s is fenced by the run %s: one run at a time fences a cluster; the run waits",
-				holder, pg.Name, a[v1alpha1.PostgresBackupFenceByAnnotation])}
-	}
-	if pg.Spec.Instances <= 1 {
-		for _, i := range pg.Status.Instances {
-			if allowPrimary && i.Name == pg.Status.CurrentPrimary && i.Role == v1alpha1.PostgresPrimaryRole && i.Ready && !i.Fenced {
-				return i.Name, nil
-			}
-		}
-		return "", &cause{reason: v1alpha1.BackupJobNoReadyReplicaReason,
-			message: fmt.Sprintf("The primary of PostgresCluster %s is not ready: the run waits", pg.Name)}
-	}
-	var candidates []v1alpha1.PostgresInstanceStatus
-	for _, i := range pg.Status.Instances {
-		if i.Role == v1alpha1.PostgresReplicaRole && i.Ready && !i.Fenced && i.Name != pg.Status.CurrentPrimary &&
-			i.Name != pg.Status.TargetPrimary && pgspec.Wanted(pg, i.Name) {
-			candidates = append(candidates, i)
-		}
-	}
-	if len(candidates) == 0 {
-		return "", &cause{reason: v1alpha1.BackupJobNoReadyReplicaReason,
-			message: fmt.Sprintf("No replica of PostgresCluster %s is ready to be fenced (its primary is never fenced): the run waits", pg.Name)}
-	}
-	return pgspec.MostCaughtUp(candidates), nil
 }
 
 // fenceStep is what a run that holds a fence does next.
@@ -218,7 +181,7 @@ func instanceOf(pg *v1alpha1.PostgresCluster, name string) *v1alpha1.PostgresIns
 // snapshot once the instance stopped cleanly, and removes the fence once
 // the run is over or timed out.
 func (r *Reconciler) advanceFences(ctx context.Context, bj *v1alpha1.BackupJob, obs *observation, now time.Time, out *outcome) {
-	for _, f := range slices.Clone(obs.fences) {
+	for _, f := range slices.Clone(obs.postgres.fences) {
 		b := obs.backupNamed(f.run.name)
 		switch nextFenceStep(bj, f, b, now) {
 		case fenceSnapshot:
@@ -256,7 +219,7 @@ func (r *Reconciler) timeOutFence(ctx context.Context, bj *v1alpha1.BackupJob, o
 		if obs.lastFailure == nil || !f.run.scheduled.Before(obs.lastFailure.ScheduledTime.Time) {
 			obs.lastFailure = failure
 		}
-		obs.unfenceAfterRecord = true
+		obs.postgres.unfenceAfterRecord = true
 		return
 	}
 	if err := r.removeFence(ctx, obs, f); err != nil {
@@ -305,7 +268,7 @@ func desiredPostgresSnapshot(bj *v1alpha1.BackupJob, r run, cluster string, inst
 // resourceVersion: a write since the cache read, another run's fence
 // among them, makes it fail and the next reconcile look again.
 func (r *Reconciler) setFence(ctx context.Context, obs *observation, instance string, rn run, now time.Time) error {
-	pg := obs.cluster
+	pg := obs.postgres.cluster
 	updated := pg.DeepCopy()
 	if updated.Annotations == nil {
 		updated.Annotations = map[string]string{}
@@ -320,7 +283,7 @@ func (r *Reconciler) setFence(ctx context.Context, obs *observation, instance st
 		return fmt.Errorf("fence instance %s of PostgresCluster %s for run %s: %w", instance, pg.Name, rn.name, err)
 	}
 	*pg = *updated
-	obs.fences = append(obs.fences, &fence{cluster: pg, instance: instance, run: rn, since: now.Truncate(time.Second)})
+	obs.postgres.fences = append(obs.postgres.fences, &fence{cluster: pg, instance: instance, run: rn, since: now.Truncate(time.Second)})
 	return nil
 }
 
@@ -337,17 +300,17 @@ func (r *Reconciler) removeFence(ctx context.Context, obs *observation, f *fence
 		return fmt.Errorf("unfence instance %s of PostgresCluster %s after run %s: %w", f.instance, pg.Name, f.run.name, err)
 	}
 	*pg = *updated
-	obs.fences = slices.DeleteFunc(obs.fences, func(x *fence) bool { return x == f })
+	obs.postgres.fences = slices.DeleteFunc(obs.postgres.fences, func(x *fence) bool { return x == f })
 	return nil
 }
 
 // startPostgresRun starts a run of a PostgresCluster source by fencing the
-// instance choosePostgresFence picks; the snapshot follows in a later
+// instance pgbackup.ChooseFence picks; the snapshot follows in a later
 // reconcile (advanceFences), once the instance stopped cleanly.
 func (r *Reconciler) startPostgresRun(ctx context.Context, bj *v1alpha1.BackupJob, obs *observation, rn run, now time.Time, out *outcome) startOutcome {
-	instance, wait := choosePostgresFence(obs.cluster, bj.Spec.Source.AllowPrimaryFencing)
+	instance, wait := pgbackup.ChooseFence(obs.postgres.cluster, bj.Spec.Source.AllowPrimaryFencing)
 	if wait != nil {
-		obs.waiting = wait
+		obs.postgres.waiting = wait
 		return runWaiting
 	}
 	if err := r.setFence(ctx, obs, instance, rn, now); err != nil {
@@ -356,7 +319,7 @@ func (r *Reconciler) startPostgresRun(ctx context.Context, bj *v1alpha1.BackupJo
 	}
 	r.Recorder.Eventf(bj, nil, corev1.EventTypeNormal, "RunStarted", "Run",
 		"Run %s started (scheduled for %s): instance %s of PostgresCluster %s is fenced; its claim is snapshot once PostgreSQL stopped cleanly",
-		rn.name, stamp(rn.scheduled), instance, obs.cluster.Name)
+		rn.name, stamp(rn.scheduled), instance, obs.postgres.cluster.Name)
 	return runStarted
 }
 
@@ -364,7 +327,7 @@ func (r *Reconciler) startPostgresRun(ctx context.Context, bj *v1alpha1.BackupJo
 // Ready condition.
 func fenceMessages(obs *observation) []string {
 	var out []string
-	for _, f := range obs.fences {
+	for _, f := range obs.postgres.fences {
 		if obs.backupNamed(f.run.name) == nil {
 			out = append(out, fmt.Sprintf("run %s waits for instance %s of PostgresCluster %s to stop cleanly", f.run.name, f.instance, f.cluster.Name))
 		}
@@ -376,7 +339,7 @@ func fenceMessages(obs *observation) []string {
 // shutdown times out, zero for none.
 func fenceDeadline(obs *observation) time.Time {
 	var soonest time.Time
-	for _, f := range obs.fences {
+	for _, f := range obs.postgres.fences {
 		if obs.backupNamed(f.run.name) != nil || f.since.IsZero() {
 			continue
 		}
@@ -394,7 +357,7 @@ func (r *Reconciler) releaseAllFences(ctx context.Context, bj *v1alpha1.BackupJo
 	if err := r.observePostgres(ctx, bj, obs); err != nil {
 		return err
 	}
-	for _, f := range slices.Clone(obs.fences) {
+	for _, f := range slices.Clone(obs.postgres.fences) {
 		if err := r.removeFence(ctx, obs, f); err != nil {
 			return err
 		}

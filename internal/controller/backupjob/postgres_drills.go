@@ -125,29 +125,29 @@ func storeDrillProblem(b *backup, source *v1alpha1.PostgresCluster) *cause {
 		return nil
 	}
 	if source == nil || source.Spec.Backup == nil {
-		return &cause{reason: v1alpha1.BackupJobObjectStoreMissingReason,
-			message: fmt.Sprintf("the restore drill of backup %s waits: it reads the object store through the source PostgresCluster's spec.backup.objectStore, and the cluster or its spec.backup is gone", b.name)}
+		return &cause{Reason: v1alpha1.BackupJobObjectStoreMissingReason,
+			Message: fmt.Sprintf("the restore drill of backup %s waits: it reads the object store through the source PostgresCluster's spec.backup.objectStore, and the cluster or its spec.backup is gone", b.name)}
 	}
 	folder := storeFolder(&source.Spec.Backup.ObjectStore, source.Namespace, source.Name)
 	if recorded := b.object.GetAnnotations()[v1alpha1.BackupObjectStoreAnnotation]; recorded != "" && recorded != folder {
-		return &cause{reason: v1alpha1.BackupJobObjectStoreMissingReason,
-			message: fmt.Sprintf("the restore drill of backup %s waits: the backup was written to %s, and PostgresCluster %s's spec.backup.objectStore now names %s", b.name, recorded, source.Name, folder)}
+		return &cause{Reason: v1alpha1.BackupJobObjectStoreMissingReason,
+			Message: fmt.Sprintf("the restore drill of backup %s waits: the backup was written to %s, and PostgresCluster %s's spec.backup.objectStore now names %s", b.name, recorded, source.Name, folder)}
 	}
 	return nil
 }
 
 // startPostgresDrill restores backup b into a temporary cluster.
 func (r *Reconciler) startPostgresDrill(ctx context.Context, bj *v1alpha1.BackupJob, obs *observation, b *backup, out *outcome) {
-	if c := storeDrillProblem(b, obs.cluster); c != nil {
-		out.report(c.reason, c.message)
+	if c := storeDrillProblem(b, obs.postgres.cluster); c != nil {
+		out.Report(c.Reason, c.Message)
 		return
 	}
 	drill := &v1alpha1.PostgresCluster{}
-	res := r.Children.Ensure(ctx, bj, children.Typed(desiredDrillCluster(bj, b, obs.cluster)), drill, children.WithoutCreateEvent())
+	res := r.Children.Ensure(ctx, bj, children.Typed(desiredDrillCluster(bj, b, obs.postgres.cluster)), drill, children.WithoutCreateEvent())
 	if r.judgeCreate(res, out) != runStarted {
 		return
 	}
-	obs.drillClusters[b.name] = drill
+	obs.postgres.drillClusters[b.name] = drill
 	b.verified = v1alpha1.VerificationRunning
 	r.Recorder.Eventf(bj, nil, corev1.EventTypeNormal, "DrillStarted", "Verify",
 		"Restore drill of backup %s started: PostgresCluster %s restored from it, then checked by the verify query", b.name, drill.Name)
@@ -195,7 +195,7 @@ func (r *Reconciler) verifyMessage(ctx context.Context, job *batchv1.Job, fallba
 // removeDrillCluster deletes the temporary cluster of a drill, with its
 // claims (its deletionPolicy), when the BackupJob controls it.
 func (r *Reconciler) removeDrillCluster(ctx context.Context, bj *v1alpha1.BackupJob, obs *observation, name string) error {
-	drill := obs.drillClusters[name]
+	drill := obs.postgres.drillClusters[name]
 	if drill == nil {
 		return nil
 	}
@@ -205,7 +205,7 @@ func (r *Reconciler) removeDrillCluster(ctx context.Context, bj *v1alpha1.Backup
 			return fmt.Errorf("delete the restore drill's PostgresCluster %s: %w", drill.Name, err)
 		}
 	}
-	delete(obs.drillClusters, name)
+	delete(obs.postgres.drillClusters, name)
 	return nil
 }
 
@@ -214,7 +214,7 @@ func (r *Reconciler) removeDrillCluster(ctx context.Context, bj *v1alpha1.Backup
 // change either.
 func drillDeadline(obs *observation) time.Time {
 	var soonest time.Time
-	for name, drill := range obs.drillClusters {
+	for name, drill := range obs.postgres.drillClusters {
 		if obs.drillJobs[name] != nil || drill.DeletionTimestamp != nil {
 			continue
 		}

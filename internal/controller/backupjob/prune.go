@@ -67,7 +67,7 @@ func (r *Reconciler) applyRetention(ctx context.Context, bj *v1alpha1.BackupJob,
 	if loc == nil {
 		// Without the time zone the daily, weekly and monthly buckets
 		// cannot be told: delete nothing rather than the wrong backups.
-		res.skipped = &cause{reason: v1alpha1.BackupJobUnknownTimeZoneReason, message: "Retention is not applied while spec.timeZone is not valid"}
+		res.skipped = &cause{Reason: v1alpha1.BackupJobUnknownTimeZoneReason, Message: "Retention is not applied while spec.timeZone is not valid"}
 		return res
 	}
 	deletedNames := map[string]bool{}
@@ -87,7 +87,7 @@ func (r *Reconciler) applyRetention(ctx context.Context, bj *v1alpha1.BackupJob,
 		if !v.Delete || b == nil || b.pinned || obs.drilling(b.name) || obs.fenceOfRun(b.name) != nil {
 			continue
 		}
-		if b.kind == v1alpha1.ObjectStoreBackup && !goneFromStore(b, obs.cluster) {
+		if b.kind == v1alpha1.ObjectStoreBackup && !goneFromStore(b, obs.postgres.cluster) {
 			// Deleting its record would delete nothing in the store, and
 			// say that it did: the backup stays, listed; the cluster's
 			// spec.backup.retention deletes it with the WAL only it needs,
@@ -126,7 +126,7 @@ func goneFromStore(b *backup, pg *v1alpha1.PostgresCluster) bool {
 // or, for a PostgresCluster's backup, the temporary cluster restored from
 // it (which restores the backup while it starts), even being deleted.
 func (o *observation) drilling(name string) bool {
-	return o.drillClaims[name] != nil || o.drillJobs[name] != nil || o.drillClusters[name] != nil
+	return o.drillClaims[name] != nil || o.drillJobs[name] != nil || o.postgres.drillClusters[name] != nil
 }
 
 // deleteBackup deletes one backup the retention policy dropped. The

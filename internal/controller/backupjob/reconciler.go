@@ -119,7 +119,9 @@ func (r *Reconciler) Sync(ctx context.Context, bj *v1alpha1.BackupJob) kit.Outco
 	var out outcome
 	r.recordResults(ctx, bj, obs, now, &out)
 	obs.lastFailure = lastFailure(obs, bj.Status.LastFailure)
-	r.advanceFences(ctx, bj, obs, now, &out)
+	for _, m := range r.methods() {
+		m.advance(ctx, bj, obs, now, &out)
+	}
 	sched := r.runSchedule(ctx, bj, obs, now, &out)
 	r.runDrills(ctx, bj, obs, now, &out)
 	ret := r.applyRetention(ctx, bj, obs, sched.loc, now, &out)
@@ -127,29 +129,19 @@ func (r *Reconciler) Sync(ctx context.Context, bj *v1alpha1.BackupJob) kit.Outco
 	if errors.Is(out.Err, platform.ErrNotLeader) {
 		return kit.Outcome[v1alpha1.BackupJobStatus]{Err: out.Err}
 	}
-	status := computeStatus(bj, obs, sched, ret, out.problem, now)
+	status := computeStatus(bj, obs, sched, ret, out.Problem, now)
 	after, due := r.requeueAfter(bj, sched, ret, obs, now)
 	return kit.Outcome[v1alpha1.BackupJobStatus]{Status: &status, Err: out.Err, SpecRefused: !out.Retry, After: after, Due: due}
 }
 
 // outcome collects the errors of one reconcile and what status must say
-// about them. retry is false when every error is a refusal of the spec.
+// about them: the first problem reported.
 type outcome struct {
-	kit.Errors
-	problem *cause
+	kit.Problems
 }
 
 // cause is a reason and message for a condition.
-type cause struct {
-	reason, message string
-}
-
-// report keeps the first problem of a reconcile for the Degraded condition.
-func (o *outcome) report(reason, message string) {
-	if o.problem == nil {
-		o.problem = &cause{reason: reason, message: message}
-	}
-}
+type cause = kit.Cause
 
 // requeueAfter is when to look again without a watch event: when the next
 // run is due (due: the soonest is that), and, jittered, when waiting on
@@ -177,7 +169,7 @@ func (r *Reconciler) requeueAfter(bj *v1alpha1.BackupJob, sched scheduleResult, 
 	if ret.going {
 		soonest(blockedAfter)
 	}
-	if obs.unfenceAfterRecord {
+	if obs.postgres.unfenceAfterRecord {
 		// The failure of a run that timed out is recorded by this
 		// reconcile's status; its fence goes in the next.
 		soonest(fenceRecordRetry)
@@ -191,7 +183,7 @@ func (r *Reconciler) requeueAfter(bj *v1alpha1.BackupJob, sched scheduleResult, 
 		// then, whether or not it changes.
 		soonest(d.Sub(now) + 50*time.Millisecond)
 	}
-	if len(ret.blocked) > 0 || obs.sourceProblem(bj, r.PostgresClustersServed) != nil || obs.waiting != nil {
+	if len(ret.blocked) > 0 || obs.sourceProblem(bj, r.PostgresClustersServed) != nil || obs.postgres.waiting != nil {
 		soonest(wait.Jitter(r.RecheckInterval, 0.2))
 	}
 	return after, after > 0 && after == nextRun

@@ -14,6 +14,7 @@ import (
 
 	"example.com/platform-operator/api/v1alpha1"
 	"example.com/platform-operator/internal/controller/kit"
+	"example.com/platform-operator/internal/pgbackup"
 )
 
 // recordResults writes on each backup claim (or object-store record) whose
@@ -52,7 +53,7 @@ func (r *Reconciler) recordResults(ctx context.Context, bj *v1alpha1.BackupJob, 
 			at = now
 		}
 		if succeeded {
-			if err := r.recordResultWith(ctx, b, v1alpha1.BackupSucceeded, v1alpha1.BackupJobRunSucceededReason, "", at, r.baseBackupStart(ctx, bj, b)); err != nil {
+			if err := r.recordResultWith(ctx, b, v1alpha1.BackupSucceeded, v1alpha1.BackupJobRunSucceededReason, "", at, r.methodResult(ctx, bj, b)); err != nil {
 				out.Add(err, false)
 				continue
 			}
@@ -169,7 +170,7 @@ func (r *Reconciler) recordResultWith(ctx context.Context, b *backup, result v1a
 	if err := r.Client.Patch(ctx, updated, client.MergeFrom(b.object)); err != nil {
 		return fmt.Errorf("record the result of run %s on its %s: %w", b.name, recordNoun(b), err)
 	}
-	if size, err := resource.ParseQuantity(all[storeSizeAnnotation]); err == nil && b.kind == v1alpha1.ObjectStoreBackup {
+	if size, err := resource.ParseQuantity(all[pgbackup.StoreSizeAnnotation]); err == nil && b.kind == v1alpha1.ObjectStoreBackup {
 		b.size = &size
 	}
 	b.object = updated

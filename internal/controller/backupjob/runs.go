@@ -75,7 +75,7 @@ func (r *Reconciler) runSchedule(ctx context.Context, bj *v1alpha1.BackupJob, ob
 
 	due, err := ComputeDue(s, scheduleSince(bj), now, startingDeadline(bj))
 	if err != nil {
-		res.problem = &cause{reason: v1alpha1.BackupJobInvalidScheduleReason, message: err.Error()}
+		res.problem = &cause{Reason: v1alpha1.BackupJobInvalidScheduleReason, Message: err.Error()}
 		return res
 	}
 	res.next, res.tooMany = due.Next, due.TooMany
@@ -122,7 +122,7 @@ func (r *Reconciler) runNow(ctx context.Context, bj *v1alpha1.BackupJob, obs *ob
 			return bj.Spec.RunNow // started by an earlier attempt
 		}
 	}
-	for _, f := range obs.fences {
+	for _, f := range obs.postgres.fences {
 		if f.run.runNow == bj.Spec.RunNow {
 			return bj.Spec.RunNow // a run of a PostgresCluster, fenced by an earlier attempt
 		}
@@ -146,7 +146,7 @@ func scheduleProblem(err error) *cause {
 	if errors.As(err, &fe) && fe.Field == timeZonePath.String() {
 		reason = v1alpha1.BackupJobUnknownTimeZoneReason
 	}
-	return &cause{reason: reason, message: err.Error()}
+	return &cause{Reason: reason, Message: err.Error()}
 }
 
 // scheduleSince is the time the schedule's state in status starts from: the
@@ -178,7 +178,7 @@ func (o *observation) activeRuns() []string {
 		names = append(names, b.name)
 		seen[b.name] = true
 	}
-	for _, f := range o.fences {
+	for _, f := range o.postgres.fences {
 		if !seen[f.run.name] {
 			names = append(names, f.run.name)
 			seen[f.run.name] = true
@@ -202,12 +202,12 @@ func (r *Reconciler) startRun(ctx context.Context, bj *v1alpha1.BackupJob, obs *
 	}
 	snapshot := snapshotTarget(bj) != nil
 	if snapshot && !obs.snapshotsServed {
-		out.report(v1alpha1.BackupJobSnapshotAPIMissingReason,
+		out.Report(v1alpha1.BackupJobSnapshotAPIMissingReason,
 			"spec.target.snapshot needs the VolumeSnapshot API (snapshot.storage.k8s.io/v1), which this cluster does not serve: install the external-snapshotter CRDs and controller, then restart the operator")
 		return runSkipped
 	}
 	if problem := obs.sourceProblem(bj, r.PostgresClustersServed); problem != nil {
-		out.report(problem.reason, problem.message)
+		out.Report(problem.Reason, problem.Message)
 		return runSkipped
 	}
 
@@ -233,13 +233,8 @@ func (r *Reconciler) startRun(ctx context.Context, bj *v1alpha1.BackupJob, obs *
 		}
 	}
 
-	switch {
-	case bj.Spec.Source.PostgresCluster != "" && snapshot:
-		return r.startPostgresRun(ctx, bj, obs, run, now, out)
-	case bj.Spec.Source.PostgresCluster != "" && objectStoreTarget(bj) != nil:
-		return r.startStoreBackupRun(ctx, bj, obs, run, out)
-	case bj.Spec.Source.PostgresCluster != "":
-		return r.startBaseBackupRun(ctx, bj, obs, run, out)
+	if m := r.methodOf(bj); m != nil {
+		return m.start(ctx, bj, obs, run, now, out)
 	}
 	if snapshot {
 		snap := &snapshotv1.VolumeSnapshot{}
@@ -301,22 +296,8 @@ func (r *Reconciler) ensureRunJob(ctx context.Context, bj *v1alpha1.BackupJob, o
 // claim or record names, into the claim or the cluster's object store;
 // else the user's template, on the node where its source is mounted.
 func (r *Reconciler) desiredJobOfRun(ctx context.Context, bj *v1alpha1.BackupJob, obs *observation, run run, out *outcome) (*batchv1.Job, startOutcome) {
-	if bj.Spec.Source.PostgresCluster != "" {
-		b := obs.backupNamed(run.name)
-		if obs.cluster == nil || b == nil {
-			out.Add(fmt.Errorf("run %s: no PostgresCluster %s or no backup claim or record to make its Job for", run.name, bj.Spec.Source.PostgresCluster), false)
-			return nil, runFailed
-		}
-		source := b.object.GetAnnotations()[v1alpha1.BackupSourceInstanceAnnotation]
-		if b.kind != v1alpha1.ObjectStoreBackup {
-			return desiredBaseBackupJob(bj, run, obs.cluster, source, r.baseBackup), runStarted
-		}
-		if problem := objectStoreProblem(obs.cluster); problem != nil {
-			// spec.backup was removed since the run's record was made.
-			out.report(problem.reason, problem.message)
-			return nil, runFailed
-		}
-		return desiredStoreBackupJob(bj, run, obs.cluster, source, r.baseBackup), runStarted
+	if m := r.methodOf(bj); m != nil {
+		return m.runJob(bj, obs, run, out)
 	}
 	desired := desiredRunJob(bj, run)
 	if r.refuseTemplate(bj, jobTemplatePath, bj.Spec.JobTemplate, desired, out) {
@@ -338,11 +319,11 @@ func (r *Reconciler) desiredJobOfRun(ctx context.Context, bj *v1alpha1.BackupJob
 func (r *Reconciler) judgeCreate(res children.Result, out *outcome) startOutcome {
 	switch res.Action {
 	case children.Conflict:
-		out.report(v1alpha1.BackupJobRunConflictReason, res.Message)
+		out.Report(v1alpha1.BackupJobRunConflictReason, res.Message)
 		return runSkipped
 	case children.Invalid:
 		out.Add(res.Err, true)
-		out.report(v1alpha1.BackupJobInvalidSpecReason, res.Message)
+		out.Report(v1alpha1.BackupJobInvalidSpecReason, res.Message)
 		return runFailed
 	case children.Failed:
 		out.Add(res.Err, false)

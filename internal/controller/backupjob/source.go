@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"example.com/platform-operator/api/v1alpha1"
+	"example.com/platform-operator/internal/pgbackup"
 )
 
 // sourceProblem is why no run of bj can start, or nil.
@@ -15,33 +16,33 @@ func (o *observation) sourceProblem(bj *v1alpha1.BackupJob, postgresServed bool)
 	src := bj.Spec.Source
 	switch {
 	case src.PostgresCluster != "" && !postgresServed:
-		return &cause{reason: v1alpha1.BackupJobSourceNotFoundReason,
-			message: "spec.source.postgresCluster: the cluster does not serve the PostgresCluster API (example.com/v1alpha1): install the postgrescluster component, then restart the operator"}
-	case src.PostgresCluster != "" && o.cluster == nil:
-		return &cause{reason: v1alpha1.BackupJobSourceNotFoundReason,
-			message: fmt.Sprintf("spec.source.postgresCluster: PostgresCluster %s not found in namespace %s; runs are skipped and counted as missed until it exists",
+		return &cause{Reason: v1alpha1.BackupJobSourceNotFoundReason,
+			Message: "spec.source.postgresCluster: the cluster does not serve the PostgresCluster API (example.com/v1alpha1): install the postgrescluster component, then restart the operator"}
+	case src.PostgresCluster != "" && o.postgres.cluster == nil:
+		return &cause{Reason: v1alpha1.BackupJobSourceNotFoundReason,
+			Message: fmt.Sprintf("spec.source.postgresCluster: PostgresCluster %s not found in namespace %s; runs are skipped and counted as missed until it exists",
 				src.PostgresCluster, bj.Namespace)}
-	case src.PostgresCluster != "" && objectStoreTarget(bj) != nil && objectStoreProblem(o.cluster) != nil:
-		return objectStoreProblem(o.cluster)
-	case src.PostgresCluster != "" && snapshotTarget(bj) != nil && o.cluster.Spec.Instances <= 1 && !src.AllowPrimaryFencing:
-		return &cause{reason: v1alpha1.BackupJobPrimaryFencingRefusedReason,
-			message: fmt.Sprintf("PostgresCluster %s has a single instance, its primary: a cold snapshot would stop its writes while it is taken. "+
+	case src.PostgresCluster != "" && objectStoreTarget(bj) != nil && pgbackup.ObjectStoreProblem(o.postgres.cluster) != nil:
+		return pgbackup.ObjectStoreProblem(o.postgres.cluster)
+	case src.PostgresCluster != "" && snapshotTarget(bj) != nil && o.postgres.cluster.Spec.Instances <= 1 && !src.AllowPrimaryFencing:
+		return &cause{Reason: v1alpha1.BackupJobPrimaryFencingRefusedReason,
+			Message: fmt.Sprintf("PostgresCluster %s has a single instance, its primary: a cold snapshot would stop its writes while it is taken. "+
 				"Add a replica (spec.instances: 2 or more), or set spec.source.allowPrimaryFencing: true to accept that; runs are skipped and the cluster is not touched",
 				src.PostgresCluster)}
 	case src.PostgresCluster != "":
 		return nil
 	case o.source == nil:
-		return &cause{reason: v1alpha1.BackupJobSourceNotFoundReason,
-			message: fmt.Sprintf("spec.source.persistentVolumeClaimName: claim %s not found in namespace %s; runs are skipped and counted as missed until it exists",
+		return &cause{Reason: v1alpha1.BackupJobSourceNotFoundReason,
+			Message: fmt.Sprintf("spec.source.persistentVolumeClaimName: claim %s not found in namespace %s; runs are skipped and counted as missed until it exists",
 				src.PersistentVolumeClaimName, bj.Namespace)}
 	case o.source.Labels[v1alpha1.PostgresClusterLabel] != "":
-		return &cause{reason: v1alpha1.BackupJobSourceIsPostgresClusterReason,
-			message: fmt.Sprintf("spec.source.persistentVolumeClaimName: claim %s holds the data of PostgresCluster %s: a copy of a running database's files is not a backup. "+
+		return &cause{Reason: v1alpha1.BackupJobSourceIsPostgresClusterReason,
+			Message: fmt.Sprintf("spec.source.persistentVolumeClaimName: claim %s holds the data of PostgresCluster %s: a copy of a running database's files is not a backup. "+
 				"Set spec.source.postgresCluster: %s instead (a base backup, or a cold snapshot of a fenced replica); runs are skipped",
 				src.PersistentVolumeClaimName, o.source.Labels[v1alpha1.PostgresClusterLabel], o.source.Labels[v1alpha1.PostgresClusterLabel])}
 	case snapshotTarget(bj) == nil && slices.Contains(o.source.Spec.AccessModes, corev1.ReadWriteOncePod):
-		return &cause{reason: v1alpha1.BackupJobSourceNotMountableReason,
-			message: fmt.Sprintf("spec.source.persistentVolumeClaimName: claim %s is ReadWriteOncePod: a copy Job's pod can never mount it beside the pod that uses it. "+
+		return &cause{Reason: v1alpha1.BackupJobSourceNotMountableReason,
+			Message: fmt.Sprintf("spec.source.persistentVolumeClaimName: claim %s is ReadWriteOncePod: a copy Job's pod can never mount it beside the pod that uses it. "+
 				"Set spec.target.snapshot instead; runs are skipped", src.PersistentVolumeClaimName)}
 	}
 	return nil

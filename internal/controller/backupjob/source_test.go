@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"example.com/platform-operator/api/v1alpha1"
+	"example.com/platform-operator/internal/pgbackup/pgbackuptest"
 )
 
 // Sources refused before any run starts, and the cluster not touched.
@@ -37,11 +38,11 @@ func TestSourceProblem(t *testing.T) {
 		{name: "a ReadWriteOncePod claim, copied", bj: bj, obs: observation{source: rwop}, served: true, wantReason: v1alpha1.BackupJobSourceNotMountableReason},
 		{name: "a ReadWriteOncePod claim, snapshotted", bj: snapshot, obs: observation{source: rwop}, served: true},
 		{name: "a missing cluster", bj: pgSource, served: true, wantReason: v1alpha1.BackupJobSourceNotFoundReason},
-		{name: "no PostgresCluster API", bj: pgSource, obs: observation{cluster: testCluster(3)}, wantReason: v1alpha1.BackupJobSourceNotFoundReason},
-		{name: "a cluster with replicas", bj: pgSource, obs: observation{cluster: testCluster(3)}, served: true},
-		{name: "a single instance", bj: pgSource, obs: observation{cluster: testCluster(1)}, served: true, wantReason: v1alpha1.BackupJobPrimaryFencingRefusedReason},
-		{name: "a single instance, allowed", bj: allowed, obs: observation{cluster: testCluster(1)}, served: true},
-		{name: "a single instance, base backups (nothing fenced)", bj: pgBaseBackup, obs: observation{cluster: testCluster(1)}, served: true},
+		{name: "no PostgresCluster API", bj: pgSource, obs: observation{postgres: postgresObservation{cluster: pgbackuptest.Cluster(3)}}, wantReason: v1alpha1.BackupJobSourceNotFoundReason},
+		{name: "a cluster with replicas", bj: pgSource, obs: observation{postgres: postgresObservation{cluster: pgbackuptest.Cluster(3)}}, served: true},
+		{name: "a single instance", bj: pgSource, obs: observation{postgres: postgresObservation{cluster: pgbackuptest.Cluster(1)}}, served: true, wantReason: v1alpha1.BackupJobPrimaryFencingRefusedReason},
+		{name: "a single instance, allowed", bj: allowed, obs: observation{postgres: postgresObservation{cluster: pgbackuptest.Cluster(1)}}, served: true},
+		{name: "a single instance, base backups (nothing fenced)", bj: pgBaseBackup, obs: observation{postgres: postgresObservation{cluster: pgbackuptest.Cluster(1)}}, served: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -52,7 +53,7 @@ func TestSourceProblem(t *testing.T) {
 				return
 			}
 			g.Expect(got).NotTo(BeNil())
-			g.Expect(got.reason).To(Equal(tc.wantReason))
+			g.Expect(got.Reason).To(Equal(tc.wantReason))
 		})
 	}
 }

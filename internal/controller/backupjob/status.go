@@ -197,19 +197,19 @@ func degradedCause(bj *v1alpha1.BackupJob, obs *observation, sched scheduleResul
 	case sched.problem != nil:
 		return sched.problem
 	case snapshotTarget(bj) != nil && !obs.snapshotsServed:
-		return &cause{reason: v1alpha1.BackupJobSnapshotAPIMissingReason,
-			message: "spec.target.snapshot needs the VolumeSnapshot API (snapshot.storage.k8s.io/v1), which this cluster does not serve: install the external-snapshotter CRDs and controller, then restart the operator"}
-	case obs.sourceProblem(bj, obs.postgresServed) != nil:
-		return obs.sourceProblem(bj, obs.postgresServed)
+		return &cause{Reason: v1alpha1.BackupJobSnapshotAPIMissingReason,
+			Message: "spec.target.snapshot needs the VolumeSnapshot API (snapshot.storage.k8s.io/v1), which this cluster does not serve: install the external-snapshotter CRDs and controller, then restart the operator"}
+	case obs.sourceProblem(bj, obs.postgres.served) != nil:
+		return obs.sourceProblem(bj, obs.postgres.served)
 	case runProblem != nil:
 		return runProblem
 	case len(ret.failed) > 0:
-		return &cause{reason: v1alpha1.BackupJobDeletionFailedReason, message: kit.TruncateMessage(strings.Join(ret.failed, "; "))}
+		return &cause{Reason: v1alpha1.BackupJobDeletionFailedReason, Message: kit.TruncateMessage(strings.Join(ret.failed, "; "))}
 	case len(ret.blocked) > 0:
-		return &cause{reason: v1alpha1.BackupJobDeletionBlockedReason, message: blockedMessage(ret.blocked)}
+		return &cause{Reason: v1alpha1.BackupJobDeletionBlockedReason, Message: blockedMessage(ret.blocked)}
 	case sched.tooMany || stillTooManyMissed(bj, last):
-		return &cause{reason: v1alpha1.BackupJobTooManyMissedRunsReason,
-			message: "More than 100 scheduled times passed without a run: was the operator stopped for long, or did a clock jump? Set spec.startingDeadlineSeconds, or check the clocks of the nodes and the API server"}
+		return &cause{Reason: v1alpha1.BackupJobTooManyMissedRunsReason,
+			Message: "More than 100 scheduled times passed without a run: was the operator stopped for long, or did a clock jump? Set spec.startingDeadlineSeconds, or check the clocks of the nodes and the API server"}
 	}
 	return nil
 }
@@ -244,7 +244,7 @@ var kstatusReasons = kit.KStatusReasons{Stalled: []string{
 }}
 
 func blocksReady(c *cause) bool {
-	switch c.reason {
+	switch c.Reason {
 	case v1alpha1.BackupJobInvalidScheduleReason, v1alpha1.BackupJobUnknownTimeZoneReason, v1alpha1.BackupJobSourceNotFoundReason,
 		v1alpha1.BackupJobSnapshotAPIMissingReason, v1alpha1.BackupJobInvalidSpecReason, v1alpha1.BackupJobPrimaryFencingRefusedReason,
 		v1alpha1.BackupJobSourceIsPostgresClusterReason, v1alpha1.BackupJobSourceNotMountableReason, v1alpha1.BackupJobObjectStoreMissingReason:
@@ -257,14 +257,14 @@ func readyCondition(bj *v1alpha1.BackupJob, obs *observation, sched scheduleResu
 	c := metav1.Condition{Type: v1alpha1.BackupJobReadyCondition, Status: metav1.ConditionTrue}
 	switch {
 	case problem != nil && blocksReady(problem):
-		c.Status, c.Reason, c.Message = metav1.ConditionFalse, problem.reason, problem.message
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, problem.Reason, problem.Message
 	case last != nil && !last.succeeded:
 		c.Status, c.Reason = metav1.ConditionFalse, v1alpha1.BackupJobLastRunFailedReason
 		c.Message = fmt.Sprintf("The most recent run, %s, failed; the schedule goes on", last.name)
 	case ptr.Deref(bj.Spec.Suspend, false):
 		c.Reason, c.Message = v1alpha1.BackupJobSuspendedReason, "spec.suspend is true: no run starts on schedule"
-	case obs.waiting != nil && len(obs.activeRuns()) == 0:
-		c.Status, c.Reason, c.Message = metav1.ConditionFalse, obs.waiting.reason, obs.waiting.message
+	case obs.postgres.waiting != nil && len(obs.activeRuns()) == 0:
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, obs.postgres.waiting.Reason, obs.postgres.waiting.Message
 	case len(obs.activeRuns()) > 0:
 		c.Reason, c.Message = v1alpha1.BackupJobRunningReason, "Running: "+strings.Join(sortedNames(obs.activeRuns()), ", ")
 		for _, m := range fenceMessages(obs) {
@@ -308,7 +308,7 @@ func retentionCondition(ret retentionResult) metav1.Condition {
 	c := metav1.Condition{Type: v1alpha1.BackupJobRetentionAppliedCondition}
 	switch {
 	case ret.skipped != nil:
-		c.Status, c.Reason, c.Message = metav1.ConditionUnknown, ret.skipped.reason, ret.skipped.message
+		c.Status, c.Reason, c.Message = metav1.ConditionUnknown, ret.skipped.Reason, ret.skipped.Message
 	case len(ret.failed) > 0:
 		c.Status, c.Reason, c.Message = metav1.ConditionFalse, v1alpha1.BackupJobDeletionFailedReason, kit.TruncateMessage(strings.Join(ret.failed, "; "))
 	case len(ret.blocked) > 0:
@@ -359,7 +359,7 @@ func degradedCondition(problem *cause) metav1.Condition {
 		return metav1.Condition{Type: v1alpha1.BackupJobDegradedCondition, Status: metav1.ConditionFalse,
 			Reason: v1alpha1.BackupJobAsExpectedReason, Message: "Nothing needs attention"}
 	}
-	return metav1.Condition{Type: v1alpha1.BackupJobDegradedCondition, Status: metav1.ConditionTrue, Reason: problem.reason, Message: kit.TruncateMessage(problem.message)}
+	return metav1.Condition{Type: v1alpha1.BackupJobDegradedCondition, Status: metav1.ConditionTrue, Reason: problem.Reason, Message: kit.TruncateMessage(problem.Message)}
 }
 
 func sortedNames(names []string) []string {

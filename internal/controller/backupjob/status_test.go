@@ -71,8 +71,8 @@ func TestComputeStatusConditions(t *testing.T) {
 		"unknown time zone": {
 			kstatus: status.FailedStatus,
 			obs:     &observation{source: source},
-			sched:   scheduleResult{problem: &cause{reason: v1alpha1.BackupJobUnknownTimeZoneReason, message: "spec.timeZone: ..."}},
-			ret:     retentionResult{skipped: &cause{reason: v1alpha1.BackupJobUnknownTimeZoneReason}},
+			sched:   scheduleResult{problem: &cause{Reason: v1alpha1.BackupJobUnknownTimeZoneReason, Message: "spec.timeZone: ..."}},
+			ret:     retentionResult{skipped: &cause{Reason: v1alpha1.BackupJobUnknownTimeZoneReason}},
 			want:    map[string]string{"Ready": "False/UnknownTimeZone", "RetentionApplied": "Unknown/UnknownTimeZone"},
 		},
 		"deletion blocked degrades but leaves Ready": {

@@ -13,6 +13,7 @@ import (
 
 	"example.com/platform-operator/api/v1alpha1"
 	"example.com/platform-operator/internal/children"
+	"example.com/platform-operator/internal/pgbackup"
 	"example.com/platform-operator/internal/pgspec"
 )
 
@@ -40,10 +41,6 @@ import (
 // backups, it does not name them), so records of deleted backups stay
 // listed.
 
-// storeSizeAnnotation, on an object-store backup's record, is the size of
-// its tar stream before compression, as its Job reported it.
-const storeSizeAnnotation = "example.com/size"
-
 // objectStoreTarget returns spec.target.objectStore, or nil for another
 // target.
 func objectStoreTarget(bj *v1alpha1.BackupJob) *v1alpha1.BackupObjectStoreTarget {
@@ -53,41 +50,16 @@ func objectStoreTarget(bj *v1alpha1.BackupJob) *v1alpha1.BackupObjectStoreTarget
 	return bj.Spec.Target.ObjectStore
 }
 
-// objectStoreProblem is why no object-store run of pg can start: the
-// cluster has no store to put backups in. nil when it has one.
-func objectStoreProblem(pg *v1alpha1.PostgresCluster) *cause {
-	if pg.Spec.Backup != nil {
-		return nil
-	}
-	return &cause{reason: v1alpha1.BackupJobObjectStoreMissingReason,
-		message: fmt.Sprintf("spec.target.objectStore puts base backups into the object store of PostgresCluster %s, which has none: "+
-			"set its spec.backup.objectStore (where its WAL is archived too); runs are skipped and counted as missed until then", pg.Name)}
-}
-
-// chooseStoreBackupSource is the instance of pg that an object-store base
-// backup copies, or why the run waits: the ready primary, and only it
-// (see above); one being switched over from (targetPrimary elsewhere) is
-// about to stop being it.
-func chooseStoreBackupSource(pg *v1alpha1.PostgresCluster) (string, *cause) {
-	for _, i := range pg.Status.Instances {
-		if i.Name == pg.Status.CurrentPrimary && i.Name == pg.Status.TargetPrimary && i.Role == v1alpha1.PostgresPrimaryRole && i.Ready && !i.Fenced {
-			return i.Name, nil
-		}
-	}
-	return "", &cause{reason: v1alpha1.BackupJobNoReadyReplicaReason,
-		message: fmt.Sprintf("The primary of PostgresCluster %s is not ready, or a switchover is under way: a base backup into the object store copies the primary; the run waits", pg.Name)}
-}
-
 // startStoreBackupRun starts an object-store run: its record, annotated
 // with the primary it copies and the store, then its Job.
 func (r *Reconciler) startStoreBackupRun(ctx context.Context, bj *v1alpha1.BackupJob, obs *observation, rn run, out *outcome) startOutcome {
-	source, wait := chooseStoreBackupSource(obs.cluster)
+	source, wait := pgbackup.ChooseStoreBackupSource(obs.postgres.cluster)
 	if wait != nil {
-		obs.waiting = wait
+		obs.postgres.waiting = wait
 		return runWaiting
 	}
 	record := &corev1.ConfigMap{}
-	desired := desiredStoreBackupRecord(bj, rn, obs.cluster, instanceOf(obs.cluster, source))
+	desired := desiredStoreBackupRecord(bj, rn, obs.postgres.cluster, instanceOf(obs.postgres.cluster, source))
 	res := r.Children.Ensure(ctx, bj, children.Typed(desired), record, children.OwnedBy(isRunOf(bj, rn.name)), children.WithoutCreateEvent())
 	if o := r.judgeCreate(res, out); o != runStarted {
 		return o
@@ -99,7 +71,7 @@ func (r *Reconciler) startStoreBackupRun(ctx context.Context, bj *v1alpha1.Backu
 	}
 	r.Recorder.Eventf(bj, nil, corev1.EventTypeNormal, "RunStarted", "Run",
 		"Run %s started (scheduled for %s): Job %s streams a base backup of the primary %s of PostgresCluster %s into its object store %s",
-		rn.name, stamp(rn.scheduled), rn.name, source, obs.cluster.Name, desired.Annotations[v1alpha1.BackupObjectStoreAnnotation])
+		rn.name, stamp(rn.scheduled), rn.name, source, obs.postgres.cluster.Name, desired.Annotations[v1alpha1.BackupObjectStoreAnnotation])
 	return runStarted
 }
 
@@ -168,7 +140,7 @@ func recordBackup(cm *corev1.ConfigMap) *backup {
 	default:
 		b.result = v1alpha1.BackupRunning
 	}
-	if size, err := resource.ParseQuantity(cm.Annotations[storeSizeAnnotation]); err == nil {
+	if size, err := resource.ParseQuantity(cm.Annotations[pgbackup.StoreSizeAnnotation]); err == nil {
 		b.size = &size
 	}
 	return b

@@ -11,42 +11,10 @@ import (
 
 	"example.com/platform-operator/api/v1alpha1"
 	"example.com/platform-operator/internal/instance"
+	"example.com/platform-operator/internal/pgbackup"
 	"example.com/platform-operator/internal/pgspec"
 	"example.com/platform-operator/internal/podsecurity"
 )
-
-func TestChooseStoreBackupSource(t *testing.T) {
-	primary := v1alpha1.PostgresInstanceStatus{Name: "db-1", Role: v1alpha1.PostgresPrimaryRole, Ready: true, ReceivedLSN: "0/9000000"}
-	replica := v1alpha1.PostgresInstanceStatus{Name: "db-2", Role: v1alpha1.PostgresReplicaRole, Ready: true, ReceivedLSN: "0/9000000"}
-	tests := map[string]struct {
-		target  string
-		members []v1alpha1.PostgresInstanceStatus
-		want    string
-	}{
-		"the ready primary, never a replica":       {"db-1", []v1alpha1.PostgresInstanceStatus{replica, primary}, "db-1"},
-		"a primary not ready: waits":               {"db-1", []v1alpha1.PostgresInstanceStatus{{Name: "db-1", Role: v1alpha1.PostgresPrimaryRole}, replica}, ""},
-		"a fenced primary: waits":                  {"db-1", []v1alpha1.PostgresInstanceStatus{{Name: "db-1", Role: v1alpha1.PostgresPrimaryRole, Ready: true, Fenced: true}}, ""},
-		"a switchover under way: waits":            {"db-2", []v1alpha1.PostgresInstanceStatus{primary, replica}, ""},
-		"an instance that says primary but is not": {"db-1", []v1alpha1.PostgresInstanceStatus{{Name: "db-1", Role: v1alpha1.PostgresReplicaRole, Ready: true}}, ""},
-		"no instance reported yet: waits":          {"db-1", nil, ""},
-		"the primary named in status, not another": {"db-1", []v1alpha1.PostgresInstanceStatus{{Name: "db-3", Role: v1alpha1.PostgresPrimaryRole, Ready: true}}, ""},
-		"a single instance: its primary, unfenced": {"db-1", []v1alpha1.PostgresInstanceStatus{primary}, "db-1"},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			g := NewWithT(t)
-			pg := &v1alpha1.PostgresCluster{ObjectMeta: metav1.ObjectMeta{Name: "db"},
-				Status: v1alpha1.PostgresClusterStatus{CurrentPrimary: "db-1", TargetPrimary: tc.target, Instances: tc.members}}
-			got, wait := chooseStoreBackupSource(pg)
-			g.Expect(got).To(Equal(tc.want))
-			if tc.want == "" {
-				g.Expect(wait).NotTo(BeNil())
-				g.Expect(wait.reason).To(Equal(v1alpha1.BackupJobNoReadyReplicaReason))
-				g.Expect(wait.message).To(ContainSubstring("primary"))
-			}
-		})
-	}
-}
 
 // storeCluster is a PostgresCluster with an object store.
 func storeCluster() *v1alpha1.PostgresCluster {
@@ -134,9 +102,9 @@ func TestRecordBackup(t *testing.T) {
 		size                string
 	}{
 		"running":              {nil, nil, v1alpha1.BackupRunning, false, ""},
-		"succeeded, with size": {map[string]string{ResultLabel: "Succeeded"}, map[string]string{storeSizeAnnotation: "30Mi"}, v1alpha1.BackupSucceeded, true, "30Mi"},
+		"succeeded, with size": {map[string]string{ResultLabel: "Succeeded"}, map[string]string{pgbackup.StoreSizeAnnotation: "30Mi"}, v1alpha1.BackupSucceeded, true, "30Mi"},
 		"failed":               {map[string]string{ResultLabel: "Failed"}, nil, v1alpha1.BackupFailed, true, ""},
-		"a result of no kind":  {map[string]string{ResultLabel: "Maybe"}, map[string]string{storeSizeAnnotation: "lots"}, v1alpha1.BackupRunning, false, ""},
+		"a result of no kind":  {map[string]string{ResultLabel: "Maybe"}, map[string]string{pgbackup.StoreSizeAnnotation: "lots"}, v1alpha1.BackupRunning, false, ""},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -159,14 +127,14 @@ func TestObjectStoreSourceProblem(t *testing.T) {
 	g := NewWithT(t)
 	bj := &v1alpha1.BackupJob{ObjectMeta: metav1.ObjectMeta{Name: "nightly", Namespace: "shop"}, Spec: v1alpha1.BackupJobSpec{
 		Source: v1alpha1.BackupSource{PostgresCluster: "db"}, Target: &v1alpha1.BackupTarget{ObjectStore: &v1alpha1.BackupObjectStoreTarget{}}}}
-	obs := &observation{cluster: storeCluster()}
+	obs := &observation{postgres: postgresObservation{cluster: storeCluster()}}
 	g.Expect(obs.sourceProblem(bj, true)).To(BeNil())
 
-	obs.cluster.Spec.Backup = nil
+	obs.postgres.cluster.Spec.Backup = nil
 	problem := obs.sourceProblem(bj, true)
 	g.Expect(problem).NotTo(BeNil())
-	g.Expect(problem.reason).To(Equal(v1alpha1.BackupJobObjectStoreMissingReason))
-	g.Expect(problem.message).To(And(ContainSubstring("spec.backup.objectStore"), ContainSubstring("PostgresCluster db")))
+	g.Expect(problem.Reason).To(Equal(v1alpha1.BackupJobObjectStoreMissingReason))
+	g.Expect(problem.Message).To(And(ContainSubstring("spec.backup.objectStore"), ContainSubstring("PostgresCluster db")))
 	g.Expect(blocksReady(problem)).To(BeTrue(), "no run can start until the cluster has a store")
 
 	bj.Spec.Target = &v1alpha1.BackupTarget{Volume: &v1alpha1.BackupVolumeTarget{}}

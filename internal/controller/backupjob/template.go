@@ -152,6 +152,6 @@ func (r *Reconciler) refuseTemplate(bj *v1alpha1.BackupJob, path *field.Path, te
 	}
 	message := fmt.Sprintf("The operator runs no pod from this template: %s", strings.Join(reasons, "; "))
 	out.Add(fmt.Errorf("BackupJob %s/%s: %s", bj.Namespace, bj.Name, message), true)
-	out.report(v1alpha1.BackupJobInvalidSpecReason, kit.TruncateMessage(message))
+	out.Report(v1alpha1.BackupJobInvalidSpecReason, kit.TruncateMessage(message))
 	return true
 }

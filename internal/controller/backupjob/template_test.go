@@ -284,14 +284,14 @@ func TestTemplatesThatAreNotOneCopyAreRefused(t *testing.T) {
 					}
 					return
 				}
-				if !refused || out.problem == nil {
+				if !refused || out.Problem == nil {
 					t.Fatal("accepted")
 				}
-				if out.problem.reason != v1alpha1.BackupJobInvalidSpecReason {
-					t.Errorf("reason %s, want %s", out.problem.reason, v1alpha1.BackupJobInvalidSpecReason)
+				if out.Problem.Reason != v1alpha1.BackupJobInvalidSpecReason {
+					t.Errorf("reason %s, want %s", out.Problem.Reason, v1alpha1.BackupJobInvalidSpecReason)
 				}
-				if want := path.String() + "." + tt.field + ": Forbidden"; !strings.Contains(out.problem.message, want) {
-					t.Errorf("message %q does not say %q", out.problem.message, want)
+				if want := path.String() + "." + tt.field + ": Forbidden"; !strings.Contains(out.Problem.Message, want) {
+					t.Errorf("message %q does not say %q", out.Problem.Message, want)
 				}
 				if out.Retry {
 					t.Error("a refused spec is retried with backoff")

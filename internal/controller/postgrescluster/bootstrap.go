@@ -30,12 +30,12 @@ func (r *Reconciler) bootstrapClaim(ctx context.Context, pg *v1alpha1.PostgresCl
 	case pgspec.BootstrapVolumeBackup:
 		source, err := r.restoreSource(ctx, pg)
 		if errors.As(err, &noBackupError{}) {
-			out.report(v1alpha1.PostgresBackupNotFoundReason, err.Error())
+			out.Report(v1alpha1.PostgresBackupNotFoundReason, err.Error())
 			return false
 		}
 		if err != nil {
 			out.Add(fmt.Errorf("choose the backup to restore: %w", err), false)
-			out.report(v1alpha1.PostgresApplyFailedReason, err.Error())
+			out.Report(v1alpha1.PostgresApplyFailedReason, err.Error())
 			return false
 		}
 		claim.Spec.DataSourceRef = source

@@ -37,7 +37,7 @@ func (r *Reconciler) ensureClaims(ctx context.Context, pg *v1alpha1.PostgresClus
 					continue
 				}
 				out.Add(fmt.Errorf("create PersistentVolumeClaim %s: %w", desired.Name, err), apierrors.IsInvalid(err))
-				out.report(v1alpha1.PostgresApplyFailedReason, err.Error())
+				out.Report(v1alpha1.PostgresApplyFailedReason, err.Error())
 				continue
 			}
 			children.CountWrite(kind, "PersistentVolumeClaim", "create")
@@ -63,7 +63,7 @@ func (r *Reconciler) existingClaim(ctx context.Context, pg *v1alpha1.PostgresClu
 	switch {
 	case live.Labels[v1alpha1.PostgresClusterLabel] != pg.Name:
 		out.conflict = true
-		out.report(v1alpha1.PostgresConflictReason, fmt.Sprintf("PersistentVolumeClaim %s exists and is not PostgresCluster %s's", name, pg.Name))
+		out.Report(v1alpha1.PostgresConflictReason, fmt.Sprintf("PersistentVolumeClaim %s exists and is not PostgresCluster %s's", name, pg.Name))
 	case live.Annotations[v1alpha1.PostgresClusterUIDAnnotation] != string(pg.UID):
 		// Labelled as the cluster's name but not marked with its UID: a
 		// claim settleClaims has not seen yet, perhaps an earlier
@@ -90,7 +90,7 @@ func (r *Reconciler) growClaim(ctx context.Context, pg *v1alpha1.PostgresCluster
 	claim.Spec.Resources.Requests[corev1.ResourceStorage] = want.DeepCopy()
 	if err := r.Client.Patch(ctx, claim, patch); err != nil {
 		out.Add(fmt.Errorf("grow PersistentVolumeClaim %s to %s: %w", claim.Name, want.String(), err), apierrors.IsInvalid(err) || apierrors.IsForbidden(err))
-		out.report(v1alpha1.PostgresApplyFailedReason, fmt.Sprintf("PersistentVolumeClaim %s cannot grow to %s: %v", claim.Name, want.String(), err))
+		out.Report(v1alpha1.PostgresApplyFailedReason, fmt.Sprintf("PersistentVolumeClaim %s cannot grow to %s: %v", claim.Name, want.String(), err))
 		return
 	}
 	children.CountWrite(kind, "PersistentVolumeClaim", "update")

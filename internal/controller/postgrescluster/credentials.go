@@ -45,7 +45,7 @@ func (r *Reconciler) ensureSecrets(ctx context.Context, pg *v1alpha1.PostgresClu
 		if live != nil && live.Name == pgspec.GeneratedAppSecret(pg.Name) {
 			if err := r.completeAppSecret(ctx, pg, live, caCert); err != nil {
 				out.Add(err, false)
-				out.report(v1alpha1.PostgresApplyFailedReason, err.Error())
+				out.Report(v1alpha1.PostgresApplyFailedReason, err.Error())
 			}
 		}
 		if live != nil && live.Name == creds.appSecret {
@@ -96,10 +96,10 @@ func (r *Reconciler) checkStoreSecrets(ctx context.Context, pg *v1alpha1.Postgre
 		}
 		switch {
 		case secret == nil:
-			out.report(v1alpha1.PostgresSecretMissingReason, fmt.Sprintf("Secret %s named by %s does not exist", n.secret, n.field))
+			out.Report(v1alpha1.PostgresSecretMissingReason, fmt.Sprintf("Secret %s named by %s does not exist", n.secret, n.field))
 			return
 		case len(secret.Data[n.key]) == 0:
-			out.report(v1alpha1.PostgresSecretMissingReason, fmt.Sprintf("Secret %s named by %s has no %s key", n.secret, n.field, n.key))
+			out.Report(v1alpha1.PostgresSecretMissingReason, fmt.Sprintf("Secret %s named by %s has no %s key", n.secret, n.field, n.key))
 			return
 		}
 	}
@@ -209,11 +209,11 @@ func reportSecretError(err error, out *outcome) {
 	var notOurs notOursError
 	if errors.As(err, &notOurs) {
 		out.conflict = true
-		out.report(v1alpha1.PostgresConflictReason, err.Error())
+		out.Report(v1alpha1.PostgresConflictReason, err.Error())
 		return
 	}
 	out.Add(err, false)
-	out.report(v1alpha1.PostgresApplyFailedReason, err.Error())
+	out.Report(v1alpha1.PostgresApplyFailedReason, err.Error())
 }
 
 // checkUserSecret checks the application Secret the user named, read from
@@ -223,7 +223,7 @@ func (r *Reconciler) checkUserSecret(ctx context.Context, pg *v1alpha1.PostgresC
 	err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: pg.Namespace, Name: creds.appSecret}, secret)
 	switch {
 	case apierrors.IsNotFound(err):
-		out.report(v1alpha1.PostgresSecretMissingReason, fmt.Sprintf("Secret %s named by spec.bootstrap.initdb.secretName does not exist", creds.appSecret))
+		out.Report(v1alpha1.PostgresSecretMissingReason, fmt.Sprintf("Secret %s named by spec.bootstrap.initdb.secretName does not exist", creds.appSecret))
 		return
 	case err != nil:
 		out.Add(fmt.Errorf("get Secret %s: %w", creds.appSecret, err), false)
@@ -232,9 +232,9 @@ func (r *Reconciler) checkUserSecret(ctx context.Context, pg *v1alpha1.PostgresC
 	owner := initDB(pg).Owner
 	switch {
 	case len(secret.Data[PasswordKey]) == 0:
-		out.report(v1alpha1.PostgresSecretMissingReason, fmt.Sprintf("Secret %s has no %s key", creds.appSecret, PasswordKey))
+		out.Report(v1alpha1.PostgresSecretMissingReason, fmt.Sprintf("Secret %s has no %s key", creds.appSecret, PasswordKey))
 	case string(secret.Data[UsernameKey]) != owner:
-		out.report(v1alpha1.PostgresSecretMissingReason, fmt.Sprintf("Secret %s: its %s must be %q, the owner of spec.bootstrap.initdb", creds.appSecret, UsernameKey, owner))
+		out.Report(v1alpha1.PostgresSecretMissingReason, fmt.Sprintf("Secret %s: its %s must be %q, the owner of spec.bootstrap.initdb", creds.appSecret, UsernameKey, owner))
 	default:
 		creds.appVersion = secret.ResourceVersion
 	}

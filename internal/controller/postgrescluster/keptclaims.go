@@ -68,7 +68,7 @@ func (r *Reconciler) settleClaims(ctx context.Context, pg *v1alpha1.PostgresClus
 	}
 	slices.Sort(kept)
 	out.podsHeld = true
-	out.report(v1alpha1.PostgresKeptClaimsReason, fmt.Sprintf(
+	out.Report(v1alpha1.PostgresKeptClaimsReason, fmt.Sprintf(
 		"PersistentVolumeClaims %s were kept from an earlier PostgresCluster %s and hold its data: no instance starts until "+
 			"annotation %s=%s takes them, data and all (who sets it must be allowed to update claims here), or they are deleted",
 		strings.Join(kept, ", "), pg.Name, v1alpha1.PostgresAdoptKeptClaimsAnnotation, pg.Name))

@@ -14,36 +14,29 @@ import (
 // outcome collects the errors of one reconcile and the first problem for
 // status. retry is false when every error is a refusal of the spec.
 type outcome struct {
-	kit.Errors
 	conflict bool
 	// podsHeld: an object the pods would use conflicts, so no new pod is
 	// made.
 	podsHeld bool
-	problem  *cause
+	kit.Problems
 }
 
 // cause is a reason and message for a condition.
-type cause struct{ reason, message string }
-
-func (o *outcome) report(reason, message string) {
-	if o.problem == nil {
-		o.problem = &cause{reason: reason, message: kit.TruncateMessage(message)}
-	}
-}
+type cause = kit.Cause
 
 // record turns what Ensure did to one child into the outcome.
 func (o *outcome) record(res children.Result) {
 	switch res.Action {
 	case children.Conflict:
 		o.conflict = true
-		o.report(v1alpha1.PostgresConflictReason, res.Message)
+		o.Report(v1alpha1.PostgresConflictReason, res.Message)
 	case children.Invalid:
 		o.Add(res.Err, true)
-		o.report(v1alpha1.PostgresInvalidSpecReason, res.Message)
+		o.Report(v1alpha1.PostgresInvalidSpecReason, res.Message)
 	case children.Failed:
 		o.Add(res.Err, false)
 		if !errors.Is(res.Err, platform.ErrNotLeader) && !apierrors.IsConflict(res.Err) {
-			o.report(v1alpha1.PostgresApplyFailedReason, res.Message)
+			o.Report(v1alpha1.PostgresApplyFailedReason, res.Message)
 		}
 	}
 }

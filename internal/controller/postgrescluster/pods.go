@@ -56,17 +56,17 @@ func (r *Reconciler) ensurePods(ctx context.Context, pg *v1alpha1.PostgresCluste
 		// spec.resources is the user's part of it.
 		if reason := podsecurity.Restricted(r.PodSecurityVersion, &pod.ObjectMeta, &pod.Spec); reason != "" {
 			out.Add(fmt.Errorf("pod %s: %s", name, reason), true)
-			out.report(v1alpha1.PostgresInvalidSpecReason, fmt.Sprintf("Pod %s would not meet the restricted Pod Security Standard: %s", name, reason))
+			out.Report(v1alpha1.PostgresInvalidSpecReason, fmt.Sprintf("Pod %s would not meet the restricted Pod Security Standard: %s", name, reason))
 			continue
 		}
 		if err := r.Client.Create(ctx, pod); err != nil {
 			if apierrors.IsAlreadyExists(err) {
 				out.conflict = true
-				out.report(v1alpha1.PostgresConflictReason, fmt.Sprintf("Pod %s exists and is not PostgresCluster %s's", name, pg.Name))
+				out.Report(v1alpha1.PostgresConflictReason, fmt.Sprintf("Pod %s exists and is not PostgresCluster %s's", name, pg.Name))
 				continue
 			}
 			out.Add(fmt.Errorf("create Pod %s: %w", name, err), apierrors.IsInvalid(err))
-			out.report(v1alpha1.PostgresApplyFailedReason, fmt.Sprintf("Pod %s: %v", name, err))
+			out.Report(v1alpha1.PostgresApplyFailedReason, fmt.Sprintf("Pod %s: %v", name, err))
 			continue
 		}
 		children.CountWrite(kind, "Pod", "create")
@@ -182,7 +182,7 @@ func (r *Reconciler) routePods(ctx context.Context, obs *observation, e election
 		target.Namespace, target.Name = pod.Namespace, pod.Name
 		if err := r.Client.Patch(ctx, target, client.RawPatch(types.MergePatchType, patch)); client.IgnoreNotFound(err) != nil {
 			out.Add(fmt.Errorf("route Pod %s: %w", name, err), false)
-			out.report(v1alpha1.PostgresApplyFailedReason, fmt.Sprintf("Pod %s: its label %s could not be set, so the Services do not route by its role: %v",
+			out.Report(v1alpha1.PostgresApplyFailedReason, fmt.Sprintf("Pod %s: its label %s could not be set, so the Services do not route by its role: %v",
 				name, v1alpha1.PostgresRoleLabel, err))
 			continue
 		}

@@ -113,7 +113,7 @@ func (r *Reconciler) Sync(ctx context.Context, pg *v1alpha1.PostgresCluster) kit
 	var out outcome
 	if err := postgres.ValidateParameters(pg.Spec.Parameters); err != nil {
 		// The instances keep the configuration they have.
-		out.report(v1alpha1.PostgresInvalidSpecReason, "spec.parameters: "+err.Error())
+		out.Report(v1alpha1.PostgresInvalidSpecReason, "spec.parameters: "+err.Error())
 	}
 	certs := r.ensureTLS(ctx, pg, &out)
 	creds := r.ensureSecrets(ctx, pg, certs.caCert, &out)
@@ -151,7 +151,7 @@ func (r *Reconciler) Sync(ctx context.Context, pg *v1alpha1.PostgresCluster) kit
 		if m.report != nil && m.report.ParametersRefused != "" {
 			// Its PostgreSQL would not start with them: it keeps its
 			// configuration.
-			out.report(v1alpha1.PostgresInvalidSpecReason, fmt.Sprintf("Instance %s: %s", m.name, m.report.ParametersRefused))
+			out.Report(v1alpha1.PostgresInvalidSpecReason, fmt.Sprintf("Instance %s: %s", m.name, m.report.ParametersRefused))
 		}
 	}
 	now := r.Clock.Now()
@@ -164,7 +164,7 @@ func (r *Reconciler) Sync(ctx context.Context, pg *v1alpha1.PostgresCluster) kit
 	if e.event != nil {
 		r.Recorder.Eventf(pg, nil, corev1.EventTypeNormal, e.event.reason, "Elect", "%s", e.event.message)
 	}
-	status := computeStatus(pg, obs, e, creds, out.problem, now)
+	status := computeStatus(pg, obs, e, creds, out.Problem, now)
 	r.recordChanges(pg, status)
 	after := kit.Soonest(kit.Soonest(e.after, leaseDeadline(obs.lease, now)), certs.renewIn)
 	if out.conflict {

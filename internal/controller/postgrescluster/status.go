@@ -171,7 +171,7 @@ func conditionsFor(pg *v1alpha1.PostgresCluster, obs *observation, e election, p
 
 	degraded := set(v1alpha1.PostgresDegradedCondition, metav1.ConditionFalse, v1alpha1.PostgresAsExpectedReason, "Nothing is wrong")
 	if problem != nil {
-		degraded = set(v1alpha1.PostgresDegradedCondition, metav1.ConditionTrue, problem.reason, problem.message)
+		degraded = set(v1alpha1.PostgresDegradedCondition, metav1.ConditionTrue, problem.Reason, kit.TruncateMessage(problem.Message))
 	} else if e.phase == v1alpha1.PostgresDegraded && e.reason != v1alpha1.PostgresFencedReason {
 		degraded = set(v1alpha1.PostgresDegradedCondition, metav1.ConditionTrue, e.reason, e.message)
 	}
@@ -179,7 +179,7 @@ func conditionsFor(pg *v1alpha1.PostgresCluster, obs *observation, e election, p
 	readyCond := set(v1alpha1.PostgresReadyCondition, metav1.ConditionFalse, e.reason, e.message)
 	switch {
 	case problem != nil:
-		readyCond = set(v1alpha1.PostgresReadyCondition, metav1.ConditionFalse, problem.reason, problem.message)
+		readyCond = set(v1alpha1.PostgresReadyCondition, metav1.ConditionFalse, problem.Reason, kit.TruncateMessage(problem.Message))
 	case pg.Spec.Hibernate:
 		readyCond = set(v1alpha1.PostgresReadyCondition, metav1.ConditionTrue, v1alpha1.PostgresHibernatedReason, e.message)
 	case primary.Status != metav1.ConditionTrue:

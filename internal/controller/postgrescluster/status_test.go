@@ -65,12 +65,12 @@ func TestStatusForKStatus(t *testing.T) {
 		},
 		{
 			name: "a spec the API server refused", e: healthy, members: members,
-			problem: &cause{v1alpha1.PostgresInvalidSpecReason, "the claim's size is refused"},
+			problem: &cause{Reason: v1alpha1.PostgresInvalidSpecReason, Message: "the claim's size is refused"},
 			want:    status.FailedStatus, wantStalled: v1alpha1.PostgresInvalidSpecReason,
 		},
 		{
 			name: "a write that failed is retried", e: healthy, members: members,
-			problem: &cause{v1alpha1.PostgresApplyFailedReason, "create Service db-rw: the webhook is down"},
+			problem: &cause{Reason: v1alpha1.PostgresApplyFailedReason, Message: "create Service db-rw: the webhook is down"},
 			want:    status.InProgressStatus,
 		},
 	} {
