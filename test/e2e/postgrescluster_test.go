@@ -374,6 +374,17 @@ func (e *environment) watchPrimaries(t *testing.T, ns, cluster string, instances
 	}
 }
 
+// superuserOverSocket connects to pod's PostgreSQL through its Unix socket
+// (trusted: it is the pod's own, see postgres.RenderHBA) as the superuser,
+// who alone sees every role's sessions and WAL senders.
+func (e *environment) superuserOverSocket(ctx context.Context, ns, pod string) (*pgx.Conn, error) {
+	socketDir, err := e.Cluster.PostgresSocketDir(ns, pod)
+	if err != nil {
+		return nil, err
+	}
+	return postgres.Connect(ctx, postgres.ConnInfo{Host: socketDir, Port: pgspec.Port, User: postgres.SuperUser, DBName: "postgres"})
+}
+
 // sampleEvery calls probe every interval, one call at a time, until the
 // returned stop is called; stop returns once the last call ended, and may
 // be called more than once.

@@ -92,8 +92,7 @@ func (e *environment) startWALReceiver(ctx context.Context, t *testing.T, ns, cl
 }
 
 // waitStreamingTo waits until the pod's PostgreSQL, asked through its
-// socket as the superuser (who alone sees other roles' WAL senders), has a
-// WAL sender streaming to applicationName.
+// socket, has a WAL sender streaming to applicationName.
 func (e *environment) waitStreamingTo(ns, pod, applicationName string, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
@@ -109,13 +108,9 @@ func (e *environment) waitStreamingTo(ns, pod, applicationName string, timeout t
 }
 
 func (e *environment) streamsTo(ns, pod, applicationName string) (bool, error) {
-	socketDir, err := e.Cluster.PostgresSocketDir(ns, pod)
-	if err != nil {
-		return false, err
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	conn, err := postgres.Connect(ctx, postgres.ConnInfo{Host: socketDir, Port: pgspec.Port, User: postgres.SuperUser, DBName: "postgres"})
+	conn, err := e.superuserOverSocket(ctx, ns, pod)
 	if err != nil {
 		return false, err
 	}
