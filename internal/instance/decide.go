@@ -195,7 +195,16 @@ func nextAsTarget(l local, v view, now time.Time) (step, string) {
 			}
 			return stepWait, "waiting for the former primary to release the lease"
 		}
-		if !l.primaryData && v.handoverLSN > 0 && max(l.received, l.replayed) < v.handoverLSN {
+		// A switchover's target still streams from the former primary and
+		// receives its last WAL. One elected after it detached under the
+		// election's epoch can receive nothing more: it waits for no
+		// hand-over, which would never come (the former primary, restarted
+		// and stepping down, wrote past what the standbys detached with).
+		// Nothing it lacks was confirmed: a commit needs a standby's
+		// confirmation, and each of the quorum had detached before the
+		// election chose.
+		awaitsHandover := l.detachedUnder == 0 || l.detachedUnder != v.epoch
+		if !l.primaryData && awaitsHandover && v.handoverLSN > 0 && max(l.received, l.replayed) < v.handoverLSN {
 			if !l.running {
 				// Stopped since (a crash, a restart): what it received is
 				// replayed once it runs again.
