@@ -8,8 +8,9 @@ SHELL := bash
 KUBE_BIN_DIR = $(shell hack/kube-binaries.sh --dir)
 # Where hack/helm.sh puts helm, which the chart's tests run.
 HELM_BIN_DIR = $(shell hack/helm.sh --dir)
-# Where hack/promtool.sh puts promtool, which the alert rules' tests run.
-PROMTOOL_BIN_DIR = $(shell hack/promtool.sh --dir)
+# Where hack/prometheus.sh puts promtool and prometheus: the alert rules' unit tests run
+# promtool, the end-to-end test of the alerts a real Prometheus server.
+PROMETHEUS_BIN_DIR = $(shell hack/prometheus.sh --dir)
 # Where hack/seaweedfs.sh puts weed, the local cluster's object store.
 SEAWEEDFS_BIN_DIR = $(shell hack/seaweedfs.sh --dir)
 # Where PostgreSQL 15's programs are, once hack/postgres.sh has installed them.
@@ -34,9 +35,9 @@ kube-binaries: ## Build the local control plane (etcd, kube-apiserver, ..., kwok
 helm: ## Build helm (helm.sh/helm/v4) from the Go module proxy once per version: the chart's tests run it.
 	@hack/helm.sh >/dev/null
 
-.PHONY: promtool
-promtool: ## Build promtool (github.com/prometheus/prometheus) from the Go module proxy once per version: the alert rules' tests run it.
-	@hack/promtool.sh >/dev/null
+.PHONY: prometheus
+prometheus: ## Build prometheus and promtool (github.com/prometheus/prometheus) from the Go module proxy once per version: the alert rules' tests run them.
+	@hack/prometheus.sh >/dev/null
 
 .PHONY: seaweedfs
 seaweedfs: ## Build SeaweedFS's weed (an S3-compatible store) from the Go module proxy once per version: the local cluster's object store.
@@ -88,13 +89,13 @@ release: ## Write install.yaml, the Helm chart and the binaries pinned to VERSIO
 	VERSION=$(VERSION) IMAGE_REPOSITORY=$(IMAGE_REPOSITORY) hack/release/release.sh
 
 .PHONY: tools
-tools: ## Build or install what the tests run (control plane, helm, promtool, object store, PostgreSQL), side by side.
-	@$(MAKE) --no-print-directory -j4 kube-binaries helm promtool seaweedfs postgres
+tools: ## Build or install what the tests run (control plane, helm, Prometheus, object store, PostgreSQL), side by side.
+	@$(MAKE) --no-print-directory -j4 kube-binaries helm prometheus seaweedfs postgres
 
 .PHONY: test
 test: tools fmt-check vet verify-generate ## Run the whole test suite: unit, envtest, PostgreSQL, Helm chart, local cluster, end-to-end, reliability.
 	KUBE_BIN_DIR=$(KUBE_BIN_DIR) KUBEBUILDER_ASSETS=$(KUBE_BIN_DIR) POSTGRES_BIN_DIR=$(POSTGRES_BIN_DIR) HELM_BIN_DIR=$(HELM_BIN_DIR) \
-		PROMTOOL_BIN_DIR=$(PROMTOOL_BIN_DIR) SEAWEEDFS_BIN_DIR=$(SEAWEEDFS_BIN_DIR) go test -timeout $(TEST_TIMEOUT) -count=1 $$(go list ./... | grep -v /test/reliability)
+		PROMETHEUS_BIN_DIR=$(PROMETHEUS_BIN_DIR) SEAWEEDFS_BIN_DIR=$(SEAWEEDFS_BIN_DIR) go test -timeout $(TEST_TIMEOUT) -count=1 $$(go list ./... | grep -v /test/reliability)
 	@# The reliability scenarios time failovers and outages against lease
 	@# deadlines: they get the machine to themselves, not two cores shared
 	@# with the end-to-end tests.

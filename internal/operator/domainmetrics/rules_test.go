@@ -65,17 +65,17 @@ func writeRulesFile(t *testing.T, dir string, data []byte) string {
 	return path
 }
 
-// promtool returns the promtool hack/promtool.sh built, from
-// PROMTOOL_BIN_DIR (make test sets it); the test is skipped without it.
+// promtool returns the promtool hack/prometheus.sh built, from
+// PROMETHEUS_BIN_DIR (make test sets it); the test is skipped without it.
 func promtool(t *testing.T) string {
 	t.Helper()
-	dir := os.Getenv("PROMTOOL_BIN_DIR")
+	dir := os.Getenv("PROMETHEUS_BIN_DIR")
 	if dir == "" {
-		t.Skip("PROMTOOL_BIN_DIR is not set: run make test, or set it to the folder hack/promtool.sh prints")
+		t.Skip("PROMETHEUS_BIN_DIR is not set: run make test, or set it to the folder hack/prometheus.sh prints")
 	}
 	bin := filepath.Join(dir, "promtool")
 	if _, err := os.Stat(bin); err != nil {
-		t.Fatalf("PROMTOOL_BIN_DIR is set but holds no promtool (run hack/promtool.sh): %v", err)
+		t.Fatalf("PROMETHEUS_BIN_DIR is set but holds no promtool (run hack/prometheus.sh): %v", err)
 	}
 	return bin
 }
