@@ -286,6 +286,15 @@ func (m *Manager) doStep(ctx context.Context, s step, pg *v1alpha1.PostgresClust
 				return err
 			}
 			m.following = v.current
+		case m.following == "":
+			// No run of this manager configured the standby: the
+			// configuration in the data directory is the former pod's
+			// (the election's target, its pod deleted and back), whose
+			// socket directory and TLS files may be gone. It starts
+			// following nobody, as the target does.
+			if _, err := m.pg.DetachStandby(); err != nil {
+				return err
+			}
 		}
 		return m.start(ctx)
 	case stepDetach:
