@@ -14,16 +14,12 @@ package localcluster
 // its PostgreSQL listens. Nothing dials a pod IP that the API shows.
 
 import (
-	"bytes"
 	"context"
 	"embed"
 	"fmt"
-	"io"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"example.com/platform-operator/internal/pgspec"
@@ -41,32 +37,7 @@ const kwokPortForwardCRD = "PortForward"
 // installKwokCRDs creates kwok's PortForward CRD, before kwok starts to
 // watch its objects.
 func installKwokCRDs(ctx context.Context, cl client.Client) error {
-	entries, err := kwokCRDs.ReadDir("kwok_crds")
-	if err != nil {
-		return fmt.Errorf("read kwok's CRDs: %w", err)
-	}
-	for _, entry := range entries {
-		data, err := kwokCRDs.ReadFile("kwok_crds/" + entry.Name())
-		if err != nil {
-			return fmt.Errorf("read %s: %w", entry.Name(), err)
-		}
-		decoder := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-		for {
-			obj := &unstructured.Unstructured{}
-			if err := decoder.Decode(&obj.Object); err == io.EOF {
-				break
-			} else if err != nil {
-				return fmt.Errorf("decode %s: %w", entry.Name(), err)
-			}
-			if len(obj.Object) == 0 {
-				continue
-			}
-			if err := cl.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
-				return fmt.Errorf("create CRD %s: %w", obj.GetName(), err)
-			}
-		}
-	}
-	return nil
+	return createEmbeddedObjects(ctx, cl, kwokCRDs, "kwok_crds")
 }
 
 // forwardPort writes the PortForward of a PostgreSQL pod: its PostgreSQL

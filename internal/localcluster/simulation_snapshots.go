@@ -4,11 +4,9 @@ package localcluster
 // cluster. See simulation.go.
 
 import (
-	"bytes"
 	"context"
 	"embed"
 	"fmt"
-	"io"
 	"os"
 
 	snapshotv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
@@ -16,9 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -36,30 +32,8 @@ var snapshotCRDs embed.FS
 
 // installSnapshotCRDs creates the VolumeSnapshot CRDs.
 func installSnapshotCRDs(ctx context.Context, cl client.Client) error {
-	entries, err := snapshotCRDs.ReadDir("simulation_crds")
-	if err != nil {
-		return fmt.Errorf("simulation: read the snapshot CRDs: %w", err)
-	}
-	for _, entry := range entries {
-		data, err := snapshotCRDs.ReadFile("simulation_crds/" + entry.Name())
-		if err != nil {
-			return fmt.Errorf("simulation: read %s: %w", entry.Name(), err)
-		}
-		decoder := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-		for {
-			obj := &unstructured.Unstructured{}
-			if err := decoder.Decode(&obj.Object); err == io.EOF {
-				break
-			} else if err != nil {
-				return fmt.Errorf("simulation: decode %s: %w", entry.Name(), err)
-			}
-			if len(obj.Object) == 0 {
-				continue
-			}
-			if err := cl.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
-				return fmt.Errorf("simulation: create CRD %s: %w", obj.GetName(), err)
-			}
-		}
+	if err := createEmbeddedObjects(ctx, cl, snapshotCRDs, "simulation_crds"); err != nil {
+		return fmt.Errorf("simulation: %w", err)
 	}
 	return nil
 }
