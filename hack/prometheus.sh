@@ -24,18 +24,9 @@ set -euo pipefail
 version=v0.316.0
 binaries=(prometheus promtool)
 
-cache=${PLATFORM_OPERATOR_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/platform-operator}
-dir=$cache/prometheus-$version
-
-if [[ ${1:-} == --dir ]]; then
-  echo "$dir"
-  exit 0
-fi
-
-die() {
-  echo "prometheus: $*" >&2
-  exit 1
-}
+tool=prometheus
+folder=prometheus-$version
+building="${binaries[*]} $version from github.com/prometheus/prometheus (a cold build takes many minutes)"
 
 # built says whether every binary is in $dir and says it is $version: the
 # version is stamped at build time, as Prometheus' own build does.
@@ -46,34 +37,20 @@ built() {
   done
 }
 
-if ! built; then
-  command -v go >/dev/null || die "the go command is not on PATH: install Go (https://go.dev/dl/)"
-  mkdir -p "$dir"
-  # One builder at a time per cache: a second caller waits, then finds them built.
-  exec 9>"$dir/.lock"
-  flock 9
-  if ! built; then
-    echo "prometheus: building ${binaries[*]} $version from github.com/prometheus/prometheus (a cold build takes many minutes)" >&2
-    start=$SECONDS
-    log=$dir/.build.log
-    packages=()
-    for b in "${binaries[@]}"; do
-      packages+=("github.com/prometheus/prometheus/cmd/$b@$version")
-    done
-    rm -rf "$dir/.tmp"
-    # GOFLAGS cleared: the project's own flags (-mod=...) mean nothing outside it.
-    if ! (cd "$dir" && GOFLAGS= GOBIN="$dir/.tmp" nice -n 19 go install -trimpath \
-      -ldflags "-s -w -X github.com/prometheus/common/version.Version=$version" \
-      "${packages[@]}") >"$log" 2>&1; then
-      tail -n 20 "$log" >&2
-      die "building ${binaries[*]} $version failed; the whole log is $log"
-    fi
-    for b in "${binaries[@]}"; do
-      mv "$dir/.tmp/$b" "$dir/$b"
-    done
-    rmdir "$dir/.tmp"
-    rm -f "$log"
-    echo "prometheus: built ${binaries[*]} $version in $((SECONDS - start))s" >&2
-  fi
-fi
-echo "$dir"
+build() {
+  local packages=() b
+  for b in "${binaries[@]}"; do
+    packages+=("github.com/prometheus/prometheus/cmd/$b@$version")
+  done
+  rm -rf .tmp
+  GOBIN="$dir/.tmp" nice -n 19 go install -trimpath \
+    -ldflags "-s -w -X github.com/prometheus/common/version.Version=$version" \
+    "${packages[@]}"
+  for b in "${binaries[@]}"; do
+    mv ".tmp/$b" "$b"
+  done
+  rmdir .tmp
+}
+
+source "$(dirname "${BASH_SOURCE[0]}")/lib/cached-build.sh"
+cached_build "$@"
