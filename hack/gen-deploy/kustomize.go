@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"path/filepath"
+	"strings"
 
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/api/types"
@@ -33,6 +34,11 @@ func writeComponentKustomization(dir string, c component, resources []string) er
 	if len(c.crds) > 0 {
 		comment += "\n# crd.yaml holds the CRDs of the kinds it serves (controller-gen from api/);" +
 			"\n# user_roles.yaml what view, edit and admin grant people of those kinds."
+	}
+	for _, r := range resources {
+		if strings.HasSuffix(r, policySuffix) {
+			comment += "\n# " + r + " is an admission policy written by hand; see the file."
+		}
 	}
 	return writeKustomization(filepath.Join(dir, "kustomization.yaml"), comment, k)
 }
