@@ -306,9 +306,10 @@ type BackupTarget struct {
 	// spec.backup has its runs skipped, and Degraded says why. The
 	// BackupJob's retention and deletionPolicy Delete do not delete
 	// object-store backups: the cluster's spec.backup.retention does,
-	// with the WAL only they need. Their records stay, also after that
-	// (not yet removed with the backup). Restore drills (spec.verify) are
-	// not supported for them.
+	// with the WAL only they need; a record goes once the cluster's status
+	// shows its backup gone from the store and the BackupJob's retention
+	// drops it. Restore drills (spec.verify) restore them from the store,
+	// their archived WAL replayed to the archive's end.
 	// +optional
 	ObjectStore *BackupObjectStoreTarget `json:"objectStore,omitempty"`
 }

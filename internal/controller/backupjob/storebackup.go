@@ -36,10 +36,10 @@ import (
 // Delete leave object-store backups alone (and say so in
 // RetentionApplied). What deletes them from the store is the cluster's
 // spec.backup.retention, run by its primary, which deletes a base backup
-// together with the WAL only it needs. Not done yet: removing the record
-// of a backup that it deleted (the cluster's status counts the store's
-// backups, it does not name them), so records of deleted backups stay
-// listed.
+// together with the WAL only it needs. The record goes once the cluster's
+// status shows the store's oldest backup ended after it (goneFromStore)
+// and the BackupJob's retention drops it: the status counts the store's
+// backups, it does not name them.
 
 // objectStoreTarget returns spec.target.objectStore, or nil for another
 // target.
