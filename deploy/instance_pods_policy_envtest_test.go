@@ -28,6 +28,13 @@ func TestAdmissionPolicyBindsInstancePodsToTheirCluster(t *testing.T) {
 	e := startPolicyEnv(t)
 	g := NewWithT(t)
 	ctx := t.Context()
+	var installed []string
+	for _, obj := range readObjects(t, "install.yaml") {
+		if obj.GetName() == "platform-operator-postgres-pods" {
+			installed = append(installed, obj.GetKind())
+		}
+	}
+	g.Expect(installed).To(ConsistOf("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"), "install.yaml installs the policy")
 	const ns, empty = "shop", "empty"
 	for _, file := range []string{"components/postgrescluster/crd.yaml", "components/postgrescluster/instance_pods_policy.yaml"} {
 		for _, obj := range readObjects(t, file) {
