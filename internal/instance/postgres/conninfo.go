@@ -2,11 +2,13 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // ConnInfo says how to reach a PostgreSQL server: the source of a clone or
@@ -119,7 +121,30 @@ func Connect(ctx context.Context, c ConnInfo) (*pgx.Conn, error) {
 	}
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("connect to %s: %w", c, err)
+		return nil, &connectError{msg: fmt.Sprintf("connect to %s: %v", c, err), err: withoutConfig(err)}
 	}
 	return conn, nil
+}
+
+// connectError is a failed connection's error. It unwraps to the cause
+// (a network error, or the server's *pgconn.PgError), not to pgx's
+// *pgconn.ConnectError: that one keeps the whole configuration, password
+// included, which anything that prints an error field by field (test
+// matchers do) would show.
+type connectError struct {
+	msg string
+	err error
+}
+
+func (e *connectError) Error() string { return e.msg }
+func (e *connectError) Unwrap() error { return e.err }
+
+// withoutConfig is err without its *pgconn.ConnectError: the error that
+// one wraps.
+func withoutConfig(err error) error {
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) {
+		return ce.Unwrap()
+	}
+	return err
 }

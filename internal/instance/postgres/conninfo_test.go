@@ -1,9 +1,16 @@
 package postgres
 
 import (
+	"context"
+	"errors"
+	"net"
+	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/onsi/gomega/format"
 )
 
 func TestConnInfoString(t *testing.T) {
@@ -77,5 +84,34 @@ func TestRenderPassFile(t *testing.T) {
 	}
 	if _, err := RenderPassFile(ConnInfo{Host: "h", User: "u", Password: "a\nb"}); err == nil {
 		t.Error("a password with a newline was accepted")
+	}
+}
+
+// A failed connection's error never holds the password, even printed field
+// by field as test matchers print errors: pgx's *pgconn.ConnectError keeps
+// the whole configuration, password included.
+func TestConnectErrorHoldsNoPassword(t *testing.T) {
+	const password = "s3cret-never-printed"
+	listener, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := listener.Addr().(*net.TCPAddr).Port
+	listener.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, err = Connect(ctx, ConnInfo{Host: "127.0.0.1", Port: port, User: "app", Password: password, DBName: "app"})
+	if err == nil {
+		t.Fatal("connected to a closed port")
+	}
+	if printed := format.Object(err, 0); strings.Contains(printed, password) {
+		t.Errorf("the error, printed, shows the password:\n%s", printed)
+	}
+	if !strings.Contains(err.Error(), "connect to") || !strings.Contains(err.Error(), strconv.Itoa(port)) {
+		t.Errorf("the error does not say what failed: %v", err)
+	}
+	var opErr *net.OpError
+	if !errors.As(err, &opErr) {
+		t.Errorf("the error does not unwrap to the network's: %#v", err)
 	}
 }
