@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"example.com/platform-operator/internal/instance/postgres"
 	"example.com/platform-operator/internal/pgspec"
@@ -94,17 +95,16 @@ func (e *environment) startWALReceiver(ctx context.Context, t *testing.T, ns, cl
 // waitStreamingTo waits until the pod's PostgreSQL, asked through its
 // socket, has a WAL sender streaming to applicationName.
 func (e *environment) waitStreamingTo(ns, pod, applicationName string, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for {
+	var last error
+	err := wait.PollUntilContextTimeout(context.Background(), 500*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
 		streaming, err := e.streamsTo(ns, pod, applicationName)
-		if streaming {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("no WAL sender of %s streams to %s after %s (last error: %v)", pod, applicationName, timeout, err)
-		}
-		time.Sleep(500 * time.Millisecond)
+		last = err
+		return streaming, nil
+	})
+	if err != nil {
+		return fmt.Errorf("no WAL sender of %s streams to %s after %s (last error: %v)", pod, applicationName, timeout, last)
 	}
+	return nil
 }
 
 func (e *environment) streamsTo(ns, pod, applicationName string) (bool, error) {
