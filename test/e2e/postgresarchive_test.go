@@ -22,6 +22,19 @@ import (
 // storeSecret is the Secret of the object store's keys in ns.
 const storeSecret = "object-store"
 
+// archivingTo is a spec.backup that archives to store, with an
+// archive_timeout short enough for a test to wait for a switched segment.
+func archivingTo(store v1alpha1.PostgresObjectStore) *v1alpha1.PostgresBackupSpec {
+	return &v1alpha1.PostgresBackupSpec{ObjectStore: store, ArchiveTimeout: &metav1.Duration{Duration: 10 * time.Second}}
+}
+
+// newStoreBackupJob is the BackupJob to-store of cluster: base backups
+// into the cluster's object store, run by runNow.
+func (e *environment) newStoreBackupJob(t *testing.T, ns, cluster string, change ...func(*v1alpha1.BackupJob)) *v1alpha1.BackupJob {
+	t.Helper()
+	return e.newPostgresBackupJobTo(t, ns, "to-store", cluster, false, &v1alpha1.BackupTarget{ObjectStore: &v1alpha1.BackupObjectStoreTarget{}}, change...)
+}
+
 // objectStoreOf gives a test the PostgreSQL cluster's object store: the
 // Secret of its keys in ns, the spec that archives to bucket, and a client
 // of the cluster's path in it, as the test reads the archive.
@@ -115,7 +128,7 @@ func TestPostgresClusterArchivesContinuously(t *testing.T) {
 	env, ns := pgNamespace(t)
 	store, archive := env.objectStoreOf(t, ns, "archive", "db")
 	_, _, w := env.startWrittenCluster(t, ns, "db", 2, 1, func(pg *v1alpha1.PostgresCluster) {
-		pg.Spec.Backup = &v1alpha1.PostgresBackupSpec{ObjectStore: store, ArchiveTimeout: &metav1.Duration{Duration: 10 * time.Second}}
+		pg.Spec.Backup = archivingTo(store)
 	})
 	pg := env.archiving(t, ns, "db", metav1.ConditionTrue, v1alpha1.PostgresArchivingReason, time.Minute)
 	t.Logf("archiving: %+v", *pg.Status.Archiving)

@@ -27,12 +27,12 @@ func TestPostgresClusterArchiveContinuousAcrossFailover(t *testing.T) {
 	env, ns := pgNamespace(t)
 	store, archive := env.objectStoreOf(t, ns, "continuity", "db")
 	_, password, w := env.startWrittenCluster(t, ns, "db", 2, 1, func(pg *v1alpha1.PostgresCluster) {
-		pg.Spec.Backup = &v1alpha1.PostgresBackupSpec{ObjectStore: store, ArchiveTimeout: &metav1.Duration{Duration: 10 * time.Second}}
+		pg.Spec.Backup = archivingTo(store)
 		pg.Spec.SuperuserAccess = true
 		pg.Spec.FailoverDelay = 5
 	})
 	env.archiving(t, ns, "db", metav1.ConditionTrue, v1alpha1.PostgresArchivingReason, time.Minute)
-	env.newPostgresBackupJobTo(t, ns, "to-store", "db", false, &v1alpha1.BackupTarget{ObjectStore: &v1alpha1.BackupObjectStoreTarget{}})
+	env.newStoreBackupJob(t, ns, "db")
 	g.Eventually(func(g Gomega) []objectstore.BackupInfo {
 		backups, err := archive.ListBaseBackups(t.Context())
 		g.Expect(err).NotTo(HaveOccurred())

@@ -217,17 +217,7 @@ func TestPostgresBaseBackupAndRestore(t *testing.T) {
 		g.Expect(env.Client.List(context.Background(), drills, client.InNamespace(ns), client.HasLabels{backupjob.DrillLabel})).To(Succeed())
 		g.Expect(drills.Items).To(BeEmpty(), "the drills' temporary clusters are deleted")
 	}).WithTimeout(2 * pgTimeout).WithPolling(time.Second).Should(Succeed())
-	g.Eventually(func(g Gomega) []string {
-		claims := &corev1.PersistentVolumeClaimList{}
-		g.Expect(env.Client.List(context.Background(), claims, client.InNamespace(ns))).To(Succeed())
-		var left []string
-		for _, c := range claims.Items {
-			if strings.HasPrefix(c.Name, "drill-") {
-				left = append(left, c.Name)
-			}
-		}
-		return left
-	}).WithTimeout(time.Minute).Should(BeEmpty(), "the claims of the drills' clusters go with them")
+	g.Eventually(env.drillClaims(ns)).WithTimeout(time.Minute).Should(BeEmpty(), "the claims of the drills' clusters go with them")
 }
 
 // A single-instance cluster is not fenced without allowPrimaryFencing: the
@@ -271,4 +261,19 @@ func (e *environment) getBackupJobCondition(g Gomega, ns, name, conditionType st
 		return c.Status
 	}
 	return metav1.ConditionUnknown
+}
+
+// drillClaims lists the claims of restore drills' clusters left in ns.
+func (e *environment) drillClaims(ns string) func(g Gomega) []string {
+	return func(g Gomega) []string {
+		claims := &corev1.PersistentVolumeClaimList{}
+		g.Expect(e.Client.List(context.Background(), claims, client.InNamespace(ns))).To(Succeed())
+		var left []string
+		for _, c := range claims.Items {
+			if strings.HasPrefix(c.Name, "drill-") {
+				left = append(left, c.Name)
+			}
+		}
+		return left
+	}
 }

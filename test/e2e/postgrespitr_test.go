@@ -60,7 +60,7 @@ func TestPostgresClusterPointInTimeRecovery(t *testing.T) {
 	env, ns := pgNamespace(t)
 	store, archive := env.objectStoreOf(t, ns, "pitr", "db")
 	env.newPostgresCluster(t, ns, "db", 2, 1, func(pg *v1alpha1.PostgresCluster) {
-		pg.Spec.Backup = &v1alpha1.PostgresBackupSpec{ObjectStore: store, ArchiveTimeout: &metav1.Duration{Duration: 10 * time.Second}}
+		pg.Spec.Backup = archivingTo(store)
 		pg.Spec.SuperuserAccess = true
 	})
 	env.waitPostgresReady(t, ns, "db", 2)
@@ -72,7 +72,7 @@ func TestPostgresClusterPointInTimeRecovery(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 
 	beforeBackups := time.Now().Add(-time.Hour).Truncate(time.Second)
-	env.newPostgresBackupJobTo(t, ns, "to-store", "db", false, &v1alpha1.BackupTarget{ObjectStore: &v1alpha1.BackupObjectStoreTarget{}})
+	env.newStoreBackupJob(t, ns, "db")
 	g.Eventually(func(g Gomega) int {
 		backups, err := archive.ListBaseBackups(t.Context())
 		g.Expect(err).NotTo(HaveOccurred())

@@ -27,7 +27,7 @@ func TestPostgresClusterRetentionInTheStore(t *testing.T) {
 		pg.Spec.Backup = &v1alpha1.PostgresBackupSpec{ObjectStore: store, ArchiveTimeout: &metav1.Duration{Duration: 10 * time.Second}, Retention: "1m"}
 	})
 	env.archiving(t, ns, "db", metav1.ConditionTrue, v1alpha1.PostgresArchivingReason, time.Minute)
-	bj := env.newPostgresBackupJobTo(t, ns, "to-store", "db", false, &v1alpha1.BackupTarget{ObjectStore: &v1alpha1.BackupObjectStoreTarget{}})
+	bj := env.newStoreBackupJob(t, ns, "db")
 	var backups []objectstore.BackupInfo
 	for i, runNow := range []string{"first", "second", "third"} {
 		if i > 0 {

@@ -34,7 +34,7 @@ func TestPostgresClusterRestoreAfterLoss(t *testing.T) {
 	env.archiving(t, ns, "db", metav1.ConditionTrue, v1alpha1.PostgresArchivingReason, time.Minute)
 	password := env.appSecret(g, ns, "db")["password"]
 	env.createWritesTable(t, ns, "db", password)
-	env.newPostgresBackupJobTo(t, ns, "to-store", "db", false, &v1alpha1.BackupTarget{ObjectStore: &v1alpha1.BackupObjectStoreTarget{}})
+	env.newStoreBackupJob(t, ns, "db")
 	g.Eventually(func(g Gomega) int {
 		backups, err := archive.ListBaseBackups(t.Context())
 		g.Expect(err).NotTo(HaveOccurred())

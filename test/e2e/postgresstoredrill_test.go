@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"strings"
 	"testing"
 	"time"
 
@@ -29,7 +28,7 @@ func TestPostgresObjectStoreRestoreDrill(t *testing.T) {
 	env, ns := pgNamespace(t)
 	store, archive := env.objectStoreOf(t, ns, "drills", "db")
 	env.newPostgresCluster(t, ns, "db", 1, 0, func(pg *v1alpha1.PostgresCluster) {
-		pg.Spec.Backup = &v1alpha1.PostgresBackupSpec{ObjectStore: store, ArchiveTimeout: &metav1.Duration{Duration: 10 * time.Second}}
+		pg.Spec.Backup = archivingTo(store)
 		pg.Spec.SuperuserAccess = true
 	})
 	env.waitPostgresReady(t, ns, "db", 1)
@@ -42,7 +41,7 @@ func TestPostgresObjectStoreRestoreDrill(t *testing.T) {
 	insertBatch(t, conn, 1, 10)
 
 	beforeBackup := time.Now().Add(-time.Minute).Truncate(time.Second)
-	bj := env.newPostgresBackupJobTo(t, ns, "to-store", "db", false, &v1alpha1.BackupTarget{ObjectStore: &v1alpha1.BackupObjectStoreTarget{}})
+	bj := env.newStoreBackupJob(t, ns, "db")
 	var run string
 	g.Eventually(func(g Gomega) {
 		backups, err := archive.ListBaseBackups(t.Context())
@@ -90,17 +89,7 @@ func TestPostgresObjectStoreRestoreDrill(t *testing.T) {
 	record := &corev1.ConfigMap{}
 	g.Expect(env.Client.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: run}, record)).To(Succeed())
 	g.Expect(record.Annotations).To(HaveKeyWithValue(backupjob.VerifiedAnnotation, "Passed"), "the result, on the backup's record")
-	g.Eventually(func(g Gomega) []string {
-		claims := &corev1.PersistentVolumeClaimList{}
-		g.Expect(env.Client.List(context.Background(), claims, client.InNamespace(ns))).To(Succeed())
-		var left []string
-		for _, c := range claims.Items {
-			if strings.HasPrefix(c.Name, "drill-") {
-				left = append(left, c.Name)
-			}
-		}
-		return left
-	}).WithTimeout(time.Minute).Should(BeEmpty(), "the claims of the drill's cluster go with it")
+	g.Eventually(env.drillClaims(ns)).WithTimeout(time.Minute).Should(BeEmpty(), "the claims of the drill's cluster go with it")
 	wal, err := archive.ArchivedWAL(t.Context())
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(wal).NotTo(ContainElement(HaveSuffix(".history")), "the drill, promoted on timeline 2, archived nothing into its source's path")
