@@ -156,6 +156,9 @@ type config struct {
 	pgbenchDuration time.Duration
 	pgbenchScale    int
 	pgbenchRounds   int
+	// pgbenchParameters are spec.parameters of the pgbench scenario's
+	// PostgresCluster, to measure one setting's cost.
+	pgbenchParameters map[string]string
 	// scaleNs are the Ns of the scale scenarios, scaleWindow their
 	// schedule window.
 	scaleNs     []int
@@ -201,7 +204,7 @@ func run() error {
 		h.CommandLine = postgresBinDirEnv + "=$(hack/postgres.sh --dir) " + h.CommandLine
 		err := pgbench.Run(ctx, pgbench.Config{Header: h, Repo: cfg.repo, Operator: cfg.operator, LogDir: filepath.Join(cfg.logDir, "pgbench"),
 			Out: out, OperatorArgs: cfg.operatorArgs, PostgresBinDir: postgresBinDir(), Scale: cfg.pgbenchScale, Duration: cfg.pgbenchDuration,
-			Rounds: cfg.pgbenchRounds, Logf: logf})
+			Rounds: cfg.pgbenchRounds, Parameters: cfg.pgbenchParameters, Logf: logf})
 		runErr = errors.Join(runErr, err)
 		printChecks("pgbench", out)
 	}
@@ -340,6 +343,7 @@ func parseFlags(args []string) (*config, error) {
 	fs.DurationVar(&cfg.pgbenchDuration, "pgbench-duration", 20*time.Second, "length of each run of the pgbench scenario (pgbench -T), in whole seconds")
 	fs.IntVar(&cfg.pgbenchScale, "pgbench-scale", 5, "scale of the pgbench scenario's pgbench -i -s")
 	fs.IntVar(&cfg.pgbenchRounds, "pgbench-rounds", 3, "rounds of the pgbench scenario at each synchronous setting, each running every workload on ours and by hand")
+	pgbenchParameters := fs.String("pgbench-parameters", "", "spec.parameters of the pgbench scenario's PostgresCluster, as NAME=VALUE,NAME=VALUE (to measure one setting's cost; the hand-made servers keep PostgreSQL's defaults)")
 	scaleNList := fs.String("scale-n", "100", "comma-separated numbers of Tenants and BackupJobs (and Websites, in the platform restart) of the scale scenarios")
 	scaleLarge := fs.Bool("scale-large", false, "add N=1000 to the scale scenarios (the longest: two schedule windows, rounds of 1000 Tenants, a restart with 1000 of each kind)")
 	fs.DurationVar(&cfg.scaleWindow, "scale-window", 5*time.Minute, "length of each schedule window of the backup-schedule scenario, in whole minutes")
@@ -408,6 +412,9 @@ func parseFlags(args []string) (*config, error) {
 	}
 	if cfg.pgbenchScale < 1 || cfg.pgbenchRounds < 1 {
 		return nil, errors.New("-pgbench-scale and -pgbench-rounds must be at least 1")
+	}
+	if cfg.pgbenchParameters, err = parseParameters(*pgbenchParameters); err != nil {
+		return nil, fmt.Errorf("-pgbench-parameters: %w", err)
 	}
 	if cfg.scaleWindow < time.Minute || cfg.scaleWindow%time.Minute != 0 {
 		return nil, errors.New("-scale-window must be whole minutes, at least one")
@@ -664,4 +671,20 @@ func repoRelative(repo, path string) string {
 		}
 	}
 	return filepath.Base(path)
+}
+
+// parseParameters reads NAME=VALUE,NAME=VALUE; "" is none.
+func parseParameters(list string) (map[string]string, error) {
+	if list == "" {
+		return nil, nil
+	}
+	params := map[string]string{}
+	for _, pair := range strings.Split(list, ",") {
+		name, value, ok := strings.Cut(pair, "=")
+		if !ok || name == "" {
+			return nil, fmt.Errorf("%q is not NAME=VALUE", pair)
+		}
+		params[name] = value
+	}
+	return params, nil
 }

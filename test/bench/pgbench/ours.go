@@ -50,6 +50,8 @@ type ours struct {
 	logf func(string, ...any)
 	// app is the application's role, from the operator's Secret.
 	app postgres.ConnInfo
+	// parameters are the cluster's spec.parameters.
+	parameters map[string]string
 }
 
 // create creates the cluster with synchronous: 1 and waits until it is
@@ -58,7 +60,7 @@ func (o *ours) create(ctx context.Context) error {
 	pg := &v1alpha1.PostgresCluster{
 		ObjectMeta: metav1.ObjectMeta{Name: clusterName, Namespace: namespace},
 		Spec: v1alpha1.PostgresClusterSpec{Instances: oursSetup.Instances, Synchronous: 1, Image: oursSetup.Image,
-			Storage: v1alpha1.PostgresStorage{Size: resource.MustParse(oursSetup.Storage)}},
+			Storage: v1alpha1.PostgresStorage{Size: resource.MustParse(oursSetup.Storage)}, Parameters: o.parameters},
 	}
 	if err := o.cl.Create(ctx, pg); err != nil {
 		return fmt.Errorf("create the PostgresCluster: %w", err)

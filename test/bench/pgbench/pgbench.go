@@ -43,7 +43,10 @@ type Config struct {
 	Scale    int
 	Duration time.Duration
 	Rounds   int
-	Logf     func(string, ...any)
+	// Parameters are the PostgresCluster's spec.parameters (none: the
+	// operator's defaults).
+	Parameters map[string]string
+	Logf       func(string, ...any)
 }
 
 // Every run's clients and threads (-c, -j).
@@ -58,7 +61,7 @@ func Run(ctx context.Context, cfg Config) error {
 	res := &Results{RunHeader: cfg.Header,
 		Pgbench: PgbenchSettings{Scale: cfg.Scale, Clients: clients, Threads: threads, DurationSeconds: int(cfg.Duration / time.Second),
 			Rounds: cfg.Rounds, Workloads: []string{workloadTPCB, workloadSelectOnly}, Synchronous: []int{1, 0}},
-		Ours: oursSetup,
+		Ours: oursSetup.with(cfg.Parameters),
 		ByHand: ByHandSetup{InitDBFlags: handInitDBFlags, Configuration: byHandConfiguration(),
 			Standbys: "pg_basebackup --write-recovery-conf --wal-method=stream --checkpoint=fast as the replication role with application_name s1 and s2, each started with pg_ctl on its own port; no replication slots"},
 	}
@@ -123,7 +126,7 @@ func (s *scenario) run(ctx context.Context) error {
 	if err := benchkit.CreateNamespace(ctx, c.Clientset, namespace); err != nil {
 		return err
 	}
-	s.ours = &ours{c: c.Cluster, cl: c.Client, logf: s.logf}
+	s.ours = &ours{c: c.Cluster, cl: c.Client, logf: s.logf, parameters: s.cfg.Parameters}
 	s.logf("creating the PostgresCluster (%d instances, synchronous: 1)", instances)
 	if err := s.ours.create(ctx); err != nil {
 		return err

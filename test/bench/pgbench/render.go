@@ -2,6 +2,8 @@ package pgbench
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"example.com/platform-operator/test/bench/benchkit"
@@ -15,6 +17,13 @@ func Markdown(res *Results) string {
 	w.P("- PostgreSQL %s on both sides (the same binaries); pgbench -i -s %d once per side; each run `-c %d -j %d -T %d` (workloads: %s), %d rounds at each synchronous setting (%v)\n",
 		orDash(res.PostgreSQL), p.Scale, p.Clients, p.Threads, p.DurationSeconds, strings.Join(p.Workloads, ", "), p.Rounds, p.Synchronous)
 	w.P("- Ours: a PostgresCluster of %d instances, storage %s, image %s; %s\n", res.Ours.Instances, res.Ours.Storage, res.Ours.Image, res.Ours.SynchronousChange)
+	if len(res.Ours.Parameters) > 0 {
+		names := slices.Sorted(maps.Keys(res.Ours.Parameters))
+		for i, name := range names {
+			names[i] = name + " = " + res.Ours.Parameters[name]
+		}
+		w.P("- Ours' spec.parameters (-pgbench-parameters): %s\n", strings.Join(names, ", "))
+	}
 	w.P("- By hand: initdb `%s`; postgresql.conf: %s; standbys: %s\n", strings.Join(res.ByHand.InitDBFlags, " "), strings.Join(res.ByHand.Configuration, "; "), res.ByHand.Standbys)
 	w.P("- What matches: %s\n\n", orDash(res.ByHand.InitDBMatchesOurs))
 	w.Targets(res.Checks, false)

@@ -59,6 +59,14 @@ type OursSetup struct {
 	SynchronousChange string `json:"synchronousChange"`
 	// InitDBFlags are the instance manager's initdb flags.
 	InitDBFlags []string `json:"initdbFlags"`
+	// Parameters are its spec.parameters, none by default.
+	Parameters map[string]string `json:"parameters,omitempty"`
+}
+
+// with is the setup with spec.parameters params.
+func (s OursSetup) with(params map[string]string) OursSetup {
+	s.Parameters = params
+	return s
 }
 
 // ByHandSetup is how this program set up its primary and standbys.
