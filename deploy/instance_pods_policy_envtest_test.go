@@ -18,11 +18,12 @@ import (
 )
 
 // With the operator's token alone, a pod is written only as the instance
-// of a PostgresCluster that exists, and only as that cluster's spec makes
-// it (components/postgrescluster/instance_pods_policy.yaml): a pod built
+// of a PostgresCluster, shaped as one (base/admission_policy.yaml), and only
+// as its cluster's spec makes it (components/postgrescluster/
+// instance_pods_policy.yaml): a pod built
 // by hand with a stolen label cannot mount another claim or a Secret, read
 // a Secret into its environment, run another image or name another
-// cluster's UID. Without that policy the guardrails admit each of them
+// cluster's UID. Before these rules the guardrails admitted each of them
 // (issue 52, finding 3).
 func TestAdmissionPolicyBindsInstancePodsToTheirCluster(t *testing.T) {
 	e := startPolicyEnv(t)
@@ -108,33 +109,44 @@ func TestAdmissionPolicyBindsInstancePodsToTheirCluster(t *testing.T) {
 		}), "rule instance-volumes"},
 		{"another Secret in its environment", pod(func(p *corev1.Pod) {
 			p.Spec.Containers[0].Env = append(p.Spec.Containers[0].Env, pgspec.SecretEnv("LOOT", "db-superuser", "secretAccessKey"))
-		}), "rule instance-environment"},
+		}), "rule instance-secrets"},
 		{"another key of its store's Secret", pod(func(p *corev1.Pod) {
 			p.Spec.Containers[0].Env = append(p.Spec.Containers[0].Env, pgspec.SecretEnv("LOOT", "store-keys", "password"))
 		}), "rule instance-environment"},
 		{"a whole Secret as environment", pod(func(p *corev1.Pod) {
 			p.Spec.InitContainers[0].EnvFrom = []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "db-superuser"}}}}
 		}), "rule instance-environment"},
-		{"another image", pod(func(p *corev1.Pod) { p.Spec.Containers[0].Image = "evil:1" }), "rule instance-image"},
+		{"another image", pod(func(p *corev1.Pod) { p.Spec.Containers[0].Image = "evil:1" }), "rule instance-spec-image"},
 		{"another cluster's UID", pod(func(p *corev1.Pod) { p.OwnerReferences[0].UID = "11111111-2222-3333-4444-555555555555" }), "rule instance-owner"},
-		{"no owner", pod(func(p *corev1.Pod) { p.OwnerReferences = nil }), "rule instance-pods-only"},
+		{"no owner", pod(func(p *corev1.Pod) { p.OwnerReferences = nil }), "rule instance-pods"},
 		{"a pod of no cluster", &corev1.Pod{ObjectMeta: meta(ns, "reader", managed(nil)), Spec: func() corev1.PodSpec {
 			s := restrictedPod()
 			s.Volumes = []corev1.Volume{secretVolume}
 			return s
-		}()}, "rule instance-pods-only"},
+		}()}, "rule instance-pods"},
 	}
 	for _, s := range stolen {
 		refused(e.operator.Create(ctx, s.pod, client.DryRunAll), s.rule, s.name)
 	}
-	refused(e.operator.Create(ctx, pod(func(p *corev1.Pod) { p.Namespace = empty }), client.DryRunAll),
-		"platform-operator-postgres-pods", "a pod in a namespace of no PostgresCluster")
+	// Where no PostgresCluster is, the guardrails still hold the operator's
+	// pods to an instance's shape.
+	refused(e.operator.Create(ctx, pod(func(p *corev1.Pod) {
+		p.Namespace = empty
+		p.Spec.Volumes = append(p.Spec.Volumes, secretVolume)
+	}), client.DryRunAll), "rule instance-volumes", "a Secret volume, in a namespace of no PostgresCluster")
 	reimaged := own.DeepCopy()
 	reimaged.Spec.Containers[0].Image = typed.Spec.Image + "-evil"
-	refused(e.operator.Patch(ctx, reimaged, client.MergeFrom(own)), "rule instance-image", "another image in place")
+	refused(e.operator.Patch(ctx, reimaged, client.MergeFrom(own)), "rule instance-image-in-place", "another image in place")
 
 	// The policy checks the operator alone: the namespace's own users
-	// write their pods as their rights allow.
+	// write their pods as their rights allow, with or without a
+	// PostgresCluster in the namespace, labelled or not.
 	g.Expect(e.admin.Create(ctx, pod(func(p *corev1.Pod) { p.Spec.Containers[0].Image = "evil:1" }), client.DryRunAll)).
 		To(Succeed(), "someone else's pod")
+	plain := &corev1.Pod{ObjectMeta: meta(empty, "app", nil), Spec: restrictedPod()}
+	plain.Spec.Volumes = nil
+	g.Expect(e.admin.Create(ctx, plain, client.DryRunAll)).To(Succeed(), "someone's pod where no PostgresCluster is")
+	labelledPlain := plain.DeepCopy()
+	labelledPlain.Labels = map[string]string{tenantv1.PostgresClusterLabel: "db"}
+	g.Expect(e.admin.Create(ctx, labelledPlain, client.DryRunAll)).To(Succeed(), "someone's pod with the label, where no PostgresCluster is")
 }
