@@ -2,11 +2,9 @@ package deploy_test
 
 import (
 	"testing"
-	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -37,14 +35,8 @@ func TestAdmissionPolicyBindsInstancePodsToTheirCluster(t *testing.T) {
 	}
 	g.Expect(installed).To(ConsistOf("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"), "install.yaml installs the policy")
 	const ns, empty = "shop", "empty"
-	for _, file := range []string{"components/postgrescluster/crd.yaml", "components/postgrescluster/instance_pods_policy.yaml"} {
-		for _, obj := range readObjects(t, file) {
-			g.Expect(e.admin.Create(ctx, obj)).To(Succeed(), "%s: %s", file, obj.GetName())
-		}
-	}
-	for _, name := range []string{ns, empty} {
-		g.Expect(e.admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})).To(Succeed())
-	}
+	e.install(t, "components/postgrescluster/crd.yaml", "components/postgrescluster/instance_pods_policy.yaml")
+	e.createNamespaces(t, ns, empty)
 
 	typed := &tenantv1.PostgresCluster{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: ns},
 		Spec: tenantv1.PostgresClusterSpec{Instances: 2, Image: "postgres:15.8",
@@ -59,8 +51,7 @@ func TestAdmissionPolicyBindsInstancePodsToTheirCluster(t *testing.T) {
 	cluster.SetKind("PostgresCluster")
 	cluster.SetNamespace(ns)
 	cluster.SetName("db")
-	// The CRD is served a moment after its creation.
-	g.Eventually(func() error { return e.admin.Create(ctx, cluster) }).WithTimeout(30 * time.Second).Should(Succeed())
+	e.createOnceServed(t, cluster)
 	typed.UID = cluster.GetUID()
 	// The pods run as the cluster's instance account, which must exist.
 	g.Expect(e.admin.Apply(ctx, postgrescluster.DesiredAccount(typed), client.FieldOwner("test"))).To(Succeed())
@@ -75,10 +66,9 @@ func TestAdmissionPolicyBindsInstancePodsToTheirCluster(t *testing.T) {
 		}
 		return p
 	}
-	// The policy is in force a moment after its creation.
-	g.Eventually(func() error {
+	waitInForce(t, "platform-operator-postgres-pods", func() error {
 		return e.operator.Create(ctx, pod(func(p *corev1.Pod) { p.Spec.Containers[0].Image = "evil:1" }), client.DryRunAll)
-	}).WithTimeout(30*time.Second).Should(MatchError(ContainSubstring("platform-operator-postgres-pods")), "the policy is in force")
+	})
 
 	// The operator's own pod passes, and so does a role label on it.
 	own := postgrescluster.DesiredPod(typed, 1, opts)
@@ -90,9 +80,7 @@ func TestAdmissionPolicyBindsInstancePodsToTheirCluster(t *testing.T) {
 
 	refused := func(err error, rule, what string) {
 		t.Helper()
-		g.Expect(err).To(HaveOccurred(), "%s: admitted", what)
-		g.Expect(apierrors.IsForbidden(err) || apierrors.IsInvalid(err)).To(BeTrue(), "%s: want a refusal, got %v", what, err)
-		g.Expect(err).To(MatchError(ContainSubstring(rule)), what)
+		expectForbidden(t, err, what, rule)
 	}
 	secretVolume := corev1.Volume{Name: "loot", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "db-superuser"}}}
 	claimVolume := corev1.Volume{Name: "loot", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "orders"}}}

@@ -2,11 +2,8 @@ package deploy_test
 
 import (
 	"testing"
-	"time"
 
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
@@ -24,12 +21,8 @@ func TestAdmissionPolicyHoldsTheOperatorToItsOwnKinds(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
 	const ns = "shop"
-	for _, crd := range []string{"components/postgrescluster/crd.yaml", "components/website/crd.yaml"} {
-		for _, obj := range readObjects(t, crd) {
-			g.Expect(e.admin.Create(ctx, obj)).To(Succeed())
-		}
-	}
-	g.Expect(e.admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+	e.install(t, "components/postgrescluster/crd.yaml", "components/website/crd.yaml")
+	e.createNamespaces(t, ns)
 
 	object := func(apiVersion, kind, name string, spec map[string]any) *unstructured.Unstructured {
 		u := &unstructured.Unstructured{Object: map[string]any{"spec": spec}}
@@ -56,17 +49,12 @@ func TestAdmissionPolicyHoldsTheOperatorToItsOwnKinds(t *testing.T) {
 	}
 	refused := func(err error, rule, what string) {
 		t.Helper()
-		g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "%s: want 403 Forbidden, got %v", what, err)
-		g.Expect(err).To(MatchError(ContainSubstring("rule "+rule)), what)
+		expectForbidden(t, err, what, "platform-operator-own-kinds", "rule "+rule)
 	}
 
 	db := cluster("db")
-	// The CRDs are served a moment after their creation.
-	g.Eventually(func() error { return e.admin.Create(ctx, db) }).WithTimeout(30 * time.Second).Should(Succeed())
-	// The policy is in force a moment after its creation.
-	g.Eventually(func() error {
-		return e.operator.Delete(ctx, db, client.DryRunAll)
-	}).WithTimeout(30*time.Second).Should(MatchError(ContainSubstring("platform-operator-own-kinds")), "the policy is in force")
+	e.createOnceServed(t, db)
+	waitInForce(t, "platform-operator-own-kinds", func() error { return e.operator.Delete(ctx, db, client.DryRunAll) })
 
 	change := func(u *unstructured.Unstructured, mutate func(*unstructured.Unstructured)) error {
 		changed := u.DeepCopy()
@@ -88,7 +76,7 @@ func TestAdmissionPolicyHoldsTheOperatorToItsOwnKinds(t *testing.T) {
 
 	site := object("example.com/v1", "Website", "site", map[string]any{"image": "nginx:1.25", "replicas": int64(1)})
 	site.SetAnnotations(map[string]string{"kopf.zalando.org/last-handled-configuration": "{}", "team": "web"})
-	g.Eventually(func() error { return e.admin.Create(ctx, site) }).WithTimeout(30 * time.Second).Should(Succeed())
+	e.createOnceServed(t, site)
 	g.Expect(change(site, func(u *unstructured.Unstructured) { u.SetAnnotations(map[string]string{"team": "web"}) })).
 		To(Succeed(), "kopf's annotations removed from a Website")
 	refused(change(site, func(u *unstructured.Unstructured) {

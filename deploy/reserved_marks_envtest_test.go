@@ -32,20 +32,12 @@ func TestReservedMarksAreTheOperators(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
 	const ns = "shop"
-	g.Expect(e.admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
-	g.Expect(e.admin.Create(ctx, &rbacv1.Role{ObjectMeta: meta(ns, "storage", nil), Rules: []rbacv1.PolicyRule{
-		{APIGroups: []string{"", "batch", "snapshot.storage.k8s.io"}, Resources: []string{"persistentvolumeclaims", "configmaps", "jobs", "volumesnapshots"},
-			Verbs: []string{"get", "create", "update", "patch"}},
-	}})).To(Succeed())
-	g.Expect(e.admin.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: meta(ns, "jane-storage", nil),
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "storage"},
-		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "jane"}},
-	})).To(Succeed())
+	e.createNamespaces(t, ns)
+	e.grantJane(t, ns, "storage", rbacv1.PolicyRule{APIGroups: []string{"", "batch", "snapshot.storage.k8s.io"},
+		Resources: []string{"persistentvolumeclaims", "configmaps", "jobs", "volumesnapshots"}, Verbs: []string{"get", "create", "update", "patch"}})
 
 	forged := backupClaim(ns, func(c *corev1.PersistentVolumeClaim) { c.Name = "nightly-1700000060" })
-	g.Eventually(func() error {
-		return e.user.Create(ctx, forged.DeepCopy(), client.DryRunAll)
-	}).WithTimeout(30*time.Second).Should(MatchError(ContainSubstring("platform-operator-reserved-marks")), "the policy is in force")
+	waitInForce(t, "platform-operator-reserved-marks", func() error { return e.user.Create(ctx, forged.DeepCopy(), client.DryRunAll) })
 
 	// What the operator made: a backup that succeeded.
 	backup := backupClaim(ns, func(c *corev1.PersistentVolumeClaim) { c.Labels["example.com/result"] = "Succeeded" })
@@ -89,9 +81,7 @@ func TestReservedMarksAreTheOperators(t *testing.T) {
 		}),
 	}
 	for name, attempt := range refused {
-		err := attempt(ctx, e.user)
-		g.Expect(apierrors.IsForbidden(err) || apierrors.IsInvalid(err)).To(BeTrue(), "%s: refused, not %v", name, err)
-		g.Expect(err).To(MatchError(ContainSubstring("rule reserved-marks")), name)
+		expectForbidden(t, attempt(ctx, e.user), name, "platform-operator-reserved-marks", "rule reserved-marks")
 	}
 
 	allowed := map[string]func(context.Context, client.Client) error{
@@ -149,19 +139,11 @@ func TestPostgresClusterNamesOnlySecretsItsAuthorMayRead(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
 	const ns = "shop"
-	for _, obj := range readObjects(t, "components/postgrescluster/crd.yaml") {
-		g.Expect(e.admin.Create(ctx, obj)).To(Succeed())
-	}
-	g.Expect(e.admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+	e.install(t, "components/postgrescluster/crd.yaml")
+	e.createNamespaces(t, ns)
 	g.Expect(e.admin.Create(ctx, &corev1.Secret{ObjectMeta: meta(ns, "payroll", nil),
 		StringData: map[string]string{"username": "app", "password": "s3cret"}})).To(Succeed())
-	bind := func(name string, rules ...rbacv1.PolicyRule) {
-		g.Expect(e.admin.Create(ctx, &rbacv1.Role{ObjectMeta: meta(ns, name, nil), Rules: rules})).To(Succeed())
-		g.Expect(e.admin.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: meta(ns, "jane-"+name, nil),
-			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
-			Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "jane"}},
-		})).To(Succeed())
-	}
+	bind := func(name string, rules ...rbacv1.PolicyRule) { e.grantJane(t, ns, name, rules...) }
 	bind("databases", rbacv1.PolicyRule{APIGroups: []string{tenantv1.GroupVersion.Group}, Resources: []string{"postgresclusters"},
 		Verbs: []string{"get", "create", "update", "patch"}})
 
@@ -179,16 +161,14 @@ func TestPostgresClusterNamesOnlySecretsItsAuthorMayRead(t *testing.T) {
 	}
 	refused := func(err error, what string) {
 		t.Helper()
-		g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "%s: want 403 Forbidden, got %v", what, err)
-		g.Expect(err).To(MatchError(ContainSubstring("platform-operator-postgrescluster-secrets")), what)
-		g.Expect(err).To(MatchError(ContainSubstring("rule user-secrets: spec.bootstrap.initdb.secretName names Secret payroll")), what)
+		expectForbidden(t, err, what, "platform-operator-postgrescluster-secrets", "rule user-secrets: spec.bootstrap.initdb.secretName names Secret payroll")
 	}
 
 	// The CRD is served, and the policy in force, a moment after their
 	// creation.
-	g.Eventually(func() error {
+	waitInForce(t, "platform-operator-postgrescluster-secrets", func() error {
 		return e.user.Create(ctx, naming("db", "payroll"), client.DryRunAll)
-	}).WithTimeout(30*time.Second).Should(MatchError(ContainSubstring("platform-operator-postgrescluster-secrets")), "the policy is in force")
+	})
 	refused(e.user.Create(ctx, naming("db", "payroll"), client.DryRunAll), "created naming a Secret she may not read")
 	g.Expect(e.user.Create(ctx, naming("db", ""), client.DryRunAll)).To(Succeed(), "a cluster with the Secret the operator generates")
 
@@ -234,9 +214,8 @@ func TestPostgresClusterNamesOnlySecretsItsAuthorMayRead(t *testing.T) {
 	restored.SetName("restored")
 	restored.SetLabels(nil)
 	restored.SetOwnerReferences(nil)
-	err = e.user.Create(ctx, restored, client.DryRunAll)
-	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "restored by a user who may not create claims: want 403 Forbidden, got %v", err)
-	g.Expect(err).To(MatchError(ContainSubstring("rule user-backups: spec.bootstrap.fromBackup.backupJob restores a backup of BackupJob nightly")))
+	expectForbidden(t, e.user.Create(ctx, restored, client.DryRunAll), "restored by a user who may not create claims",
+		"rule user-backups: spec.bootstrap.fromBackup.backupJob restores a backup of BackupJob nightly")
 	bind("claims", rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"persistentvolumeclaims"}, Verbs: []string{"create"}})
 	g.Eventually(func() error {
 		return e.user.Create(ctx, restored, client.DryRunAll)
@@ -246,9 +225,8 @@ func TestPostgresClusterNamesOnlySecretsItsAuthorMayRead(t *testing.T) {
 	// their data: only for whoever may update claims in the namespace.
 	adopting := naming("adopting", "")
 	adopting.SetAnnotations(map[string]string{"example.com/adopt-kept-claims": "adopting"})
-	err = e.user.Create(ctx, adopting, client.DryRunAll)
-	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "adopting kept claims without the right to update claims: want 403 Forbidden, got %v", err)
-	g.Expect(err).To(MatchError(ContainSubstring("rule kept-claims: annotation example.com/adopt-kept-claims takes the claims an earlier PostgresCluster adopting kept")))
+	expectForbidden(t, e.user.Create(ctx, adopting, client.DryRunAll), "adopting kept claims without the right to update claims",
+		"rule kept-claims: annotation example.com/adopt-kept-claims takes the claims an earlier PostgresCluster adopting kept")
 	g.Expect(e.user.Update(ctx, func() *unstructured.Unstructured {
 		u := plain.DeepCopy()
 		u.SetAnnotations(map[string]string{"example.com/adopt-kept-claims": "plain"})
@@ -282,9 +260,8 @@ func TestPostgresClusterNamesOnlySecretsItsAuthorMayRead(t *testing.T) {
 		return pg
 	}
 	for _, field := range []string{"backup", "fromBackup"} {
-		err := e.user.Create(ctx, store("archived", field, "s3-keys"), client.DryRunAll)
-		g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "%s with a Secret she may not read: want 403 Forbidden, got %v", field, err)
-		g.Expect(err).To(MatchError(ContainSubstring("rule store-secrets: the object stores' credentialsSecret and caSecret name the Secrets s3-keys, and jane may not get every one")), field)
+		expectForbidden(t, e.user.Create(ctx, store("archived", field, "s3-keys"), client.DryRunAll), field+" with a Secret she may not read",
+			"rule store-secrets: the object stores' credentialsSecret and caSecret name the Secrets s3-keys, and jane may not get every one")
 		g.Expect(e.user.Create(ctx, store("archived", field, "payroll"), client.DryRunAll)).To(Succeed(), "%s with a Secret she may read", field)
 	}
 	archived := store("archived", "backup", "s3-keys")
@@ -308,7 +285,7 @@ func TestInstanceManagersChangeOnlyTheirOwnPod(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
 	const ns = "shop"
-	g.Expect(e.admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+	e.createNamespaces(t, ns)
 	pod := func(name string, labels map[string]string) *corev1.Pod {
 		return &corev1.Pod{ObjectMeta: meta(ns, name, labels),
 			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "postgres:15"}}}}
@@ -336,13 +313,10 @@ func TestInstanceManagersChangeOnlyTheirOwnPod(t *testing.T) {
 	}
 	refused := func(err error, what string) {
 		t.Helper()
-		g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "%s: want 403 Forbidden, got %v", what, err)
-		g.Expect(err).To(MatchError(ContainSubstring("rule own-pod")), what)
+		expectForbidden(t, err, what, "rule own-pod")
 	}
 
-	// The policy is in force a moment after its creation.
-	g.Eventually(func() error { return annotate("db-1") }).WithTimeout(30*time.Second).
-		Should(MatchError(ContainSubstring("platform-operator-instance-managers")), "the policy is in force")
+	waitInForce(t, "platform-operator-instance-managers", func() error { return annotate("db-1") })
 	refused(annotate("db-1"), "another application's pod its Role names")
 	g.Expect(annotate("db-3")).To(Succeed(), "its report on its own pod")
 	image := []byte(`{"spec":{"containers":[{"name":"c","image":"registry.example/mine:1"}]}}`)
@@ -362,8 +336,7 @@ func TestInstanceManagersChangeOnlyTheirOwnPod(t *testing.T) {
 	}
 	refusedLease := func(err error, what string) {
 		t.Helper()
-		g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "%s: want 403 Forbidden, got %v", what, err)
-		g.Expect(err).To(MatchError(ContainSubstring("rule own-lease")), what)
+		expectForbidden(t, err, what, "rule own-lease")
 	}
 	refusedLease(holder(lease, "db-2"), "the primary's lease handed to another instance")
 	refusedLease(holder(lease, ""), "the primary's lease released from under it")

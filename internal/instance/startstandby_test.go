@@ -48,26 +48,16 @@ func TestStandbyStartedAsTargetTakesThisPodsConfiguration(t *testing.T) {
 		t.Fatal(err)
 	}
 	var inRecovery bool
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		err = func() error {
-			connCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
-			defer cancel()
-			conn, err := postgres.Connect(connCtx, postgres.ConnInfo{Host: podSocketDir, Port: inst.Port, User: "postgres", DBName: "postgres"})
-			if err != nil {
-				return err
-			}
-			defer conn.Close(connCtx)
-			return conn.QueryRow(connCtx, "SELECT pg_is_in_recovery()").Scan(&inRecovery)
-		}()
-		if err == nil || time.Now().After(deadline) {
-			break
+	postgrestest.Eventually(t, 30*time.Second, "PostgreSQL answers on this pod's socket directory "+podSocketDir, func() error {
+		connCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		conn, err := postgres.Connect(connCtx, postgres.ConnInfo{Host: podSocketDir, Port: inst.Port, User: "postgres", DBName: "postgres"})
+		if err != nil {
+			return err
 		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	if err != nil {
-		t.Fatalf("PostgreSQL does not answer on this pod's socket directory %s: %v", podSocketDir, err)
-	}
+		defer conn.Close(connCtx)
+		return conn.QueryRow(connCtx, "SELECT pg_is_in_recovery()").Scan(&inRecovery)
+	})
 	if !inRecovery {
 		t.Error("PostgreSQL runs as a primary; want the standby that will be promoted")
 	}
