@@ -274,6 +274,34 @@ func TestPostgresClusterNamesOnlySecretsItsAuthorMayRead(t *testing.T) {
 	_ = unstructured.SetNestedField(otherImage.Object, "registry.example/mine:1", "spec", "image")
 	g.Expect(e.user.Update(ctx, otherImage, client.DryRunAll)).To(MatchError(ContainSubstring("rule store-secrets")),
 		"the image changed of a cluster naming a store Secret she may not read")
+
+	// A server certificate she brings: its key reaches the instances.
+	serving := func(name, secret string) *unstructured.Unstructured {
+		pg := naming(name, "")
+		_ = unstructured.SetNestedField(pg.Object, secret, "spec", "tls", "serverCertSecret")
+		return pg
+	}
+	expectForbidden(t, e.user.Create(ctx, serving("served", "web-tls"), client.DryRunAll), "a certificate Secret she may not read",
+		"rule tls-secrets: spec.tls.serverCertSecret names Secret web-tls, which jane may not get")
+	g.Expect(e.user.Create(ctx, serving("served", "payroll"), client.DryRunAll)).To(Succeed(), "a certificate Secret she may read")
+	served := serving("served", "web-tls")
+	g.Expect(e.admin.Create(ctx, served)).To(Succeed())
+	g.Expect(e.user.Get(ctx, client.ObjectKeyFromObject(served), served)).To(Succeed())
+	relabelled = served.DeepCopy()
+	relabelled.SetLabels(map[string]string{"team": "payments"})
+	g.Expect(e.user.Update(ctx, relabelled, client.DryRunAll)).To(Succeed(), "another change of a cluster serving a Secret she may not read")
+	for what, change := range map[string]func(*unstructured.Unstructured){
+		"its image changed": func(u *unstructured.Unstructured) {
+			_ = unstructured.SetNestedField(u.Object, "registry.example/mine:1", "spec", "image")
+		},
+		"another Secret named": func(u *unstructured.Unstructured) {
+			_ = unstructured.SetNestedField(u.Object, "db-superuser", "spec", "tls", "serverCertSecret")
+		},
+	} {
+		changed := served.DeepCopy()
+		change(changed)
+		expectForbidden(t, e.user.Update(ctx, changed, client.DryRunAll), what+", of a cluster serving a Secret she may not read", "rule tls-secrets")
+	}
 }
 
 // The token of a PostgresCluster's instance, bound to its pod db-3, may

@@ -61,6 +61,11 @@ const (
 	PostgresInvalidSpecReason         = "InvalidSpec"
 	PostgresSecretMissingReason       = "SecretMissing"
 	PostgresConflictReason            = "Conflict"
+	// PostgresCertificateInvalidReason (Degraded=True): the Secret that
+	// spec.tls.serverCertSecret names lacks a key, does not chain to its
+	// ca.crt, does not cover a host, or has ended; the instances keep
+	// serving the certificate they have.
+	PostgresCertificateInvalidReason = "CertificateInvalid"
 	// PostgresKeptClaimsReason (Degraded=True): claims of the instances'
 	// names were kept from an earlier PostgresCluster of the name; no
 	// instance starts until annotation example.com/adopt-kept-claims takes

@@ -261,6 +261,28 @@ type PostgresBackupSpec struct {
 	Retention string `json:"retention,omitempty"`
 }
 
+// PostgresTLS is a server certificate the user brings.
+type PostgresTLS struct {
+	// serverCertSecret names a Secret in the cluster's namespace in
+	// cert-manager's format (tls.crt, tls.key, ca.crt), whose certificate
+	// every instance serves instead of one the operator issues. Its names
+	// must cover each instance's host (CLUSTER-N.CLUSTER.NAMESPACE.svc.
+	// DOMAIN: the instances verify each other with it) and the rw and ro
+	// Services' (CLUSTER-rw.NAMESPACE.svc.DOMAIN), a wildcard will do;
+	// ca.crt is the CA that the instances and the application Secret's
+	// ca.crt verify it with. The operator copies it into CLUSTER-server,
+	// checked, at once when this field changes and within five minutes when
+	// the Secret does (cert-manager renews a certificate long before it
+	// ends); a Secret that is missing or fails the check is reported
+	// (Degraded, SecretMissing or CertificateInvalid), read again every 15
+	// seconds, and not served meanwhile. Setting it takes the right to read
+	// the Secret: the instances, which run the cluster's image, are given
+	// its key.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	ServerCertSecret string `json:"serverCertSecret"`
+}
+
 // PostgresFromBackup restores the cluster from a BackupJob's backup of
 // another PostgresCluster.
 //
@@ -420,6 +442,12 @@ type PostgresClusterSpec struct {
 	// object store, the base of point-in-time recovery.
 	// +optional
 	Backup *PostgresBackupSpec `json:"backup,omitempty"`
+
+	// tls brings the cluster's server certificate from elsewhere (a PKI of
+	// the user's, cert-manager). Unset, the operator issues one from a CA
+	// it makes for the cluster and renews it before it ends.
+	// +optional
+	TLS *PostgresTLS `json:"tls,omitempty"`
 
 	// superuserAccess, when true, lets the superuser postgres log in over
 	// the network with the password of the Secret CLUSTER-superuser. Off by

@@ -13,15 +13,19 @@ import (
 	"math/big"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"example.com/platform-operator/api/v1alpha1"
 	"example.com/platform-operator/internal/instance/postgres"
 	"example.com/platform-operator/internal/pgspec"
 )
@@ -33,8 +37,13 @@ import (
 // certificate near its end would be; the operator issues a new one
 // (CertificateRenewed), every instance serves it on its next TLS
 // handshake, PostgreSQL was reloaded, not restarted, and the standby still
-// streams over TLS.
-func TestPostgresClusterServerCertificateRotation(t *testing.T) {
+// streams over TLS. Then the user brings a certificate of a CA of theirs
+// (spec.tls.serverCertSecret, cert-manager's format): one that does not
+// cover the Services is refused, naming them, and not served; one that
+// does is served by every instance, reloaded, the application Secret's
+// ca.crt becomes that CA, and the standby streams verifying the primary
+// with it.
+func TestPostgresClusterServerCertificates(t *testing.T) {
 	t.Parallel()
 	env, ns := pgNamespace(t)
 	const cluster = "rot"
@@ -92,6 +101,69 @@ func TestPostgresClusterServerCertificateRotation(t *testing.T) {
 		time.Since(replaced).Round(100*time.Millisecond))
 	g.Eventually(func() (bool, error) { return env.streamsOverTLS(ns, pg.Status.CurrentPrimary) }).
 		WithTimeout(time.Minute).WithPolling(time.Second).Should(BeTrue(), "the standby streams over TLS")
+
+	t.Run("a certificate the user brings", func(t *testing.T) {
+		testUserCertificate(t, env, ns, cluster, instances, issued.DNSNames, startedAt)
+	})
+}
+
+// testUserCertificate brings cluster a server certificate of another CA,
+// for hosts (every name the operator's certificate covers): first one
+// without the Services' names, which is refused and not served, then one
+// with them.
+func testUserCertificate(t *testing.T, env *environment, ns, cluster string, instances, hosts []string, startedAt map[string]time.Time) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	corporate := newTestCA(g, "corporate")
+	var instanceHosts []string
+	for _, h := range hosts {
+		if strings.HasPrefix(h, cluster+"-") && !strings.HasPrefix(h, cluster+"-r") {
+			instanceHosts = append(instanceHosts, h)
+		}
+	}
+	full := issueServerCertificate(g, corporate, hosts, time.Now().Add(-time.Hour), time.Now().Add(90*24*time.Hour))
+	partial := issueServerCertificate(g, corporate, instanceHosts, time.Now().Add(-time.Hour), time.Now().Add(90*24*time.Hour))
+	for name, cert := range map[string]endingCertificate{"corporate-partial": partial, "corporate": full} {
+		g.Expect(env.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Type: corev1.SecretTypeTLS,
+			Data: map[string][]byte{corev1.TLSCertKey: cert.cert, corev1.TLSPrivateKeyKey: cert.key, pgspec.CACertKey: corporate.cert}})).To(Succeed())
+	}
+	bring := func(secret string) {
+		g.Eventually(func(g Gomega) {
+			pg := env.postgresCluster(g, ns, cluster)
+			pg.Spec.TLS = &v1alpha1.PostgresTLS{ServerCertSecret: secret}
+			g.Expect(env.Client.Update(ctx, pg)).To(Succeed())
+		}).WithTimeout(10 * time.Second).Should(Succeed())
+	}
+	before := env.secret(g, ns, pgspec.ServerSecret(cluster)).Data[corev1.TLSCertKey]
+
+	bring("corporate-partial")
+	g.Eventually(func(g Gomega) {
+		c := meta.FindStatusCondition(env.postgresCluster(g, ns, cluster).Status.Conditions, v1alpha1.PostgresDegradedCondition)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Reason).To(Equal(v1alpha1.PostgresCertificateInvalidReason), c.Message)
+		g.Expect(c.Message).To(ContainSubstring("does not cover " + cluster + "-rw." + ns + ".svc"))
+	}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed(), "Degraded, naming the hosts the certificate misses")
+	g.Expect(env.secret(g, ns, pgspec.ServerSecret(cluster)).Data[corev1.TLSCertKey]).To(Equal(before), "the certificate served is kept")
+
+	bring("corporate")
+	caFile := filepath.Join(t.TempDir(), "corporate.crt")
+	g.Expect(os.WriteFile(caFile, corporate.cert, 0o600)).To(Succeed())
+	password := env.appSecret(g, ns, cluster)["password"]
+	for _, pod := range instances {
+		g.Eventually(func() (string, error) { return servedSerial(ns, pod, env, password, caFile) }).
+			WithTimeout(time.Minute).WithPolling(time.Second).Should(Equal(full.serial.String()), "%s serves the user's certificate", pod)
+		g.Expect(postmasterStart(g, env, ns, pod)).To(Equal(startedAt[pod]), "%s's PostgreSQL was reloaded, not restarted", pod)
+	}
+	g.Eventually(func(g Gomega) string { return env.appSecret(g, ns, cluster)["ca.crt"] }).WithTimeout(30*time.Second).
+		Should(Equal(string(corporate.cert)), "the application Secret's ca.crt is the user's CA")
+	g.Eventually(func(g Gomega) {
+		c := meta.FindStatusCondition(env.postgresCluster(g, ns, cluster).Status.Conditions, v1alpha1.PostgresDegradedCondition)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Status).To(Equal(metav1.ConditionFalse), c.Message)
+	}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed(), "no longer Degraded")
+	primary := env.postgresCluster(g, ns, cluster).Status.CurrentPrimary
+	g.Eventually(func() (bool, error) { return env.streamsOverTLS(ns, primary) }).
+		WithTimeout(time.Minute).WithPolling(time.Second).Should(BeTrue(), "the standby streams, verifying the primary with the user's CA")
 }
 
 // servedSerial is the serial number of the certificate that pod's
@@ -174,8 +246,34 @@ type endingCertificate struct {
 // CA (PEM certificate and EC key), that began ten hours ago and ends in
 // one: less than a third of its life is left, and it is otherwise valid.
 func certificateEndingSoon(g Gomega, caCertPEM, caKeyPEM []byte, hosts []string) endingCertificate {
-	caCert := parseCertPEM(g, caCertPEM)
-	block, _ := pem.Decode(caKeyPEM)
+	now := time.Now()
+	return issueServerCertificate(g, testCA{cert: caCertPEM, key: caKeyPEM}, hosts, now.Add(-10*time.Hour), now.Add(time.Hour))
+}
+
+// testCA is a CA's certificate and EC key, PEM.
+type testCA struct{ cert, key []byte }
+
+// newTestCA is a self-signed CA, as an organisation's PKI would have.
+func newTestCA(g Gomega, name string) testCA {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	g.Expect(err).NotTo(HaveOccurred())
+	now := time.Now()
+	template := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(365 * 24 * time.Hour), IsCA: true, BasicConstraintsValid: true,
+		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageCRLSign}
+	der, err := x509.CreateCertificate(rand.Reader, template, template, &key.PublicKey, key)
+	g.Expect(err).NotTo(HaveOccurred())
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	g.Expect(err).NotTo(HaveOccurred())
+	return testCA{cert: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		key: pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})}
+}
+
+// issueServerCertificate is a server certificate for hosts, signed by ca,
+// valid from notBefore to notAfter.
+func issueServerCertificate(g Gomega, ca testCA, hosts []string, notBefore, notAfter time.Time) endingCertificate {
+	caCert := parseCertPEM(g, ca.cert)
+	block, _ := pem.Decode(ca.key)
 	g.Expect(block).NotTo(BeNil(), "the CA's PEM key")
 	caKey, err := x509.ParseECPrivateKey(block.Bytes)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -183,9 +281,8 @@ func certificateEndingSoon(g Gomega, caCertPEM, caKeyPEM []byte, hosts []string)
 	g.Expect(err).NotTo(HaveOccurred())
 	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
 	g.Expect(err).NotTo(HaveOccurred())
-	now := time.Now()
 	template := &x509.Certificate{SerialNumber: serial, Subject: pkix.Name{CommonName: hosts[0]}, DNSNames: hosts,
-		NotBefore: now.Add(-10 * time.Hour), NotAfter: now.Add(time.Hour),
+		NotBefore: notBefore, NotAfter: notAfter,
 		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
 	der, err := x509.CreateCertificate(rand.Reader, template, caCert, &key.PublicKey, caKey)
 	g.Expect(err).NotTo(HaveOccurred())

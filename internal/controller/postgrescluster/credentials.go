@@ -1,6 +1,7 @@
 package postgrescluster
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -105,15 +106,17 @@ func (r *Reconciler) checkStoreSecrets(ctx context.Context, pg *v1alpha1.Postgre
 	}
 }
 
-// completeAppSecret gives an application Secret made before the cluster
-// had TLS what a client needs to use it: the CA's certificate, and URIs
-// that verify the server (sslmode=verify-full). Its username, password,
-// host and database stay as they are, a password a person changed
-// included; a Secret that has the CA is left alone.
+// completeAppSecret gives the application Secret what a client needs to
+// verify the server: the certificate of the CA that signed what the
+// instances serve (which changes when spec.tls brings a certificate or
+// stops bringing one), and URIs with sslmode=verify-full. Its username,
+// password, host and database stay as they are, a password a person
+// changed included.
 func (r *Reconciler) completeAppSecret(ctx context.Context, pg *v1alpha1.PostgresCluster, live *corev1.Secret, caCert []byte) error {
-	if len(caCert) == 0 || len(live.Data[CACertKey]) > 0 {
+	if len(caCert) == 0 || bytes.Equal(live.Data[CACertKey], caCert) {
 		return nil
 	}
+	had := len(live.Data[CACertKey]) > 0
 	db := initDB(pg)
 	or := func(key, fallback string) string {
 		if v := string(live.Data[key]); v != "" {
@@ -133,8 +136,13 @@ func (r *Reconciler) completeAppSecret(ctx context.Context, pg *v1alpha1.Postgre
 		return fmt.Errorf("add the CA to Secret %s: %w", live.Name, err)
 	}
 	children.CountWrite(kind, "Secret", "update")
-	r.Recorder.Eventf(pg, live, corev1.EventTypeNormal, "SecretCompleted", "Update",
-		"Secret %s gains the cluster's CA (%s) and URIs with sslmode=verify-full; its password is unchanged", live.Name, CACertKey)
+	if had {
+		r.Recorder.Eventf(pg, live, corev1.EventTypeNormal, "SecretCAChanged", "Update",
+			"Secret %s's %s is the CA of the certificate the instances now serve; its password is unchanged", live.Name, CACertKey)
+	} else {
+		r.Recorder.Eventf(pg, live, corev1.EventTypeNormal, "SecretCompleted", "Update",
+			"Secret %s gains the cluster's CA (%s) and URIs with sslmode=verify-full; its password is unchanged", live.Name, CACertKey)
+	}
 	*live = *update
 	return nil
 }

@@ -97,6 +97,7 @@ func computeStatus(pg *v1alpha1.PostgresCluster, obs *observation, e election, c
 // themselves.
 var kstatusReasons = kit.KStatusReasons{Stalled: []string{
 	v1alpha1.PostgresInvalidSpecReason, v1alpha1.PostgresSecretMissingReason, v1alpha1.PostgresConflictReason,
+	v1alpha1.PostgresCertificateInvalidReason,
 	v1alpha1.PostgresStorageShrinkReason, v1alpha1.PostgresBackupNotFoundReason, v1alpha1.PostgresKeptClaimsReason,
 	v1alpha1.PostgresWaitingForQuorumReason, v1alpha1.PostgresReplicasTooFarBehindReason,
 }}

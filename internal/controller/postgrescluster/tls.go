@@ -23,8 +23,12 @@ type tlsState struct {
 // ensureTLS makes the cluster's CA once, and the instances' server
 // certificate, which it issues again when serverRenewal says so: the
 // instance managers read the new one and reload. Same-named Secrets the
-// operator did not make are refused, as for the credentials.
+// operator did not make are refused, as for the credentials. A cluster
+// whose user brings the certificate (spec.tls) serves that one instead.
 func (r *Reconciler) ensureTLS(ctx context.Context, pg *v1alpha1.PostgresCluster, out *outcome) tlsState {
+	if pg.Spec.TLS != nil {
+		return r.ensureUserTLS(ctx, pg, out)
+	}
 	fail := func(err error) tlsState {
 		reportSecretError(err, out)
 		return tlsState{}
