@@ -13,6 +13,7 @@ import (
 	tenantv1 "example.com/platform-operator/api/v1alpha1"
 	"example.com/platform-operator/internal/controller/postgrescluster"
 	"example.com/platform-operator/internal/pgspec"
+	"example.com/platform-operator/internal/platform"
 )
 
 // With the operator's token alone, a pod is written only as the instance
@@ -27,13 +28,18 @@ func TestAdmissionPolicyBindsInstancePodsToTheirCluster(t *testing.T) {
 	e := startPolicyEnv(t)
 	g := NewWithT(t)
 	ctx := t.Context()
-	var installed []string
+	installed := map[string][]string{}
+	var operatorDeployment *unstructured.Unstructured
 	for _, obj := range readObjects(t, "install.yaml") {
-		if obj.GetName() == "platform-operator-postgres-pods" {
-			installed = append(installed, obj.GetKind())
+		installed[obj.GetName()] = append(installed[obj.GetName()], obj.GetKind())
+		if obj.GetKind() == "Deployment" && obj.GetName() == platform.Name {
+			operatorDeployment = obj
 		}
 	}
-	g.Expect(installed).To(ConsistOf("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"), "install.yaml installs the policy")
+	for _, policy := range []string{"platform-operator-postgres-pods", "platform-operator-instance-init"} {
+		g.Expect(installed[policy]).To(ConsistOf("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"), "install.yaml installs %s", policy)
+	}
+	g.Expect(operatorDeployment).NotTo(BeNil(), "install.yaml installs the operator's Deployment")
 	const ns, empty = "shop", "empty"
 	e.install(t, "components/postgrescluster/crd.yaml", "components/postgrescluster/instance_pods_policy.yaml")
 	e.createNamespaces(t, ns, empty)
@@ -56,7 +62,13 @@ func TestAdmissionPolicyBindsInstancePodsToTheirCluster(t *testing.T) {
 	// The pods run as the cluster's instance account, which must exist.
 	g.Expect(e.admin.Apply(ctx, postgrescluster.DesiredAccount(typed), client.FieldOwner("test"))).To(Succeed())
 
-	opts := postgrescluster.PodOptions{InstanceImage: "example.com/platform-operator:v1", ClusterDomain: "cluster.local"}
+	// The operator's Deployment, as installed: the instance image is its
+	// own.
+	g.Expect(e.admin.Create(ctx, operatorDeployment)).To(Succeed())
+	containers, _, _ := unstructured.NestedSlice(operatorDeployment.Object, "spec", "template", "spec", "containers")
+	g.Expect(containers).NotTo(BeEmpty())
+	operatorImage, _, _ := unstructured.NestedString(containers[0].(map[string]any), "image")
+	opts := postgrescluster.PodOptions{InstanceImage: operatorImage, ClusterDomain: "cluster.local"}
 	// pod is the instance db-2 as the operator makes it, changed by
 	// change (db-1 is made for real below).
 	pod := func(change func(*corev1.Pod)) *corev1.Pod {
@@ -68,6 +80,10 @@ func TestAdmissionPolicyBindsInstancePodsToTheirCluster(t *testing.T) {
 	}
 	waitInForce(t, "platform-operator-postgres-pods", func() error {
 		return e.operator.Create(ctx, pod(func(p *corev1.Pod) { p.Spec.Containers[0].Image = "evil:1" }), client.DryRunAll)
+	})
+
+	waitInForce(t, "platform-operator-instance-init", func() error {
+		return e.operator.Create(ctx, pod(func(p *corev1.Pod) { p.Spec.InitContainers[0].Image = "evil:1" }), client.DryRunAll)
 	})
 
 	// The operator's own pod passes, and so does a role label on it.
@@ -105,6 +121,12 @@ func TestAdmissionPolicyBindsInstancePodsToTheirCluster(t *testing.T) {
 			p.Spec.InitContainers[0].EnvFrom = []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "db-superuser"}}}}
 		}), "rule instance-environment"},
 		{"another image", pod(func(p *corev1.Pod) { p.Spec.Containers[0].Image = "evil:1" }), "rule instance-spec-image"},
+		{"another init image", pod(func(p *corev1.Pod) { p.Spec.InitContainers[0].Image = "evil:1" }), "rule instance-init-image"},
+		{"an init container more", pod(func(p *corev1.Pod) {
+			extra := p.Spec.InitContainers[0].DeepCopy()
+			extra.Name, extra.Image = "extra", "evil:1"
+			p.Spec.InitContainers = append(p.Spec.InitContainers, *extra)
+		}), "rule instance-init-image"},
 		{"another cluster's UID", pod(func(p *corev1.Pod) { p.OwnerReferences[0].UID = "11111111-2222-3333-4444-555555555555" }), "rule instance-owner"},
 		{"no owner", pod(func(p *corev1.Pod) { p.OwnerReferences = nil }), "rule instance-pods"},
 		{"a pod of no cluster", &corev1.Pod{ObjectMeta: meta(ns, "reader", managed(nil)), Spec: func() corev1.PodSpec {
@@ -125,6 +147,15 @@ func TestAdmissionPolicyBindsInstancePodsToTheirCluster(t *testing.T) {
 	reimaged := own.DeepCopy()
 	reimaged.Spec.Containers[0].Image = typed.Spec.Image + "-evil"
 	refused(e.operator.Patch(ctx, reimaged, client.MergeFrom(own)), "rule instance-image-in-place", "another image in place")
+
+	// The Deployment that says which image is the operator's is out of its
+	// token's reach.
+	changedDeployment := operatorDeployment.DeepCopy()
+	_ = unstructured.SetNestedSlice(changedDeployment.Object, nil, "spec", "template", "spec", "initContainers")
+	g.Expect(unstructured.SetNestedField(changedDeployment.Object, map[string]any{"evil": "1"}, "metadata", "annotations")).To(Succeed())
+	expectForbidden(t, e.operator.Update(ctx, changedDeployment, client.DryRunAll), "the operator's Deployment changed with its token", "rule managed-by-label")
+	expectForbidden(t, e.operator.Delete(ctx, operatorDeployment, client.DryRunAll), "the operator's Deployment deleted with its token",
+		"cannot delete resource \"deployments\"")
 
 	// The policy checks the operator alone: the namespace's own users
 	// write their pods as their rights allow, with or without a
