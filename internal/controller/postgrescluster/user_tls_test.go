@@ -58,9 +58,15 @@ func TestUserCertificateProblem(t *testing.T) {
 			"its certificate does not chain to its ca.crt for server authentication"},
 		{"ended", secret(exact.cert, exact.key, ca.cert), issued.Add(serverValidity + time.Minute), "its certificate ended at 2027-12-07T06:00:00Z"},
 		{"not yet valid", secret(exact.cert, exact.key, ca.cert), issued.Add(-2 * backdate), "its certificate is valid only from 2026-12-07T05:00:00Z"},
-		{"an instance missing", func() *corev1.Secret { p := server(ca, append(hosts[:2:2], hosts[3:]...)...); return secret(p.cert, p.key, ca.cert) }(), now,
+		{"an instance missing", func() *corev1.Secret {
+			p := server(ca, append(hosts[:2:2], hosts[3:]...)...)
+			return secret(p.cert, p.key, ca.cert)
+		}(), now,
 			"its certificate does not cover db-3.db.shop.svc.cluster.local (it names db-1.db"},
-		{"the Services' short names only", func() *corev1.Secret { p := server(ca, "*.db.shop.svc.cluster.local", "db-rw", "db-ro"); return secret(p.cert, p.key, ca.cert) }(), now,
+		{"the Services' short names only", func() *corev1.Secret {
+			p := server(ca, "*.db.shop.svc.cluster.local", "db-rw", "db-ro")
+			return secret(p.cert, p.key, ca.cert)
+		}(), now,
 			"its certificate does not cover db-rw.shop.svc.cluster.local, db-ro.shop.svc.cluster.local"},
 	}
 	for _, tt := range tests {
