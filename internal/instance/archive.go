@@ -338,6 +338,9 @@ func (m *Manager) fetchBaseBackup(ctx context.Context, pg *v1alpha1.PostgresClus
 	if err != nil {
 		return err
 	}
+	if err := m.holdRestoreBackup(ctx, store, pg, chosen); err != nil {
+		return err
+	}
 	m.log.Info("Restoring a base backup from the object store", "backup", chosen.ID, "endedAt", chosen.EndedAt, "timeline", chosen.Timeline)
 	m.pg.Settings = m.settingsOf(pg)
 	return m.pg.FetchBaseBackup(ctx, func(ctx context.Context, dir string) error {

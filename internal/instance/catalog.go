@@ -73,17 +73,22 @@ func (m *Manager) catalogPass(ctx context.Context, backup *v1alpha1.PostgresBack
 		if err != nil {
 			return err
 		}
-		plan := objectstore.PlanRetention(backups, wal, window, m.clock.Now(), func(b objectstore.BackupInfo) (uint64, bool) {
+		holds, err := store.ListHolds(ctx)
+		if err != nil {
+			return err
+		}
+		plan := objectstore.PlanRetention(backups, wal, holds, window, m.clock.Now(), func(b objectstore.BackupInfo) (uint64, bool) {
 			return objectstore.StartSegment(b, func(s string) (uint64, error) {
 				lsn, err := postgres.ParseLSN(s)
 				return uint64(lsn), err
 			}, segSize)
 		})
-		if len(plan.Backups) > 0 || len(plan.WAL) > 0 {
+		if len(plan.Backups) > 0 || len(plan.WAL) > 0 || len(plan.Holds) > 0 {
 			if err := store.ApplyRetention(ctx, plan); err != nil {
 				return err
 			}
-			m.log.Info("Retention: deleted what the recovery window no longer needs", "backups", len(plan.Backups), "walFiles", len(plan.WAL), "window", backup.Retention)
+			m.log.Info("Retention: deleted what the recovery window no longer needs", "backups", len(plan.Backups), "walFiles", len(plan.WAL),
+				"lapsedHolds", len(plan.Holds), "window", backup.Retention)
 			backups = backups[len(plan.Backups):]
 		}
 	}

@@ -9,10 +9,12 @@ import (
 )
 
 // RetentionPlan is what a recovery window lets go: the base backups no
-// point of the window needs, and the WAL only they need.
+// point of the window needs, and the WAL only they need; and the keys of
+// the holds that have lapsed.
 type RetentionPlan struct {
 	Backups []BackupInfo
 	WAL     []string
+	Holds   []string
 }
 
 // PlanRetention is what to delete from an archive of backups (oldest
@@ -21,10 +23,21 @@ type RetentionPlan struct {
 // start, every newer one, and the WAL from the oldest kept backup on are
 // kept. The newest backup and the WAL after it are never deleted, and
 // without any backup nothing is. History files are always kept: they are
-// small, and recovery across timelines reads them.
-func PlanRetention(backups []BackupInfo, wal []string, window time.Duration, now time.Time, segmentOf func(BackupInfo) (uint64, bool)) RetentionPlan {
+// small, and recovery across timelines reads them. A backup that a hold
+// holds at now is kept, with every newer one and the WAL from it on,
+// however old: a restore is fetching it or replaying the WAL after it.
+func PlanRetention(backups []BackupInfo, wal []string, holds []Hold, window time.Duration, now time.Time, segmentOf func(BackupInfo) (uint64, bool)) RetentionPlan {
+	var plan RetentionPlan
+	held := map[string]bool{}
+	for _, h := range holds {
+		if h.Until.After(now) {
+			held[h.Backup] = true
+		} else {
+			plan.Holds = append(plan.Holds, h.Key)
+		}
+	}
 	if len(backups) == 0 || window <= 0 {
-		return RetentionPlan{}
+		return plan
 	}
 	start := now.Add(-window)
 	keepFrom := 0
@@ -33,7 +46,12 @@ func PlanRetention(backups []BackupInfo, wal []string, window time.Duration, now
 			keepFrom = i
 		}
 	}
-	var plan RetentionPlan
+	for i, b := range backups[:keepFrom] {
+		if held[b.ID] {
+			keepFrom = i
+			break
+		}
+	}
 	plan.Backups = append(plan.Backups, backups[:keepFrom]...)
 	oldest, ok := segmentOf(backups[keepFrom])
 	if !ok {
@@ -77,7 +95,8 @@ func StartSegment(b BackupInfo, lsnOf func(string) (uint64, error), segSize uint
 	return (seg/perLog)<<32 | seg%perLog, true
 }
 
-// ApplyRetention deletes what plan lets go: the backups, then the WAL.
+// ApplyRetention deletes what plan lets go: the backups, then the WAL,
+// then the lapsed holds.
 func (c *Client) ApplyRetention(ctx context.Context, plan RetentionPlan) error {
 	for _, b := range plan.Backups {
 		if err := c.DeleteBaseBackup(ctx, b); err != nil {
@@ -94,6 +113,11 @@ func (c *Client) ApplyRetention(ctx context.Context, plan RetentionPlan) error {
 	}
 	if err := c.remove(ctx, objects); err != nil {
 		return fmt.Errorf("retention: %w", err)
+	}
+	for _, key := range plan.Holds {
+		if err := c.DeleteHold(ctx, key); err != nil {
+			return fmt.Errorf("retention: %w", err)
+		}
 	}
 	return nil
 }

@@ -18,7 +18,10 @@ import (
 // are older than the window, its primary deletes the two older ones and the
 // WAL only they need (every segment before the newest backup's start), and
 // never the newest backup nor any WAL after its start: the archive from
-// there on is whole, and the status counts one backup.
+// there on is whole, and the status counts one backup. While a restore
+// holds the second backup (its hold in the store, as a restoring cluster
+// takes one), only the first goes, with the WAL before the second's start;
+// the second goes once the hold is let go.
 func TestPostgresClusterRetentionInTheStore(t *testing.T) {
 	g := NewWithT(t)
 	env, ns := pgNamespace(t)
@@ -72,8 +75,28 @@ func TestPostgresClusterRetentionInTheStore(t *testing.T) {
 	g.Expect(position(oldest) < position(keptFrom)).To(BeTrue(), "WAL before the newest backup, which the older ones need, is archived: from %s", oldest)
 	t.Logf("three base backups; the newest %s starts in %s; the archive starts at %s", newest.ID, keptFrom, oldest)
 
+	held := backups[1]
+	hold := objectstore.Hold{Key: "restore-uid", Backup: held.ID, Holder: ns + "/restored", Until: time.Now().Add(time.Hour)}
+	g.Expect(archive.PutHold(t.Context(), hold)).To(Succeed())
+	heldStart, ok := objectstore.StartSegment(held, lsnOf, 16<<20)
+	g.Expect(ok).To(BeTrue())
+	heldFrom := objectstore.SegmentName(uint32(held.Timeline), heldStart, 16<<20)
 	// The primary's catalog pass runs every minute: the window is over a
 	// minute after the newest backup ended, the pass within a minute more.
+	g.Eventually(func(g Gomega) {
+		left, err := archive.ListBaseBackups(t.Context())
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(left).To(ConsistOf(HaveField("ID", held.ID), HaveField("ID", newest.ID)), "the held backup and the newest are left")
+		wal, err := archive.ArchivedWAL(t.Context())
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(wal).To(ContainElement(heldFrom), "the held backup's first segment is kept")
+		for _, name := range wal {
+			if objectstore.IsSegment(name) {
+				g.Expect(position(name) >= position(heldFrom)).To(BeTrue(), "WAL only the first backup needed is gone: %s", name)
+			}
+		}
+	}).WithTimeout(4 * time.Minute).WithPolling(5 * time.Second).Should(Succeed())
+	g.Expect(archive.DeleteHold(t.Context(), hold.Key)).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		left, err := archive.ListBaseBackups(t.Context())
 		g.Expect(err).NotTo(HaveOccurred())
