@@ -161,9 +161,21 @@ func testUserCertificate(t *testing.T, env *environment, ns, cluster string, ins
 		g.Expect(c).NotTo(BeNil())
 		g.Expect(c.Status).To(Equal(metav1.ConditionFalse), c.Message)
 	}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed(), "no longer Degraded")
+	// The standby's stream began before: ended, it starts again, and the
+	// standby verifies the primary with the user's CA.
 	primary := env.postgresCluster(g, ns, cluster).Status.CurrentPrimary
+	func() {
+		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		conn, err := env.superuserOverSocket(ctx, ns, primary)
+		g.Expect(err).NotTo(HaveOccurred())
+		defer conn.Close(context.Background())
+		var ended int
+		g.Expect(conn.QueryRow(ctx, "SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) FROM pg_stat_replication").Scan(&ended)).To(Succeed())
+		g.Expect(ended).To(Equal(1), "the standby's stream ended")
+	}()
 	g.Eventually(func() (bool, error) { return env.streamsOverTLS(ns, primary) }).
-		WithTimeout(time.Minute).WithPolling(time.Second).Should(BeTrue(), "the standby streams, verifying the primary with the user's CA")
+		WithTimeout(time.Minute).WithPolling(time.Second).Should(BeTrue(), "the standby streams again, verifying the primary with the user's CA")
 }
 
 // servedSerial is the serial number of the certificate that pod's

@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 
@@ -134,7 +135,7 @@ func (r *Reconciler) ensureUserTLS(ctx context.Context, pg *v1alpha1.PostgresClu
 			reportSecretError(err, out)
 			return state
 		}
-	case !sameData(live.Data, desired.Data):
+	case !maps.EqualFunc(live.Data, desired.Data, bytes.Equal):
 		update := live.DeepCopy()
 		update.Data = desired.Data
 		if err := r.Client.Update(ctx, update); err != nil {
@@ -147,16 +148,4 @@ func (r *Reconciler) ensureUserTLS(ctx context.Context, pg *v1alpha1.PostgresClu
 	}
 	state.caCert = user.Data[pgspec.CACertKey]
 	return state
-}
-
-func sameData(a, b map[string][]byte) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if !bytes.Equal(v, b[k]) {
-			return false
-		}
-	}
-	return true
 }
