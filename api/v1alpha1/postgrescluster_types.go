@@ -261,6 +261,18 @@ type PostgresBackupSpec struct {
 	Retention string `json:"retention,omitempty"`
 }
 
+// PostgresTLSStatus is the server certificate the instances are given.
+type PostgresTLSStatus struct {
+	// issuer is the common name of the CA that signed it: the cluster's
+	// name for the operator's own CA, the user's CA's with spec.tls.
+	// +optional
+	Issuer string `json:"issuer,omitempty"`
+	// notAfter is when it ends. The operator renews its own a third of its
+	// life before; one the user brings is the user's to renew.
+	// +optional
+	NotAfter *metav1.Time `json:"notAfter,omitempty"`
+}
+
 // PostgresTLS is a server certificate the user brings.
 type PostgresTLS struct {
 	// serverCertSecret names a Secret in the cluster's namespace in
@@ -816,6 +828,11 @@ type PostgresClusterStatus struct {
 	// spec.backup.objectStore.
 	// +optional
 	Archiving *PostgresArchivingStatus `json:"archiving,omitempty"`
+
+	// tls is the server certificate the instances are given
+	// (CLUSTER-server's).
+	// +optional
+	TLS *PostgresTLSStatus `json:"tls,omitempty"`
 
 	// writeService and readService are the Services applications connect
 	// to: CLUSTER-rw reaches the primary, CLUSTER-ro the replicas.

@@ -156,6 +156,11 @@ func testUserCertificate(t *testing.T, env *environment, ns, cluster string, ins
 	}
 	g.Eventually(func(g Gomega) string { return env.appSecret(g, ns, cluster)["ca.crt"] }).WithTimeout(30*time.Second).
 		Should(Equal(string(corporate.cert)), "the application Secret's ca.crt is the user's CA")
+	g.Eventually(func(g Gomega) string {
+		served := env.postgresCluster(g, ns, cluster).Status.TLS
+		g.Expect(served).NotTo(BeNil())
+		return served.Issuer
+	}).WithTimeout(30*time.Second).Should(Equal("corporate"), "the status names the CA of the certificate served")
 	g.Eventually(func(g Gomega) {
 		c := meta.FindStatusCondition(env.postgresCluster(g, ns, cluster).Status.Conditions, v1alpha1.PostgresDegradedCondition)
 		g.Expect(c).NotTo(BeNil())

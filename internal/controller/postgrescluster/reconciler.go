@@ -165,6 +165,7 @@ func (r *Reconciler) Sync(ctx context.Context, pg *v1alpha1.PostgresCluster) kit
 		r.Recorder.Eventf(pg, nil, corev1.EventTypeNormal, e.event.reason, "Elect", "%s", e.event.message)
 	}
 	status := computeStatus(pg, obs, e, creds, out.Problem, now)
+	status.TLS = certs.status
 	r.recordChanges(pg, status)
 	after := kit.Soonest(kit.Soonest(e.after, leaseDeadline(obs.lease, now)), certs.renewIn)
 	if out.conflict {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"example.com/platform-operator/api/v1alpha1"
 	"example.com/platform-operator/internal/children"
@@ -14,10 +15,25 @@ import (
 
 // tlsState is what ensureTLS leaves for the other phases: the CA's
 // certificate (nil when there is none yet), for the application's Secret,
-// and when the server certificate is due for renewal.
+// when the server certificate is due for renewal, and what the status
+// says of the certificate served (nil when none is).
 type tlsState struct {
 	caCert  []byte
 	renewIn time.Duration
+	status  *v1alpha1.PostgresTLSStatus
+}
+
+// servedStatus is what the status says of the server certificate of
+// Secret s (CLUSTER-server), nil when it holds none that parses.
+func servedStatus(s *corev1.Secret) *v1alpha1.PostgresTLSStatus {
+	if s == nil {
+		return nil
+	}
+	cert, err := parseCert(s.Data[corev1.TLSCertKey])
+	if err != nil {
+		return nil
+	}
+	return &v1alpha1.PostgresTLSStatus{Issuer: cert.Issuer.CommonName, NotAfter: &metav1.Time{Time: cert.NotAfter}}
 }
 
 // ensureTLS makes the cluster's CA once, and the instances' server
@@ -89,5 +105,6 @@ func (r *Reconciler) ensureTLS(ctx context.Context, pg *v1alpha1.PostgresCluster
 	if cert, err := parseCert(live.Data[corev1.TLSCertKey]); err == nil {
 		state.renewIn = max(renewAt(cert).Sub(now), time.Second)
 	}
+	state.status = servedStatus(live)
 	return state
 }

@@ -109,7 +109,7 @@ func (r *Reconciler) ensureUserTLS(ctx context.Context, pg *v1alpha1.PostgresClu
 		return tlsState{}
 	}
 	// Until the user's certificate is served, clients verify what is.
-	state := tlsState{renewIn: userCertificateRecheck}
+	state := tlsState{renewIn: userCertificateRecheck, status: servedStatus(live)}
 	if live != nil {
 		state.caCert = live.Data[pgspec.CACertKey]
 	}
@@ -146,6 +146,6 @@ func (r *Reconciler) ensureUserTLS(ctx context.Context, pg *v1alpha1.PostgresClu
 		r.Recorder.Eventf(pg, nil, corev1.EventTypeNormal, "CertificateReplaced", "Replace",
 			"Secret %s holds the certificate of Secret %s (spec.tls.serverCertSecret)", live.Name, name)
 	}
-	state.caCert = user.Data[pgspec.CACertKey]
+	state.caCert, state.status = user.Data[pgspec.CACertKey], servedStatus(desired)
 	return state
 }

@@ -65,6 +65,9 @@ func TestUserCertificateIsServed(t *testing.T) {
 		g.Expect(server.Data).To(Equal(mine.Data), "the user's certificate, key and CA served")
 		g.Expect(metav1.IsControlledBy(server, getCluster(g, ctx, ns, "db"))).To(BeTrue())
 		g.Expect(secret(g, "db-app").Data).To(HaveKeyWithValue("ca.crt", mine.Data["ca.crt"]), "the application verifies with the user's CA")
+		served := getCluster(g, ctx, ns, "db").Status.TLS
+		g.Expect(served).NotTo(BeNil(), "the status says what is served")
+		g.Expect(served.NotAfter.Time).To(BeTemporally("~", time.Now().Add(365*24*time.Hour), time.Hour), "when the user's certificate ends")
 	}).WithTimeout(time.Minute).Should(Succeed())
 	g.Expect(suite.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "db-ca"}, &corev1.Secret{})).
 		To(Satisfy(func(err error) bool { return client.IgnoreNotFound(err) == nil && err != nil }), "no CA of the operator's")

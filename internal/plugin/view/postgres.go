@@ -43,6 +43,9 @@ func PostgresStatus(w io.Writer, pg *v1alpha1.PostgresCluster, backups []v1alpha
 	if pg.Spec.Hibernate {
 		fmt.Fprintln(w, "Hibernate:   true (every pod deleted, claims kept)")
 	}
+	if t := s.TLS; t != nil && t.NotAfter != nil {
+		fmt.Fprintf(w, "TLS:         certificate of %s, ends %s (%s)\n", orNone(t.Issuer), t.NotAfter.UTC().Format(time.DateOnly), untilEnd(t.NotAfter.Time, now))
+	}
 	if b := pg.Spec.Backup; b != nil {
 		// The label ends the indent of the first line.
 		text := wrap(archiving(pg, now), "             ", Width)
@@ -191,4 +194,12 @@ func drill(c *metav1.Condition) string {
 		return "no drills"
 	}
 	return "pending"
+}
+
+// untilEnd says how long until end, in days, or that it has passed.
+func untilEnd(end, now time.Time) string {
+	if !end.After(now) {
+		return "ended"
+	}
+	return fmt.Sprintf("in %dd", int(end.Sub(now).Hours()/24))
 }

@@ -129,6 +129,20 @@ func TestPostgresStatus(t *testing.T) {
 				"             archived 2m ago, 4 waiting; FAILING since 60s ago: connection"},
 		},
 		{
+			name: "a certificate",
+			pg: pgWith(func(pg *v1alpha1.PostgresCluster) {
+				pg.Status.TLS = &v1alpha1.PostgresTLSStatus{Issuer: "corporate", NotAfter: at(90*24*time.Hour + time.Hour)}
+			}),
+			want: []string{"TLS:         certificate of corporate, ends " + now.Add(90*24*time.Hour+time.Hour).UTC().Format(time.DateOnly) + " (in 90d)\n"},
+		},
+		{
+			name: "a certificate that ended",
+			pg: pgWith(func(pg *v1alpha1.PostgresCluster) {
+				pg.Status.TLS = &v1alpha1.PostgresTLSStatus{Issuer: "corporate", NotAfter: at(-time.Hour)}
+			}),
+			want: []string{"(ended)\n"},
+		},
+		{
 			name: "not reported yet",
 			pg: pgWith(func(pg *v1alpha1.PostgresCluster) {
 				pg.Status = v1alpha1.PostgresClusterStatus{}
