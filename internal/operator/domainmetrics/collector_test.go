@@ -94,6 +94,7 @@ func fixtures() []client.Object {
 					LastFailedWAL: "000000010000000000000008", LastFailedAt: ts(-time.Minute), LastFailure: "connection refused",
 					PendingWAL: 5,
 				},
+				TLS:        &v1alpha1.PostgresTLSStatus{Issuer: "corporate", NotAfter: ts(90 * 24 * time.Hour)},
 				Conditions: []metav1.Condition{{Type: v1alpha1.PostgresContinuousArchivingCondition, Status: metav1.ConditionFalse, Reason: v1alpha1.PostgresArchiveFailingReason}},
 			},
 		},
@@ -154,6 +155,9 @@ platform_operator_condition{kind="website",name="docs",namespace="web",status="U
 # HELP platform_operator_postgrescluster_archive_pending_wal WAL files a PostgresCluster's primary has written and not yet archived (status.archiving.pendingWAL): it keeps them on its volume until the object store has them; absent without status.archiving.
 # TYPE platform_operator_postgrescluster_archive_pending_wal gauge
 platform_operator_postgrescluster_archive_pending_wal{name="wal",namespace="db"} 5
+# HELP platform_operator_postgrescluster_certificate_expiry_timestamp_seconds When the server certificate a PostgresCluster's instances are given ends (status.tls.notAfter), in seconds since the epoch: the operator renews its own a third of its life before; one the user brings (spec.tls) is the user's to renew.
+# TYPE platform_operator_postgrescluster_certificate_expiry_timestamp_seconds gauge
+platform_operator_postgrescluster_certificate_expiry_timestamp_seconds{name="wal",namespace="db"} 1.807776e+09
 # HELP platform_operator_postgrescluster_continuous_archiving Reason of a PostgresCluster's ContinuousArchiving condition: 1 for the reason it has (Archiving, ArchiveFailing, Starting, NoPrimary), 0 for the others; absent without the condition (no spec.backup).
 # TYPE platform_operator_postgrescluster_continuous_archiving gauge
 platform_operator_postgrescluster_continuous_archiving{name="wal",namespace="db",reason="ArchiveFailing"} 1

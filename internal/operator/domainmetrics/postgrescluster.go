@@ -32,6 +32,8 @@ var (
 		"WAL files a PostgresCluster's primary has written and not yet archived (status.archiving.pendingWAL): it keeps them on its volume until the object store has them; absent without status.archiving.", objectLabels, nil)
 	postgresLastArchived = prometheus.NewDesc("platform_operator_postgrescluster_last_archived_timestamp_seconds",
 		"When the object store last confirmed a WAL file of a PostgresCluster (status.archiving.lastArchivedAt), in seconds since the epoch; absent before the first or without status.archiving.", objectLabels, nil)
+	postgresCertificateExpiry = prometheus.NewDesc("platform_operator_postgrescluster_certificate_expiry_timestamp_seconds",
+		"When the server certificate a PostgresCluster's instances are given ends (status.tls.notAfter), in seconds since the epoch: the operator renews its own a third of its life before; one the user brings (spec.tls) is the user's to renew.", objectLabels, nil)
 	postgresContinuousArchiving = prometheus.NewDesc("platform_operator_postgrescluster_continuous_archiving",
 		"Reason of a PostgresCluster's ContinuousArchiving condition: 1 for the reason it has (Archiving, ArchiveFailing, Starting, NoPrimary), 0 for the others; absent without the condition (no spec.backup).",
 		[]string{"namespace", "name", "reason"}, nil)
@@ -52,7 +54,8 @@ var archivingReasons = []string{
 
 var postgresClusterKind = kind{
 	descs: []*prometheus.Desc{postgresPhase, postgresInstancesDesired, postgresInstancesReady, postgresPromotionEpoch,
-		postgresInstanceLag, postgresLastBackup, postgresArchivePendingWAL, postgresLastArchived, postgresContinuousArchiving},
+		postgresInstanceLag, postgresLastBackup, postgresArchivePendingWAL, postgresLastArchived, postgresContinuousArchiving,
+		postgresCertificateExpiry},
 	collect: func(ctx context.Context, r client.Reader, running map[string]bool, emit emitter) error {
 		var list v1alpha1.PostgresClusterList
 		if err := r.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
@@ -101,6 +104,9 @@ func emitPostgresCluster(emit emitter, pg *v1alpha1.PostgresCluster, lastBackups
 	emit.gauge(postgresPromotionEpoch, float64(s.PromotionEpoch), pg.Namespace, pg.Name)
 	if t, ok := lastBackups[types.NamespacedName{Namespace: pg.Namespace, Name: pg.Name}]; ok {
 		emit.gauge(postgresLastBackup, t, pg.Namespace, pg.Name)
+	}
+	if t := s.TLS; t != nil && t.NotAfter != nil {
+		emit.gauge(postgresCertificateExpiry, unixSeconds(*t.NotAfter), pg.Namespace, pg.Name)
 	}
 	emitArchiving(emit, pg)
 	emit.conditions(PostgresCluster, pg, s.Conditions)
