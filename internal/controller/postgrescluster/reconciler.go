@@ -55,6 +55,10 @@ type Reconciler struct {
 	// instances' pods are judged by: the API server's.
 	PodSecurityVersion podsecurity.Version
 
+	// userSecretReads spares the API server a read of each user's
+	// certificate Secret at every reconcile (see userSecretReadDue).
+	userSecretReads userSecretReads
+
 	loop *kit.Loop[v1alpha1.PostgresCluster, *v1alpha1.PostgresCluster, v1alpha1.PostgresClusterStatus, *v1alpha1.PostgresClusterStatus]
 }
 

@@ -22,7 +22,7 @@ import (
 // userCertificateRecheck is how long a cluster serving a certificate its
 // user brings goes without reading that Secret again: the operator's cache
 // holds only the Secrets it made, so it sees a renewal (cert-manager's,
-// long before the certificate ends) at the next reconcile, or after this.
+// long before the certificate ends) after this at the latest.
 // A Secret missing or failing the check is read again sooner: cert-manager
 // issues a certificate a moment after the cluster that names it is made.
 const (
@@ -113,6 +113,12 @@ func (r *Reconciler) ensureUserTLS(ctx context.Context, pg *v1alpha1.PostgresClu
 	if live != nil {
 		state.caCert = live.Data[pgspec.CACertKey]
 	}
+	now := r.Clock.Now()
+	last, ok := r.userSecretReads.last(pg.UID)
+	if !userSecretReadDue(last, ok, name, pg.Generation, live, now) {
+		state.renewIn = last.at.Add(userCertificateRecheck).Sub(now)
+		return state
+	}
 	user := &corev1.Secret{}
 	switch err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: pg.Namespace, Name: name}, user); {
 	case apierrors.IsNotFound(err):
@@ -123,7 +129,7 @@ func (r *Reconciler) ensureUserTLS(ctx context.Context, pg *v1alpha1.PostgresClu
 		out.Add(fmt.Errorf("get Secret %s: %w", name, err), false)
 		return state
 	}
-	if why := userCertificateProblem(user, requiredServerHosts(pg, r.ClusterDomain), r.Clock.Now()); why != "" {
+	if why := userCertificateProblem(user, requiredServerHosts(pg, r.ClusterDomain), now); why != "" {
 		out.Report(v1alpha1.PostgresCertificateInvalidReason, fmt.Sprintf("Secret %s named by spec.tls.serverCertSecret is not served: %s", name, why))
 		state.renewIn = userCertificateRetry
 		return state
@@ -146,6 +152,7 @@ func (r *Reconciler) ensureUserTLS(ctx context.Context, pg *v1alpha1.PostgresClu
 		r.Recorder.Eventf(pg, nil, corev1.EventTypeNormal, "CertificateReplaced", "Replace",
 			"Secret %s holds the certificate of Secret %s (spec.tls.serverCertSecret)", live.Name, name)
 	}
+	r.userSecretReads.remember(pg.UID, userSecretRead{secret: name, generation: pg.Generation, served: servedDigest(desired), at: now})
 	state.caCert, state.status = user.Data[pgspec.CACertKey], servedStatus(desired)
 	return state
 }

@@ -6,6 +6,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -70,7 +71,16 @@ func TestUserCertificateIsServed(t *testing.T) {
 		g.Expect(served.NotAfter.Time).To(BeTemporally("~", time.Now().Add(365*24*time.Hour), time.Hour), "when the user's certificate ends")
 	}).WithTimeout(time.Minute).Should(Succeed())
 	g.Expect(suite.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "db-ca"}, &corev1.Secret{})).
-		To(Satisfy(func(err error) bool { return client.IgnoreNotFound(err) == nil && err != nil }), "no CA of the operator's")
+		To(Satisfy(apierrors.IsNotFound), "no CA of the operator's")
+
+	// A hand edit of the served copy is undone at once, though the user's
+	// Secret is not read again at every reconcile.
+	edited := secret(g, "db-server")
+	edited.Data[corev1.TLSCertKey] = []byte("forged")
+	g.Expect(suite.Client.Update(ctx, edited)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(secret(g, "db-server").Data).To(Equal(mine.Data), "the user's certificate served again")
+	}).WithTimeout(timeout).Should(Succeed())
 
 	g.Expect(suite.Client.Create(ctx, certificates("another", "another-certs"))).To(Succeed())
 	g.Expect(suite.Client.Create(ctx, cluster("wrong", "another-certs"))).To(Succeed())
@@ -81,5 +91,5 @@ func TestUserCertificateIsServed(t *testing.T) {
 			"wrong-1.wrong.user-tls.svc.cluster.local, wrong-2.wrong.user-tls.svc.cluster.local, wrong-rw.user-tls.svc.cluster.local, wrong-ro.user-tls.svc.cluster.local"))
 	}).WithTimeout(timeout).Should(Succeed())
 	g.Expect(suite.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "wrong-server"}, &corev1.Secret{})).
-		To(Satisfy(func(err error) bool { return client.IgnoreNotFound(err) == nil && err != nil }), "nothing served from it")
+		To(Satisfy(apierrors.IsNotFound), "nothing served from it")
 }
