@@ -105,9 +105,9 @@ type Manager struct {
 	archivingAt time.Time
 	// catalog reads the store's base backups and applies retention.
 	catalog catalogKeeper
-	// restoreHoldReleased is set once this run let its restore's hold on
-	// a base backup go (restorehold.go).
-	restoreHoldReleased bool
+	// restoreHold is the hold of this instance's restore on a base backup
+	// of its source's store, while it recovers (restorehold.go).
+	restoreHold restoreHoldTender
 	// recoveryStopped is why PostgreSQL last exited during an archive
 	// recovery (its FATAL message), at recoveryStoppedAt.
 	recoveryStopped   string
@@ -293,7 +293,7 @@ func (m *Manager) tick(ctx context.Context) {
 		m.syncSlots(pwCtx, pg, state, now)
 		m.checkArchiving(pwCtx, pg, state)
 		m.maybeCatalog(pwCtx, pg, state, now)
-		m.maybeReleaseRestoreHold(pwCtx, pg, state)
+		m.tendRestoreHold(pwCtx, state, now)
 		cancel()
 	}
 	state = m.observe(ctx, m.clock.Now())

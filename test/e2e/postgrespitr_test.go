@@ -142,6 +142,19 @@ func TestPostgresClusterPointInTimeRecovery(t *testing.T) {
 		return ""
 	}).WithTimeout(2*time.Minute).WithPolling(time.Second).Should(ContainSubstring("the recovery target is after the end of the archive"), "a target after the archive's end, saying why")
 	g.Expect(pgCondition(env.postgresCluster(g, ns, "too-late"), v1alpha1.PostgresReadyCondition)).To(Equal(metav1.ConditionFalse), "never promoted short of its target")
+
+	// Each restore held its base backup against the source's retention
+	// while it recovered, and let it go once it had; the one replaying
+	// towards a target after the archive's end holds it still.
+	g.Eventually(func(g Gomega) []string {
+		holds, err := archive.ListHolds(t.Context())
+		g.Expect(err).NotTo(HaveOccurred())
+		var holders []string
+		for _, h := range holds {
+			holders = append(holders, h.Holder)
+		}
+		return holders
+	}).WithTimeout(time.Minute).WithPolling(time.Second).Should(ConsistOf(ns+"/too-late"), "the holds of the restores in the source's store")
 }
 
 // restoreWithPlugin makes cluster name, restored from source's store at
