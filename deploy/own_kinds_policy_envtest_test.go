@@ -106,7 +106,11 @@ func TestAdmissionPolicyHoldsTheOperatorToItsOwnKinds(t *testing.T) {
 		fromStore(u)
 		_ = unstructured.SetNestedField(u.Object, "nightly-2", "spec", "bootstrap", "fromBackup", "name")
 	}), client.DryRunAll), "own-kinds-creates", "an object-store drill of another backup than its label names")
-	for _, target := range [][2]string{{"targetTime", "2026-12-07T14:02:00Z"}, {"targetLSN", "0/3000000"}, {"targetName", "before-upgrade"}} {
+	g.Expect(e.operator.Create(ctx, drill(func(u *unstructured.Unstructured) {
+		fromStore(u)
+		_ = unstructured.SetNestedField(u.Object, "2026-12-07T14:02:00Z", "spec", "bootstrap", "fromBackup", "targetTime")
+	}), client.DryRunAll)).To(Succeed(), "a restore drill of an object-store backup at its end (verify.recoveryTarget BackupEnd)")
+	for _, target := range [][2]string{{"targetLSN", "0/3000000"}, {"targetName", "before-upgrade"}} {
 		refused(e.operator.Create(ctx, drill(func(u *unstructured.Unstructured) {
 			fromStore(u)
 			_ = unstructured.SetNestedField(u.Object, target[1], "spec", "bootstrap", "fromBackup", target[0])

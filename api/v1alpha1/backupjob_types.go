@@ -54,6 +54,12 @@ const (
 	// range in its manifest): every transaction whose commit ended there or
 	// before is in the backup.
 	BackupEndLSNAnnotation = "example.com/end-lsn"
+	// BackupPointInTimeAnnotation, on the record of a base backup in an
+	// object store, is a moment (RFC 3339) just after the backup ended
+	// that a recovery can target (spec.bootstrap.fromBackup.targetTime):
+	// its run committed a transaction after it, at which the recovery
+	// stops. Missing when that commit failed (a failover during the run).
+	BackupPointInTimeAnnotation = "example.com/point-in-time"
 )
 
 // BackupJobSpec is the desired state of a BackupJob: what to back up, when,
@@ -65,6 +71,7 @@ const (
 // +kubebuilder:validation:XValidation:rule="!has(self.verify) || has(self.source.postgresCluster) || (has(self.verify.jobTemplate) && !has(self.verify.sql))",message="a claim's backups are checked by verify.jobTemplate (required), not verify.sql",fieldPath=".verify",reason=FieldValueInvalid
 // +kubebuilder:validation:XValidation:rule="!has(self.verify) || !has(self.source.postgresCluster) || (has(self.verify.sql) && !has(self.verify.jobTemplate))",message="a PostgresCluster's backups are checked by verify.sql (required), a query run in a restored copy, not verify.jobTemplate",fieldPath=".verify",reason=FieldValueInvalid
 // +kubebuilder:validation:XValidation:rule="!has(self.target) || !has(self.target.objectStore) || has(self.source.postgresCluster)",message="target.objectStore takes a postgresCluster source: it holds base backups of a PostgresCluster, in the object store of its spec.backup",fieldPath=".target.objectStore",reason=FieldValueForbidden
+// +kubebuilder:validation:XValidation:rule="self.?verify.?recoveryTarget.orValue('EndOfArchive') == 'EndOfArchive' || self.?target.?objectStore.hasValue()",message="verify.recoveryTarget BackupEnd is for backups in an object store (target.objectStore): a volume or snapshot holds no archive to recover through",fieldPath=".verify.recoveryTarget",reason=FieldValueForbidden
 type BackupJobSpec struct {
 	// schedule says when runs start: five cron fields (minute, hour, day of
 	// month, month, day of week; names such as MON or JAN allowed), or one of
@@ -489,7 +496,33 @@ type BackupVerify struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=4096
 	SQL string `json:"sql,omitempty"`
+
+	// recoveryTarget is where the drill of a backup in the object store
+	// (target.objectStore) recovers to. EndOfArchive, the default, replays
+	// all the WAL archived after the backup, checking the archive with it.
+	// BackupEnd recovers to a point in time (bootstrap.fromBackup's
+	// targetTime) just after the backup ended: the query sees what the
+	// backup held and nothing committed later, and the drill checks the
+	// point-in-time restore a user would make. Its run's Job marks that
+	// moment with a commit on the primary, which the drill's recovery
+	// needs to stop there: it reaches the archive within the cluster's
+	// spec.backup.archiveTimeout.
+	// +optional
+	// +kubebuilder:validation:Enum=EndOfArchive;BackupEnd
+	RecoveryTarget DrillRecoveryTarget `json:"recoveryTarget,omitempty"`
 }
+
+// DrillRecoveryTarget is where a restore drill of an object-store backup
+// recovers to.
+type DrillRecoveryTarget string
+
+const (
+	// DrillToEndOfArchive replays the archive after the backup to its end.
+	DrillToEndOfArchive DrillRecoveryTarget = "EndOfArchive"
+	// DrillToBackupEnd recovers to the point in time the backup's run
+	// marked just after the backup ended.
+	DrillToBackupEnd DrillRecoveryTarget = "BackupEnd"
+)
 
 // BackupKind is what a backup is.
 //

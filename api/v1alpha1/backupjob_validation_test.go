@@ -181,6 +181,12 @@ tolerations: [{key: storage, operator: Exists, effect: NoSchedule}, {key: node.k
 initContainers: [{name: init, image: busybox, securityContext: {runAsNonRoot: true, allowPrivilegeEscalation: false, procMount: Default, capabilities: {drop: [ALL], add: [NET_BIND_SERVICE]}}}]
 volumes: [{name: tmp, emptyDir: {}}, {name: creds, secret: {secretName: s3}}, {name: conf, projected: {sources: [{configMap: {name: c}}]}}, {name: info, downwardAPI: {items: []}}, {name: scratch, ephemeral: {volumeClaimTemplate: {spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}}}}, {name: old, persistentVolumeClaim: {claimName: old}}, {name: tools, image: {reference: "busybox:1.36"}}]`)},
 		{"retention adding up to 400", backupJobWith("retention: {keepLast: 100, keepDaily: 100, keepWeekly: 100, keepMonthly: 100, keepFailed: 0}")},
+		{"object-store backups drilled at their end", `
+spec:
+  schedule: "@daily"
+  source: {postgresCluster: db}
+  target: {objectStore: {}}
+  verify: {sql: SELECT true, recoveryTarget: BackupEnd}`},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -250,6 +256,17 @@ spec:
   schedule: "@daily"
   source: {postgresCluster: db}
   verify: {jobTemplate: {spec: {template: {spec: {containers: [{name: c, image: busybox}]}}}}}`, "spec.verify: Invalid value: a PostgresCluster's backups are checked by verify.sql (required)"},
+		{"a drill at the end of a volume backup", `
+spec:
+  schedule: "@daily"
+  source: {postgresCluster: db}
+  verify: {sql: SELECT true, recoveryTarget: BackupEnd}`, "spec.verify.recoveryTarget: Forbidden: verify.recoveryTarget BackupEnd is for backups in an object store"},
+		{"an unknown recovery target", `
+spec:
+  schedule: "@daily"
+  source: {postgresCluster: db}
+  target: {objectStore: {}}
+  verify: {sql: SELECT true, recoveryTarget: Yesterday}`, "spec.verify.recoveryTarget: Unsupported value: \"Yesterday\""},
 
 		// source and target
 		{"no source", strings.Replace(minimalBackupJob, "source: {persistentVolumeClaimName: data}", "", 1), "spec.source"},

@@ -109,6 +109,7 @@ func TakeStoreBackup(ctx context.Context, opts StoreBackupOptions, now func() ti
 		if info.ID == opts.Label {
 			log.Info("The base backup is in the store already, made by an earlier attempt", "backup", info.ID, "store", opts.Location.String())
 			result := storeResult(info, 0)
+			result.PointInTime = markPointInTime(ctx, opts, info.EndedAt, now, log)
 			return result, writeResult(opts.TerminationLog, result)
 		}
 	}
@@ -152,7 +153,58 @@ func TakeStoreBackup(ctx context.Context, opts StoreBackupOptions, now func() ti
 	}
 	log.Info("Stored a base backup", "backup", info.ID, "store", opts.Location.String(), "bytes", size, "compressed", compressed)
 	result := storeResult(info, size)
+	result.PointInTime = markPointInTime(ctx, opts, info.EndedAt, now, log)
 	return result, writeResult(opts.TerminationLog, result)
+}
+
+// backupPointInTime is the moment just after a backup that ended at ended
+// which a recovery from it can target: its end rounded up to the next
+// whole second, as recovery targets (RFC 3339) are, so never before the
+// backup is consistent.
+func backupPointInTime(ended time.Time) time.Time {
+	return ended.Truncate(time.Second).Add(time.Second)
+}
+
+// markPointInTime commits a transaction on the primary opts names a
+// second after backupPointInTime(ended), and returns that point (RFC
+// 3339), or "" when it could not: PostgreSQL stops a recovery to a time at
+// the first commit after it, and refuses to open when the archive ends
+// before one, which an idle cluster might never write. The backup is whole
+// either way; only a drill at the backup's end needs the mark.
+func markPointInTime(ctx context.Context, opts StoreBackupOptions, ended time.Time, now func() time.Time, log logr.Logger) string {
+	point := backupPointInTime(ended)
+	if wait := point.Add(time.Second).Sub(now()); wait > 0 {
+		select {
+		case <-ctx.Done():
+			return ""
+		case <-time.After(wait):
+		}
+	}
+	info := postgres.ConnInfo{Host: opts.Host, Port: opts.Port, User: opts.User, DBName: "postgres", Password: opts.Password}
+	cleanup, err := toolTLS(&info, opts.CACert)
+	if err == nil {
+		defer cleanup()
+		err = commitMark(ctx, info)
+	}
+	if err != nil {
+		log.Info("No commit marks the backup's end: a recovery cannot target it", "host", opts.Host, "error", err.Error())
+		return ""
+	}
+	return point.UTC().Format(time.RFC3339)
+}
+
+// commitMark commits a transaction that changes nothing but is written to
+// the WAL with its commit time: txid_current() gives it a transaction ID.
+func commitMark(ctx context.Context, info postgres.ConnInfo) error {
+	conn, err := postgres.Connect(ctx, info)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	if _, err := conn.Exec(ctx, "SELECT txid_current()"); err != nil {
+		return fmt.Errorf("commit the mark after the backup: %w", err)
+	}
+	return nil
 }
 
 // storeResult is the termination message of a backup in the store.

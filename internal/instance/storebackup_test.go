@@ -4,6 +4,7 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"time"
 
 	"example.com/platform-operator/api/v1alpha1"
 	"example.com/platform-operator/internal/pgspec"
@@ -70,5 +71,23 @@ func TestParseStoreBackupOptions(t *testing.T) {
 				t.Errorf("location %+v, want the cluster's store at shop/db, uncompressed, with the Secret's keys", loc)
 			}
 		})
+	}
+}
+
+// The point in time a drill at a backup's end recovers to is never before
+// the backup is consistent (recovery targets are whole seconds).
+func TestBackupPointInTime(t *testing.T) {
+	for ended, want := range map[string]string{
+		"2026-12-08T01:02:03.400Z": "2026-12-08T01:02:04Z",
+		"2026-12-08T01:02:03Z":     "2026-12-08T01:02:04Z",
+		"2026-12-08T01:02:59.999Z": "2026-12-08T01:03:00Z",
+	} {
+		at, err := time.Parse(time.RFC3339Nano, ended)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := backupPointInTime(at).UTC().Format(time.RFC3339); got != want {
+			t.Errorf("a backup ended at %s: point in time %s, want %s", ended, got, want)
+		}
 	}
 }

@@ -3,6 +3,7 @@ package pgbackup
 import (
 	"encoding/json"
 	"strconv"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -38,6 +39,9 @@ func ParseBaseBackupResult(t *corev1.ContainerStateTerminated) map[string]string
 	}
 	if result.Size > 0 {
 		annotations[StoreSizeAnnotation] = resource.NewQuantity(result.Size, resource.BinarySI).String()
+	}
+	if point, err := time.Parse(time.RFC3339, result.PointInTime); err == nil {
+		annotations[v1alpha1.BackupPointInTimeAnnotation] = point.UTC().Format(time.RFC3339)
 	}
 	return annotations
 }

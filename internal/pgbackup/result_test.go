@@ -23,6 +23,13 @@ func TestParseBaseBackupResult(t *testing.T) {
 		"an object-store backup's, with its size": {terminated(0, `{"startLSN":"0/4000028","endLSN":"0/4000100","timeline":1,"fromStandby":false,"backupID":"nightly-1","size":31457280}`),
 			map[string]string{v1alpha1.BackupStartLSNAnnotation: "0/4000028", v1alpha1.BackupEndLSNAnnotation: "0/4000100", v1alpha1.BackupTimelineAnnotation: "1",
 				StoreSizeAnnotation: "30Mi"}},
+		"an object-store backup's, with the point in time its run marked": {
+			terminated(0, `{"startLSN":"0/4000028","endLSN":"0/4000100","timeline":1,"fromStandby":false,"backupID":"nightly-1","pointInTime":"2026-12-08T01:02:04Z"}`),
+			map[string]string{v1alpha1.BackupStartLSNAnnotation: "0/4000028", v1alpha1.BackupEndLSNAnnotation: "0/4000100", v1alpha1.BackupTimelineAnnotation: "1",
+				v1alpha1.BackupPointInTimeAnnotation: "2026-12-08T01:02:04Z"}},
+		"a point in time that is not a time is left out": {
+			terminated(0, `{"startLSN":"0/4000028","endLSN":"0/4000100","timeline":1,"pointInTime":"soon"}`),
+			map[string]string{v1alpha1.BackupStartLSNAnnotation: "0/4000028", v1alpha1.BackupEndLSNAnnotation: "0/4000100", v1alpha1.BackupTimelineAnnotation: "1"}},
 		"a failed container's":    {terminated(1, good), nil},
 		"the end of a log":        {terminated(0, "pg_basebackup: error: connection refused"), nil},
 		"not a position":          {terminated(0, `{"startLSN":"nowhere","endLSN":"0/2","timeline":3}`), nil},

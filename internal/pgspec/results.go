@@ -15,4 +15,8 @@ type BaseBackupResult struct {
 	// compression: a claim has a capacity to show, the store nothing the
 	// operator reads.
 	Size int64 `json:"size,omitempty"`
+	// PointInTime is a moment (RFC 3339) just after an object-store
+	// backup ended that a recovery can target, with a commit after it
+	// that the run made; empty when that commit failed.
+	PointInTime string `json:"pointInTime,omitempty"`
 }

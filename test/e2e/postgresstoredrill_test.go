@@ -94,6 +94,52 @@ func TestPostgresObjectStoreRestoreDrill(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(wal).NotTo(ContainElement(HaveSuffix(".history")), "the drill, promoted on timeline 2, archived nothing into its source's path")
 
+	// A drill at the backup's end (verify.recoveryTarget BackupEnd)
+	// recovers to the point in time the run marked just after the backup:
+	// batches 1 and 2 are in the backup; batch 3, committed and archived
+	// after the run, is not in the drill, though it replays the archive
+	// that holds it.
+	atEnd := env.newPostgresBackupJobTo(t, ns, "at-end", "db", false, &v1alpha1.BackupTarget{ObjectStore: &v1alpha1.BackupObjectStoreTarget{}})
+	var point string
+	var second string
+	g.Eventually(func(g Gomega) {
+		records := &corev1.ConfigMapList{}
+		g.Expect(env.Client.List(t.Context(), records, client.InNamespace(ns), client.MatchingLabels{v1alpha1.BackupJobLabel: atEnd.Name})).To(Succeed())
+		g.Expect(records.Items).To(HaveLen(1))
+		second, point = records.Items[0].Name, records.Items[0].Annotations[v1alpha1.BackupPointInTimeAnnotation]
+		g.Expect(point).NotTo(BeEmpty(), "the run marked the point in time after its backup")
+	}).WithTimeout(pgBackupTimeout).WithPolling(time.Second).Should(Succeed())
+	insertBatch(t, conn, 3, 10)
+	g.Expect(conn.QueryRow(t.Context(), "SELECT pg_walfile_name(pg_current_wal_lsn())").Scan(&segment)).To(Succeed())
+	env.superuserExec(t, ns, "db", "SELECT pg_switch_wal()")
+	g.Eventually(func(g Gomega) string {
+		return env.postgresCluster(g, ns, "db").Status.Archiving.LastArchivedWAL
+	}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Satisfy(func(s string) bool { return s >= segment }), "batch 3 archived, in %s", segment)
+	g.Eventually(func() error {
+		current := &v1alpha1.BackupJob{}
+		if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(atEnd), current); err != nil {
+			return err
+		}
+		current.Spec.Verify = &v1alpha1.BackupVerify{EveryNth: 1, SQL: "SELECT count(*) = 20 AND count(DISTINCT batch) = 2 FROM batches",
+			RecoveryTarget: v1alpha1.DrillToBackupEnd}
+		return env.Client.Update(t.Context(), current)
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+	var target string
+	g.Eventually(func(g Gomega) {
+		drills := &v1alpha1.PostgresClusterList{}
+		g.Expect(env.Client.List(t.Context(), drills, client.InNamespace(ns), client.MatchingLabels{backupjob.DrillLabel: second})).To(Succeed())
+		for _, d := range drills.Items {
+			if at := d.Spec.Bootstrap.FromBackup.TargetTime; at != nil {
+				target = at.UTC().Format(time.RFC3339)
+			}
+		}
+		record := &corev1.ConfigMap{}
+		g.Expect(env.Client.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: second}, record)).To(Succeed())
+		g.Expect(record.Annotations).To(HaveKeyWithValue(backupjob.VerifiedAnnotation, "Passed"), "the drill at the backup's end: %s", record.Annotations[backupjob.VerifiedMessageAnnotation])
+	}).WithTimeout(2 * pgTimeout).WithPolling(time.Second).Should(Succeed())
+	g.Expect(target).To(Equal(point), "the drill recovered to the point in time on the backup's record")
+	t.Logf("restore drill of %s at its end, %s, passed", second, point)
+
 	// A restore naming a backup is refused, naming the field, when the
 	// store lacks it or it is consistent only after the target.
 	named := func(name string, target *metav1.Time) func(*v1alpha1.PostgresCluster) {
@@ -106,7 +152,7 @@ func TestPostgresObjectStoreRestoreDrill(t *testing.T) {
 	env.newPostgresCluster(t, ns, "no-such-backup", 1, 0, named("nightly-0", nil))
 	env.newPostgresCluster(t, ns, "named-too-early", 1, 0, named(run, &metav1.Time{Time: beforeBackup}))
 	for cluster, want := range map[string]string{
-		"no-such-backup":  "spec.bootstrap.fromBackup.name: the object store holds no base backup nightly-0 (it holds: " + run + ")",
+		"no-such-backup":  "spec.bootstrap.fromBackup.name: the object store holds no base backup nightly-0 (it holds: " + run + ", " + second + ")",
 		"named-too-early": "spec.bootstrap.fromBackup.targetTime " + beforeBackup.UTC().Format(time.RFC3339) + " is before base backup " + run + " was consistent",
 	} {
 		g.Eventually(func(g Gomega) string {
@@ -116,4 +162,5 @@ func TestPostgresObjectStoreRestoreDrill(t *testing.T) {
 			return ""
 		}).WithTimeout(time.Minute).WithPolling(time.Second).Should(ContainSubstring(want), cluster)
 	}
+
 }

@@ -161,4 +161,17 @@ func TestDesiredStoreDrill(t *testing.T) {
 	g.Expect(message(storeDrillProblem(b, moved))).To(
 		ContainSubstring("written to http://10.201.1.1:8333/wal/shop/db, and PostgresCluster db's spec.backup.objectStore now names http://10.201.1.1:8333/wal/elsewhere"))
 	g.Expect(storeDrillProblem(&backup{name: "claim", kind: v1alpha1.VolumeBackup}, nil)).To(BeNil(), "a volume backup's drill needs no store")
+
+	// At its end: to the point in time its run marked, else no drill.
+	bj.Spec.Verify.RecoveryTarget = v1alpha1.DrillToBackupEnd
+	g.Expect(desiredDrillCluster(bj, b, source).Spec.Bootstrap.FromBackup.TargetTime).To(BeNil())
+	_, why := drillPointInTime(b)
+	g.Expect(why).To(ContainSubstring("its record has no example.com/point-in-time annotation"))
+	record.Annotations[v1alpha1.BackupPointInTimeAnnotation] = "2026-12-08T01:02:04Z"
+	target := desiredDrillCluster(bj, b, source).Spec.Bootstrap.FromBackup.TargetTime
+	g.Expect(target).NotTo(BeNil())
+	g.Expect(target.UTC().Format(time.RFC3339)).To(Equal("2026-12-08T01:02:04Z"))
+	record.Annotations[v1alpha1.BackupPointInTimeAnnotation] = "soon"
+	_, why = drillPointInTime(b)
+	g.Expect(why).To(ContainSubstring(`annotation "soon" is not an RFC 3339 time`))
 }

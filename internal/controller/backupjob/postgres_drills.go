@@ -75,6 +75,10 @@ func desiredDrillCluster(bj *v1alpha1.BackupJob, b *backup, source *v1alpha1.Pos
 		store := source.Spec.Backup.ObjectStore.DeepCopy()
 		store.Path = pgspec.StorePath(store, source.Namespace, source.Name)
 		pg.Spec.Bootstrap.FromBackup = &v1alpha1.PostgresFromBackup{ObjectStore: store, Name: b.name}
+		if bj.Spec.Verify != nil && bj.Spec.Verify.RecoveryTarget == v1alpha1.DrillToBackupEnd {
+			point, _ := drillPointInTime(b)
+			pg.Spec.Bootstrap.FromBackup.TargetTime = point
+		}
 	}
 	if source != nil {
 		pg.Spec.Image = source.Spec.Image
@@ -136,11 +140,33 @@ func storeDrillProblem(b *backup, source *v1alpha1.PostgresCluster) *cause {
 	return nil
 }
 
+// drillPointInTime is the point in time just after object-store backup b
+// ended that its run marked (v1alpha1.BackupPointInTimeAnnotation), which
+// a drill with recoveryTarget BackupEnd recovers to; else why there is
+// none.
+func drillPointInTime(b *backup) (*metav1.Time, string) {
+	recorded := b.object.GetAnnotations()[v1alpha1.BackupPointInTimeAnnotation]
+	if recorded == "" {
+		return nil, fmt.Sprintf("its record has no %s annotation: its run could not commit the mark after the backup's end that a recovery to that time stops at", v1alpha1.BackupPointInTimeAnnotation)
+	}
+	point, err := time.Parse(time.RFC3339, recorded)
+	if err != nil {
+		return nil, fmt.Sprintf("its %s annotation %q is not an RFC 3339 time", v1alpha1.BackupPointInTimeAnnotation, recorded)
+	}
+	return &metav1.Time{Time: point}, ""
+}
+
 // startPostgresDrill restores backup b into a temporary cluster.
 func (r *Reconciler) startPostgresDrill(ctx context.Context, bj *v1alpha1.BackupJob, obs *observation, b *backup, out *outcome) {
 	if c := storeDrillProblem(b, obs.postgres.cluster); c != nil {
 		out.Report(c.Reason, c.Message)
 		return
+	}
+	if b.kind == v1alpha1.ObjectStoreBackup && bj.Spec.Verify.RecoveryTarget == v1alpha1.DrillToBackupEnd {
+		if _, why := drillPointInTime(b); why != "" {
+			r.finishDrill(ctx, bj, obs, b, false, fmt.Sprintf("Restore drill of backup %s at its end failed: %s", b.name, why), out)
+			return
+		}
 	}
 	drill := &v1alpha1.PostgresCluster{}
 	res := r.Children.Ensure(ctx, bj, children.Typed(desiredDrillCluster(bj, b, obs.postgres.cluster)), drill, children.WithoutCreateEvent())
