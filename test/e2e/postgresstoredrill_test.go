@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -163,4 +165,22 @@ func TestPostgresObjectStoreRestoreDrill(t *testing.T) {
 		}).WithTimeout(time.Minute).WithPolling(time.Second).Should(ContainSubstring(want), cluster)
 	}
 
+	// A backup off the archive's latest timeline cannot start a recovery
+	// that follows it: with a timeline 2 that left timeline 1 before the
+	// backup was consistent (its history file put in the store, as a
+	// cluster restored from an older point onto this path would have), a
+	// restore naming the backup is refused before anything is fetched,
+	// saying which timeline and history.
+	history := filepath.Join(t.TempDir(), "00000002.history")
+	g.Expect(os.WriteFile(history, []byte("1\t0/1000000\tbefore the backups\n"), 0o600)).To(Succeed())
+	g.Expect(archive.ArchiveWAL(t.Context(), history)).To(Succeed())
+	env.newPostgresCluster(t, ns, "off-timeline", 1, 0, named(run, nil))
+	g.Eventually(func(g Gomega) string {
+		for _, i := range env.postgresCluster(g, ns, "off-timeline").Status.Instances {
+			return i.Message
+		}
+		return ""
+	}).WithTimeout(time.Minute).WithPolling(time.Second).Should(And(
+		ContainSubstring("spec.bootstrap.fromBackup.name: base backup "+run+" is on timeline 1 up to "),
+		ContainSubstring("the archive's latest timeline 2 does not descend from it there (its history: timeline 1 until 0/1000000)")))
 }
