@@ -193,14 +193,30 @@ func markPointInTime(ctx context.Context, opts StoreBackupOptions, ended time.Ti
 	return point.UTC().Format(time.RFC3339)
 }
 
+// markTimeout bounds the mark's connection and commit: a primary that
+// does not answer leaves the backup without a point in time, not the run
+// unfinished.
+const markTimeout = 30 * time.Second
+
 // commitMark commits a transaction that changes nothing but is written to
 // the WAL with its commit time: txid_current() gives it a transaction ID.
+// The mark needs only to be in the primary's WAL, from which it is
+// archived; it must not wait for a synchronous standby, which a cluster
+// short of them would make the run do until they return. PostgreSQL does
+// not make a transaction that wrote nothing before its commit record wait
+// for one; synchronous_commit local (which any role may set) says so
+// whatever the statement.
 func commitMark(ctx context.Context, info postgres.ConnInfo) error {
+	ctx, cancel := context.WithTimeout(ctx, markTimeout)
+	defer cancel()
 	conn, err := postgres.Connect(ctx, info)
 	if err != nil {
 		return err
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
+	if _, err := conn.Exec(ctx, "SET synchronous_commit = local"); err != nil {
+		return fmt.Errorf("commit the mark after the backup: %w", err)
+	}
 	if _, err := conn.Exec(ctx, "SELECT txid_current()"); err != nil {
 		return fmt.Errorf("commit the mark after the backup: %w", err)
 	}
