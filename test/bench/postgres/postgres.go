@@ -7,7 +7,8 @@
 // CLUSTER-rw's loopback address, the time from each of these to the
 // writer's first successful insert on the new primary:
 //
-//   - failover: the primary's pod deleted with a 1 s grace period;
+//   - failover: the primary's pod deleted with a 1 s grace period, and
+//     with none and with the default 30 s;
 //   - switchover: spec.primary set to a replica;
 //   - cut-off: the primary's network namespace cut off (CutOffPostgres),
 //     then reconnected once a replica took over.
@@ -77,6 +78,14 @@ const (
 const (
 	failoverTarget   = 10.0
 	switchoverTarget = 5.0
+)
+
+// Targets of issue 54 on the client's view (the writer's longest pause),
+// in seconds; a cut-off's is the lease plus clientCutOffMargin.
+const (
+	clientFailoverTarget   = 3.0
+	clientSwitchoverTarget = 2.0
+	clientCutOffMargin     = 3 * time.Second
 )
 
 // Run measures the scenario on a fresh cluster and writes its results to
@@ -184,7 +193,9 @@ func (s *scenario) run(ctx context.Context) (err error) {
 		series *Series
 		try    func(context.Context) Try
 	}{
-		{"failover (pod deleted)", &s.res.Failover, s.failover},
+		{"failover (pod deleted)", &s.res.Failover, s.failover(1)},
+		{"failover (pod deleted, no grace)", &s.res.FailoverNoGrace, s.failover(0)},
+		{"failover (pod deleted, default grace)", &s.res.FailoverDefaultGrace, s.failover(30)},
 		{"switchover", &s.res.Switchover, s.switchover},
 		{"failover (cut off)", &s.res.CutOff, s.cutOff},
 	} {
@@ -214,6 +225,9 @@ func (t Try) String() string {
 	case t.Seconds != nil:
 		out += fmt.Sprintf(": first write on the new primary after %.2f s", *t.Seconds)
 	}
+	if t.PauseSeconds != nil {
+		out += fmt.Sprintf(", the writer's longest pause %.2f s", *t.PauseSeconds)
+	}
 	if t.StatusSeconds != nil {
 		out += fmt.Sprintf(", in status after %.2f s", *t.StatusSeconds)
 	}
@@ -223,15 +237,30 @@ func (t Try) String() string {
 	return out
 }
 
-// summarize computes the distribution of the tries that completed.
+// summarize computes the distributions of the tries that completed.
 func (s *Series) summarize() {
-	var secs []float64
+	var secs, pauses []float64
 	for _, t := range s.Tries {
 		if t.Seconds != nil {
 			secs = append(secs, *t.Seconds)
 		}
+		if t.PauseSeconds != nil {
+			pauses = append(pauses, *t.PauseSeconds)
+		}
 	}
 	s.Seconds = benchkit.Summarize(secs)
+	s.Pause = benchkit.Summarize(pauses)
+}
+
+// clientView is s with each try's time its pause: the same verdicts and
+// figures, from the client's side.
+func (s Series) clientView() Series {
+	view := Series{Seconds: s.Pause, Pause: s.Pause}
+	for _, t := range s.Tries {
+		t.Seconds = t.PauseSeconds
+		view.Tries = append(view.Tries, t)
+	}
+	return view
 }
 
 // instanceManagers are the running instance managers, by pod.
@@ -406,6 +435,8 @@ func (s *scenario) measure(ctx context.Context, t *Try, start time.Time, accepts
 				v := benchkit.Round3(c.at.Sub(start).Seconds())
 				t.Seconds = &v
 				t.To = s.podOf(c.server)
+				pause := benchkit.Round3(s.w.pauseAround(start, c.at).Seconds())
+				t.PauseSeconds = &pause
 			}
 		}
 		if t.StatusSeconds == nil {
@@ -479,22 +510,25 @@ func (s *scenario) podOf(address string) string {
 	return address
 }
 
-// failover deletes the primary's pod with a 1 s grace period.
-func (s *scenario) failover(ctx context.Context) Try {
-	pg, addr, err := s.prepare(ctx)
-	if err != nil {
-		return Try{Error: err.Error()}
-	}
-	t := Try{From: pg.Status.CurrentPrimary}
-	start := time.Now()
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: t.From}}
-	if err := s.cl.Delete(ctx, pod, client.GracePeriodSeconds(1)); err != nil {
-		t.Error = err.Error()
+// failover deletes the primary's pod with a grace period of grace
+// seconds: 0 removes it at once, 30 is the default.
+func (s *scenario) failover(grace int64) func(context.Context) Try {
+	return func(ctx context.Context) Try {
+		pg, addr, err := s.prepare(ctx)
+		if err != nil {
+			return Try{Error: err.Error()}
+		}
+		t := Try{From: pg.Status.CurrentPrimary}
+		start := time.Now()
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: t.From}}
+		if err := s.cl.Delete(ctx, pod, client.GracePeriodSeconds(grace)); err != nil {
+			t.Error = err.Error()
+			return t
+		}
+		s.measure(ctx, &t, start, func(server string) bool { return server != addr })
+		s.recover(ctx, &t, start)
 		return t
 	}
-	s.measure(ctx, &t, start, func(server string) bool { return server != addr })
-	s.recover(ctx, &t, start)
-	return t
 }
 
 // switchover sets spec.primary to the next instance after the primary.

@@ -28,8 +28,35 @@ func Checks(res *Results) []benchkit.Check {
 		checks = append(checks, benchkit.Check{Scenario: "cut-off", Target: fmt.Sprintf("primary cut off → first write on the new primary: p99 ≤ the lease's duration + %g s", cutOffMargin.Seconds()),
 			Figure: seriesFigure(res.CutOff), Met: benchkit.NotJudged("the lease's duration was not read")})
 	}
+	checks = append(checks, clientChecks(res)...)
 	checks = append(checks, lostCheck(res))
 	checks = append(checks, benchkit.Check{Scenario: "memory", Target: "operator and instance managers, peak RSS (no target)", Figure: memoryFigure(res), Met: "n/a (no target)"})
+	return checks
+}
+
+// clientChecks judge issue 54's targets on the client's view: the
+// writer's longest pause across each kind of try.
+func clientChecks(res *Results) []benchkit.Check {
+	pause := "the writer's longest pause through " + clusterName + "-rw"
+	checks := []benchkit.Check{}
+	for _, f := range []struct {
+		scenario, how string
+		s             Series
+	}{
+		{"client: failover, no grace", "primary's pod deleted at once", res.FailoverNoGrace},
+		{"client: failover, 1 s grace", "primary's pod deleted, 1 s grace", res.Failover},
+		{"client: failover, default grace", "primary's pod deleted, 30 s grace", res.FailoverDefaultGrace},
+	} {
+		if len(f.s.Tries) == 0 {
+			continue
+		}
+		checks = append(checks, seriesCheck(f.scenario, fmt.Sprintf("%s: %s p99 ≤ %g s", f.how, pause, clientFailoverTarget), f.s.clientView(), res.Tries, clientFailoverTarget))
+	}
+	checks = append(checks, seriesCheck("client: switchover", fmt.Sprintf("spec.primary: %s p99 ≤ %g s", pause, clientSwitchoverTarget), res.Switchover.clientView(), res.Tries, clientSwitchoverTarget))
+	if res.LeaseDurationSeconds > 0 {
+		bound := res.LeaseDurationSeconds + clientCutOffMargin.Seconds()
+		checks = append(checks, seriesCheck("client: cut-off", fmt.Sprintf("primary cut off: %s p99 ≤ the lease's %g s + %g s = %g s", pause, res.LeaseDurationSeconds, clientCutOffMargin.Seconds(), bound), res.CutOff.clientView(), res.Tries, bound))
+	}
 	return checks
 }
 
@@ -127,12 +154,13 @@ func Markdown(res *Results) string {
 	w.P("- Cluster: %d instances, synchronous: %d, storage %s, image %s; each try asked %d times\n\n", res.Cluster.Instances, res.Cluster.Synchronous, res.Cluster.Storage, res.Cluster.Image, res.Tries)
 	w.Targets(res.Checks, false)
 
-	w.P("## Tries\n\nFrom the action to the writer's first successful insert on the new primary through `%s-rw`; the primary in status as this program's polling saw it; the operator's events about the cluster; the cluster whole again (every instance ready) before the next try.\n\n", clusterName)
-	w.P("| Operation | # | From | To | First write (s) | In status (s) | Operator's events (s) | Whole again (s) | Note |\n|---|---:|---|---|---:|---:|---|---:|---|\n")
+	w.P("## Tries\n\nFrom the action to the writer's first successful insert on the new primary through `%s-rw`; the writer's longest pause between two commits across it (the client's view); the primary in status as this program's polling saw it; the operator's events about the cluster; the cluster whole again (every instance ready) before the next try.\n\n", clusterName)
+	w.P("| Operation | # | From | To | First write (s) | Longest pause (s) | In status (s) | Operator's events (s) | Whole again (s) | Note |\n|---|---:|---|---|---:|---:|---:|---|---:|---|\n")
 	for _, op := range []struct {
 		name string
 		s    Series
-	}{{"failover (pod deleted)", res.Failover}, {"switchover", res.Switchover}, {"failover (cut off)", res.CutOff}} {
+	}{{"failover (pod deleted, 1 s grace)", res.Failover}, {"failover (pod deleted, no grace)", res.FailoverNoGrace},
+		{"failover (pod deleted, 30 s grace)", res.FailoverDefaultGrace}, {"switchover", res.Switchover}, {"failover (cut off)", res.CutOff}} {
 		for i, t := range op.s.Tries {
 			note := ""
 			switch {
@@ -141,7 +169,7 @@ func Markdown(res *Results) string {
 			case t.TimedOut:
 				note = fmt.Sprintf("no write on a new primary within %s", tryTimeout)
 			}
-			w.P("| %s | %d | %s | %s | %s | %s | %s | %s | %s |\n", op.name, i+1, t.From, t.To, optional(t.Seconds), optional(t.StatusSeconds), eventsString(t.Events), optional(t.RecoveredSeconds), note)
+			w.P("| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s |\n", op.name, i+1, t.From, t.To, optional(t.Seconds), optional(t.PauseSeconds), optional(t.StatusSeconds), eventsString(t.Events), optional(t.RecoveredSeconds), note)
 		}
 	}
 	w.P("\n")
@@ -216,6 +244,8 @@ func Chart(res *Results) benchkit.DotChart {
 		Series: []benchkit.Series{{Name: "one try", Color: "#1f77b4"}},
 		Groups: []benchkit.DotGroup{
 			{Label: "failover\n(pod deleted)", Values: values(res.Failover), Target: &f},
+			{Label: "failover\n(no grace)", Values: values(res.FailoverNoGrace), Target: &f},
+			{Label: "failover\n(30 s grace)", Values: values(res.FailoverDefaultGrace), Target: &f},
 			{Label: "switchover\n(spec.primary)", Values: values(res.Switchover), Target: &sw},
 			{Label: "failover\n(cut off)", Values: values(res.CutOff), Target: cut},
 		},
@@ -229,7 +259,8 @@ func notes() []string {
 	return []string{
 		"The cluster is fresh (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok) with its simulation parts: each PostgresCluster pod's instance manager (the operator's binary, `instance run`) runs as a host process in a network namespace of its own with real PostgreSQL 15, and each Service of the cluster gets a proxy on a loopback address. The operator runs from deploy/ as its own ServiceAccount. This program connects only to those loopback addresses (and reads the pods' namespace addresses to name the server a row reached); never to a pod or Service cluster IP.",
 		fmt.Sprintf("The writer inserts a row every %s through CLUSTER-rw's address; each attempt (a connection when it has none, then the insert) is given %s, after which it drops its connection and tries again through the Service, as an application would. An insert returns the address PostgreSQL saw the connection on, which names the instance that took it.", writeEvery, attemptTimeout),
-		"Failover: the primary's pod is deleted with a 1 s grace period, and the time is until the first successful insert on any other instance. Switchover: spec.primary is set to the next instance after the primary, the time is until the first insert on it, and spec.primary is emptied again once the cluster is whole. Cut-off: the host end of the primary's veth is set down (CutOffPostgres), the time is until the first insert on another instance; the link is then restored and the former primary rejoins.",
+		"The client's view (issue 54): for each try, the longest time between two consecutive commits of the writer, from its last commit before the action to its first on the new primary: what an application that writes all along waits at worst. It counts a graceful stop's last writes, and the writer's reconnection after the promotion.",
+		"Failover: the primary's pod is deleted with a 1 s grace period (and, in two more series, with none, which removes it at once, and with the default 30 s), and the time is until the first successful insert on any other instance. Switchover: spec.primary is set to the next instance after the primary, the time is until the first insert on it, and spec.primary is emptied again once the cluster is whole. Cut-off: the host end of the primary's veth is set down (CutOffPostgres), the time is until the first insert on another instance; the link is then restored and the former primary rejoins.",
 		"Before each try the cluster is whole (Ready, every instance ready, no change under way) and the writer commits; the time the cluster took to be whole again is shown, not judged. p50 and p99 are nearest-rank over the tries that completed: of 10 tries, p99 is the slowest. A try in which no insert reached a new primary within the try's limit fails the target; one this program could not run leaves it not judged.",
 		"Operator's events: the first FailoverStarted, SwitchoverStarted and Promoted event about the cluster after the action, from its eventTime (the operator's clock, the same machine's), to show where a try's time goes.",
 		"Rows lost: after the last try, the rows whose insert returned are looked up through CLUSTER-rw; with synchronous: 1 none may be missing.",

@@ -23,14 +23,18 @@ type Results struct {
 	// Ready is from the create call until the cluster was Ready with
 	// every instance ready.
 	Ready Timed `json:"createToReady"`
-	// Failover deletes the primary's pod with a 1 s grace period; CutOff
-	// cuts the primary's network namespace off; Switchover sets
-	// spec.primary to a replica. Each try's time is until the writer's
-	// first successful insert on the new primary.
-	Failover   Series `json:"failoverPodDeleted"`
-	Switchover Series `json:"switchover"`
-	CutOff     Series `json:"failoverCutOff"`
-	Writer     Writer `json:"writer"`
+	// Failover deletes the primary's pod with a 1 s grace period,
+	// FailoverNoGrace with none (at once) and FailoverDefaultGrace with
+	// the default 30 s; CutOff cuts the primary's network namespace off;
+	// Switchover sets spec.primary to a replica. Each try's time is until
+	// the writer's first successful insert on the new primary, its pause
+	// the client's view (Try.PauseSeconds).
+	Failover             Series `json:"failoverPodDeleted"`
+	FailoverNoGrace      Series `json:"failoverPodDeletedNoGrace"`
+	FailoverDefaultGrace Series `json:"failoverPodDeletedDefaultGrace"`
+	Switchover           Series `json:"switchover"`
+	CutOff               Series `json:"failoverCutOff"`
+	Writer               Writer `json:"writer"`
 	// Operator is the operator's footprint over the whole run.
 	Operator benchkit.Footprint `json:"operator"`
 	// InstanceManagers are the instance manager processes (one per pod;
@@ -64,6 +68,8 @@ type Timed struct {
 type Series struct {
 	Tries   []Try                 `json:"tries"`
 	Seconds benchkit.Distribution `json:"seconds"`
+	// Pause is the distribution of the tries' PauseSeconds.
+	Pause benchkit.Distribution `json:"pauseSeconds"`
 }
 
 // Try is one failover or switchover.
@@ -75,6 +81,13 @@ type Try struct {
 	// the writer's first successful insert on another primary (on the
 	// target, for a switchover).
 	Seconds *float64 `json:"seconds,omitempty"`
+	// PauseSeconds is the client's view: the longest the writer went
+	// without a commit, from its last commit before the action to its
+	// first on the new primary. A graceful stop may serve writes after
+	// the action, a client's reconnection costs time after the promotion:
+	// this is what an application sees, where Seconds is what the
+	// operator and the instances do.
+	PauseSeconds *float64 `json:"pauseSeconds,omitempty"`
 	// StatusSeconds is until status.currentPrimary named the new primary,
 	// as this program's polling (every 100 ms) saw it.
 	StatusSeconds *float64 `json:"statusSeconds,omitempty"`

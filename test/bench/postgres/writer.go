@@ -102,6 +102,29 @@ func (w *writer) firstAfter(t time.Time, match func(server string) bool) (commit
 	return commit{}, false
 }
 
+// longestPause is what a client that writes all along waits, at worst,
+// for a commit across an action at from that ends with the commit at
+// until: the longest time between two consecutive commits of commits (in
+// time order) from the last one at or before from up to until.
+func longestPause(commits []commit, from, until time.Time) time.Duration {
+	i := sort.Search(len(commits), func(i int) bool { return commits[i].at.After(from) })
+	if i > 0 {
+		i--
+	}
+	var longest time.Duration
+	for j := i + 1; j < len(commits) && !commits[j].at.After(until); j++ {
+		longest = max(longest, commits[j].at.Sub(commits[j-1].at))
+	}
+	return longest
+}
+
+// pauseAround is longestPause over the writer's commits.
+func (w *writer) pauseAround(from, until time.Time) time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return longestPause(w.commits, from, until)
+}
+
 // lastCommit is the time of the latest commit, zero before the first.
 func (w *writer) lastCommit() time.Time {
 	w.mu.Lock()
