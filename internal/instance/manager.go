@@ -351,6 +351,9 @@ func (m *Manager) shutdown() error {
 		select {
 		case err := <-stopped:
 			stopped <- err
+			if err == nil && m.lease.held(m.clock.Now()) {
+				m.reportHandover(ctx)
+			}
 		case <-time.After(releaseAfterStop):
 		}
 	} else {
@@ -370,8 +373,39 @@ func (m *Manager) shutdown() error {
 }
 
 // releaseAfterStop is how long after asking for a fast shutdown the lease
-// is released: long enough for the postmaster to end every session.
-const releaseAfterStop = 300 * time.Millisecond
+// is released at the latest: long enough for the postmaster to end every
+// session, and for a small database's shutdown checkpoint, whose position
+// the primary reports before it lets the lease go (reportHandover).
+const releaseAfterStop = 500 * time.Millisecond
+
+// handoverReportTimeout bounds the report of a deleted primary's
+// hand-over: the lease waits for it, and a pod deleted with a short grace
+// period may not live long.
+const handoverReportTimeout = 250 * time.Millisecond
+
+// reportHandover reports where the primary's clean shutdown ended (its
+// checkpoint), as a switchover's step-down does, before the lease goes:
+// the elected standby then knows that the former primary stopped, rather
+// than giving it fenceGrace to fence itself, and a standby still streaming
+// from it waits to receive everything up to there before it promotes. A
+// shutdown that was not clean, or a report that does not go through in
+// time, reports nothing: the standby then waits fenceGrace.
+func (m *Manager) reportHandover(ctx context.Context) {
+	cd, err := m.pg.ControlData(ctx)
+	if err != nil || !cd.CleanShutdown() {
+		return
+	}
+	m.handedOver = cd.CheckpointLSN
+	r := &v1alpha1.PostgresInstanceReport{Node: m.opts.NodeName, Message: "stopped: the pod is deleted", ShutdownLSN: m.handedOver.String()}
+	if last := m.reporter.last; last != nil {
+		r.Epoch = last.Epoch
+	}
+	reportCtx, cancel := context.WithTimeout(ctx, handoverReportTimeout)
+	defer cancel()
+	if err := m.reporter.send(reportCtx, r); err != nil {
+		m.log.Info("The hand-over was not reported: the elected standby waits a moment longer", "error", err.Error())
+	}
+}
 
 // addressOf is how an instance of the cluster is reached: its DNS name,
 // through the headless Service, and PostgreSQL's port.

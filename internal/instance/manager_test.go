@@ -2,6 +2,7 @@ package instance_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"sync"
@@ -273,6 +274,11 @@ func TestClusterLifecycle(t *testing.T) {
 	before := w.committed.Load()
 	stopped := time.Now()
 	f.stop("db-1")
+	stoppedPod := &corev1.Pod{}
+	g.Expect(suite.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "db-1"}, stoppedPod)).To(Succeed())
+	handover := &v1alpha1.PostgresInstanceReport{}
+	g.Expect(json.Unmarshal([]byte(stoppedPod.Annotations[v1alpha1.PostgresReportAnnotation]), handover)).To(Succeed())
+	g.Expect(handover.ShutdownLSN).NotTo(BeEmpty(), "the stopped primary reported where its clean shutdown ended, before it let the lease go")
 	var promoted string
 	g.Eventually(func(g Gomega) {
 		pg := getCluster(g, ns, "db")
