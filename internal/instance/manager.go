@@ -338,7 +338,9 @@ func (m *Manager) shutdown() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	var errs []error
+	wasPrimary := m.lease.held(m.clock.Now())
 	stopped := make(chan error, 1)
+	stoppedYet := true
 	if m.proc != nil {
 		m.stopping = true
 		proc := m.proc
@@ -351,10 +353,11 @@ func (m *Manager) shutdown() error {
 		select {
 		case err := <-stopped:
 			stopped <- err
-			if err == nil && m.lease.held(m.clock.Now()) {
+			if err == nil && wasPrimary {
 				m.reportHandover(ctx)
 			}
 		case <-time.After(releaseAfterStop):
+			stoppedYet = false
 		}
 	} else {
 		stopped <- nil
@@ -364,8 +367,14 @@ func (m *Manager) shutdown() error {
 			errs = append(errs, err)
 		}
 	}
-	if err := <-stopped; err != nil {
+	err := <-stopped
+	if err != nil {
 		errs = append(errs, err)
+	}
+	if err == nil && wasPrimary && !stoppedYet {
+		// Late, but the elected standby, waiting fenceGrace, reads it
+		// at its next tick and promotes then.
+		m.reportHandover(ctx)
 	}
 	m.proc = nil
 	m.log.Info("Stopped")
@@ -384,7 +393,8 @@ const releaseAfterStop = 500 * time.Millisecond
 const handoverReportTimeout = 250 * time.Millisecond
 
 // reportHandover reports where the primary's clean shutdown ended (its
-// checkpoint), as a switchover's step-down does, before the lease goes:
+// checkpoint), as a switchover's step-down does, before the lease goes
+// when the shutdown ends within releaseAfterStop, else right after:
 // the elected standby then knows that the former primary stopped, rather
 // than giving it fenceGrace to fence itself, and a standby still streaming
 // from it waits to receive everything up to there before it promotes. A
